@@ -1,0 +1,55 @@
+"""lion_nb: a Jupyter-first toolkit for conversations with language models.
+
+    from lion_nb import Branch, iModel
+    branch = Branch(system="Be brief.", chat_model=iModel(provider="scripted", replies=["Hi!"]))
+    await branch.communicate("Hello")
+
+Public names resolve lazily so ``import lion_nb`` loads no operation, provider, widget, rich or
+IPython module.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Branch": "lion_nb.session.branch",
+    "Session": "lion_nb.session.session",
+    "iModel": "lion_nb.models.imodel",
+    "Operation": "lion_nb.operations.node",
+    "BranchView": "lion_nb.widgets.chat_view",
+    "view": "lion_nb.widgets.chat_view",
+    "recover_branch": "lion_nb.persist",
+}
+
+__all__ = ["Branch", "BranchView", "Operation", "Session", "__version__", "iModel",
+           "load_ipython_extension", "recover_branch", "view"]
+
+if TYPE_CHECKING:
+    from lion_nb.models.imodel import iModel
+    from lion_nb.operations.node import Operation
+    from lion_nb.session.branch import Branch
+    from lion_nb.session.session import Session
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lion_nb' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lion_nb`` registers the ``%%lion`` cell magic."""
+    from lion_nb.magics import register
+
+    register(ipython)

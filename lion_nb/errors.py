@@ -1,0 +1,142 @@
+"""The one exception tree of lion_nb.
+
+    LionError
+    ├── ConfigurationError        no usable model / bad settings (raised at first use, not import)
+    ├── ExecutionError            a model call did not produce a response
+    │   └── ProviderError         ...classified by what the provider said
+    │       ├── AuthenticationError   401 / 403, bad or missing key
+    │       ├── RateLimitError        429; ``retry_after`` seconds when the provider said
+    │       ├── ServerError           5xx, overloaded
+    │       ├── ProviderTimeout       request timeout or the run() stream deadline
+    │       ├── MalformedResponse     a body or stream line that is not what the protocol promises
+    │       ├── ConnectionLost        the connection or process ended mid-stream
+    │       └── CLIError              a CLI agent could not start or exited non-zero
+    │           └── CLINotFound       the executable is not installed
+    ├── OperationError            unknown / unsupported operation in a graph node
+    └── ParseError                text could not be parsed into the requested type
+
+Errors carry context (status code, stderr tail, target type, raw text) and are raised, never
+returned as strings, except where the ADR makes a value the contract (parse ``handle_validation``).
+Secrets never appear in messages: providers pass bodies through ``redact`` before raising.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LionError(Exception):
+    """Base of every error lion_nb raises on purpose."""
+
+
+class ConfigurationError(LionError):
+    """lion_nb is not configured for what was asked (e.g. no chat model)."""
+
+
+class ExecutionError(LionError):
+    """A model call failed; there is no response to read."""
+
+
+class ProviderError(ExecutionError):
+    """A provider failed in a way we could classify.
+
+    ``provider``: the provider name; ``status``: HTTP status or process exit code; ``body``: the
+    (redacted, truncated) text the provider returned; ``retryable``: whether repeating may help.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        body: str | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status = status
+        self.body = body
+        if retryable is not None:
+            self.retryable = retryable
+
+    def __str__(self) -> str:
+        where = f"[{self.provider}] " if self.provider else ""
+        status = f" (status {self.status})" if self.status is not None else ""
+        return f"{where}{self.message}{status}"
+
+
+class AuthenticationError(ProviderError):
+    """The provider rejected the credentials."""
+
+
+class RateLimitError(ProviderError):
+    """The provider asked us to slow down."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
+class ServerError(ProviderError):
+    """The provider failed on its side (5xx, overloaded)."""
+
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    """No (complete) answer within the allowed time."""
+
+    retryable = True
+
+
+class MalformedResponse(ProviderError):
+    """The provider sent something the protocol does not allow."""
+
+
+class ConnectionLost(ProviderError):
+    """The connection or the CLI process ended before the stream was complete."""
+
+    retryable = True
+
+
+class CLIError(ProviderError):
+    """A CLI agent could not be started or ended with an error. ``stderr`` holds its tail."""
+
+    def __init__(self, message: str, *, stderr: str | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.stderr = stderr
+
+
+class CLINotFound(CLIError):
+    """The CLI executable is not installed or not on PATH."""
+
+
+class OperationError(LionError):
+    """An operation name could not be resolved or executed by a graph node."""
+
+
+class ParseError(LionError, ValueError):
+    """Text could not be turned into the requested type.
+
+    ``target``: the requested type (or its name); ``raw``: the text that failed.
+    Subclasses ValueError so ADR callers catching ValueError keep working.
+    """
+
+    def __init__(self, message: str, *, target: Any = None, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.target = target
+        self.raw = raw
+
+
+def redact(text: str, secrets: list[str | None]) -> str:
+    """Replace every non-empty secret in ``text`` with a marker."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[REDACTED]")
+    return text

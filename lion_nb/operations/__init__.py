@@ -1,0 +1,1 @@
+"""The operations layer: one module per verb. Branch methods import these lazily (ADR D1)."""

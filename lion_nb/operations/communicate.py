@@ -1,0 +1,61 @@
+"""``communicate``: a recorded exchange plus optional parsing (ADR D3). The lifecycle is the
+facade's (``Branch._observed_run``); this module emits none of its own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lion_nb.errors import ParseError
+from lion_nb.operations.chat import chat
+from lion_nb.operations.jsonx import extract_json, fuzzy_keys
+from lion_nb.operations.parse import parse
+from lion_nb.operations.types import ChatParam, ParseParam
+
+if TYPE_CHECKING:
+    from lion_nb.session.branch import Branch
+
+
+def map_request_fields(text: str, fields: dict[str, Any], threshold: float = 0.85) -> Any:
+    """Fuzzy-match the reply's JSON object to ``fields``; unmatched fields are left out. A
+    reply with no JSON object is returned as text (it is recorded either way)."""
+    try:
+        data = extract_json(text)
+    except ValueError:
+        return text
+    if not isinstance(data, dict):
+        return text
+    matched = fuzzy_keys(data, list(fields), threshold)
+    return {name: matched[name] for name in fields if name in matched}
+
+
+async def communicate(
+    branch: Branch,
+    instruction: Any,
+    chat_param: ChatParam,
+    parse_param: ParseParam | None = None,
+    clear_messages: bool = False,
+    skip_validation: bool = False,
+    request_fields: dict | None = None,
+) -> Any:
+    if clear_messages:
+        branch.clear_messages()
+    if request_fields and chat_param.request_fields is None:
+        chat_param = chat_param.with_(request_fields=request_fields)
+    ins, res = await chat(branch, instruction, chat_param, return_ins_res_message=True)
+    await branch.a_add_message(ins)
+    await branch.a_add_message(res)
+    if skip_validation:
+        return res.response
+    if parse_param is not None and parse_param.response_format is not None:
+        try:
+            return await parse(branch, res.response, parse_param)
+        except ValueError as exc:  # ParseError is a ValueError too: name the requested type
+            fmt = parse_param.response_format
+            if isinstance(exc, ParseError):
+                raise
+            raise ParseError(f"could not parse the response into "
+                             f"{getattr(fmt, '__name__', fmt)}: {exc}", target=fmt,
+                             raw=res.response) from exc
+    if request_fields:
+        return map_request_fields(res.response, request_fields)
+    return res.response

@@ -1,0 +1,117 @@
+"""Parameter objects passed through the operations seam, and the ``Middle`` protocol (ADR D5)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from lion_nb.messages import Instruction
+    from lion_nb.models.imodel import iModel
+    from lion_nb.session.branch import Branch
+
+BranchOperations = Literal[
+    "chat",
+    "chat_and_record",
+    "communicate",
+    "run",
+    "run_and_collect",
+    "operate",
+    "parse",
+    "act",
+    "interpret",
+    "ReAct",
+    "ReActStream",
+]
+"""Every built-in verb of ``Branch``, exactly (a test keeps this in sync with the facade).
+Graph nodes also accept any name a Session registers, hence ``BranchOperations | str``."""
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory (``$LION_NB_HOME``, else ``$XDG_DATA_HOME/lion_nb``, else
+    ``~/.local/share/lion_nb``). Never the current working directory."""
+    home = os.environ.get("LION_NB_HOME")
+    if home:
+        return Path(home)
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "lion_nb"
+
+
+def default_persist_dir() -> Path:
+    return default_data_dir() / "runs"
+
+
+class _Param:
+    __slots__ = ()
+
+    def with_(self, **changes: Any) -> Any:
+        """A copy with some fields changed (parameter objects are frozen)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(slots=True, frozen=True, kw_only=True)
+class ChatParam(_Param):
+    guidance: Any = None
+    context: Any = None
+    sender: str | None = None
+    recipient: str | None = None
+    response_format: type[BaseModel] | dict | None = None
+    request_fields: dict | list[str] | None = None
+    progression: Any = None
+    tool_schemas: list[dict] | None = None
+    tool_choice: Any = None
+    images: list | None = None
+    image_detail: Literal["low", "high", "auto"] | None = None
+    plain_content: str | None = None
+    include_token_usage_to_model: bool = False
+    imodel: iModel | None = None
+    imodel_kw: dict | None = None
+
+
+@dataclasses.dataclass(slots=True, frozen=True, kw_only=True)
+class RunParam(ChatParam):
+    stream_persist: bool = False
+    persist_dir: str | Path | None = None  # None -> default_persist_dir()
+    snapshot_dir: str | Path | None = None  # None -> persist_dir
+
+    @classmethod
+    def from_chat(cls, chat_param: ChatParam, **extra: Any) -> RunParam:
+        """Promote a ChatParam (run_and_collect does this)."""
+        if isinstance(chat_param, RunParam):
+            return chat_param.with_(**extra) if extra else chat_param
+        return cls(**chat_param.as_dict(), **extra)
+
+
+@dataclasses.dataclass(slots=True, frozen=True, kw_only=True)
+class ParseParam(_Param):
+    response_format: type[BaseModel] | dict | None = None
+    fuzzy_match: bool = True
+    similarity_threshold: float = 0.85
+    handle_validation: Literal["raise", "return_value", "return_none"] = "raise"
+    max_retries: int = 3
+    imodel: iModel | None = None
+    imodel_kw: dict | None = None
+
+
+@runtime_checkable
+class Middle(Protocol):
+    """One logical exchange adapter (ADR D5): may call a provider once, consume a stream of
+    several assistant messages, or run a bounded series of recorded inner exchanges. It owns
+    clearing and recording for the exchange it performs."""
+
+    async def __call__(
+        self,
+        branch: Branch,
+        instruction: Instruction | Any,
+        chat_param: ChatParam,
+        parse_param: ParseParam | None = None,
+        clear_messages: bool = False,
+        skip_validation: bool = False,
+    ) -> Any: ...

@@ -1,0 +1,1 @@
+"""Branch (the per-conversation facade) and Session (branches + shared operation registry)."""

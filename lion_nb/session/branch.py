@@ -1,0 +1,466 @@
+"""``Branch``: the public facade of one conversation (ADR-0021 D1).
+
+A branch owns its messages, models, tools, observers and (until a Session includes it) a private
+operation registry. Each verb builds frozen parameter objects, imports its implementation inside
+the method and delegates; no algorithm lives here. Importing this module loads no operation,
+provider, widget or rich module.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from lion_nb.messages import Messages, Progression, RoledMessage, System
+from lion_nb.operations.manager import OperationManager
+from lion_nb.signals import MessageAdded, Observers, Signal, StreamDelta, observe_decorator
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from lion_nb.messages import AssistantResponse, Instruction
+    from lion_nb.models.imodel import iModel
+    from lion_nb.operations.types import ChatParam, Middle
+    from lion_nb.session.session import Session
+    from lion_nb.session.tools import ToolRegistry
+
+
+class Branch:
+    """One conversation. ``Branch(system="You are terse.", chat_model=iModel(...))``."""
+
+    def __init__(
+        self,
+        system: str | System | None = None,
+        chat_model: iModel | None = None,
+        parse_model: iModel | None = None,
+        tools: Any = None,
+        name: str | None = None,
+        user: str | None = None,
+        *,
+        id: uuid.UUID | None = None,  # noqa: A002 - restoring a snapshot keeps the id
+    ) -> None:
+        self.id = id or uuid.uuid4()
+        self.name = name
+        self.user = user
+        self._messages = Messages()
+        self._chat_model = chat_model
+        self._parse_model = parse_model
+        self._tools: ToolRegistry | None = None
+        self._observers = Observers()
+        self._operation_manager = OperationManager()
+        self.session: Session | None = None
+        self.context_providers: list[Callable[..., Any]] = []
+        self._injected_context: list[Any] | None = None
+        self.metadata: dict[str, Any] = {}
+        if system is not None:
+            self.add_message(system if isinstance(system, System) else System(system=system))
+        if tools:
+            self.register_tools(tools)
+
+    # ----- state --------------------------------------------------------------------------
+    @property
+    def messages(self) -> Messages:
+        return self._messages
+
+    @property
+    def progression(self) -> Progression:
+        return self._messages.progression
+
+    @property
+    def system(self) -> System | None:
+        return self._messages.system
+
+    @property
+    def chat_model(self) -> iModel:
+        """The branch's model; resolved from the environment on first use when none was given."""
+        if self._chat_model is None:
+            from lion_nb.models.imodel import resolve_default_model
+
+            self._chat_model = resolve_default_model()
+        return self._chat_model
+
+    @chat_model.setter
+    def chat_model(self, model: iModel) -> None:
+        self._chat_model = model
+
+    @property
+    def parse_model(self) -> iModel:
+        return self._parse_model if self._parse_model is not None else self.chat_model
+
+    @parse_model.setter
+    def parse_model(self, model: iModel | None) -> None:
+        self._parse_model = model
+
+    @property
+    def tools(self) -> ToolRegistry:
+        if self._tools is None:
+            from lion_nb.session.tools import ToolRegistry
+
+            self._tools = ToolRegistry()
+        return self._tools
+
+    def register_tools(self, tools: Any, *, update: bool = False) -> None:
+        """Offer Python functions (sync or async) to the model as tools."""
+        self.tools.register(tools, update=update)
+
+    def add_message(self, message: RoledMessage) -> RoledMessage:
+        """Record ``message`` at the end of the progression and emit ``MessageAdded``."""
+        if isinstance(message, System) and len(self._messages):
+            raise ValueError("a system message can only be the first message of a branch")
+        self._messages._append(message)
+        self._emit(MessageAdded(branch_id=self.id, message=message))
+        return message
+
+    async def a_add_message(self, message: RoledMessage) -> RoledMessage:
+        """The asynchronous message path (ADR D3); async observers are drained at run end."""
+        return self.add_message(message)
+
+    def clear_messages(self) -> None:
+        """Forget the conversation; the system message (if any) stays."""
+        self._messages._clear(keep_system=True)
+
+    # ----- observing ----------------------------------------------------------------------
+    def observe(self, *signal_types: type[Signal], handler: Callable[[Signal], Any] | None = None):
+        """Subscribe ``handler`` (sync or async) to signals of this branch. Works as a call,
+        ``branch.observe(RunEnd, handler=fn)``, or a decorator, ``@branch.observe(RunEnd)``.
+        With no types, every signal. Returns the handler."""
+        return observe_decorator(self._observers.subscribe, signal_types, handler)
+
+    def unobserve_all(self) -> None:
+        self._observers = Observers()
+
+    def _emit(self, signal: Signal) -> None:
+        if self._observers:
+            self._observers.emit(signal)
+        if self.session is not None and self.session._observers:
+            self.session._observers.emit(signal)
+
+    async def _drain(self) -> None:
+        await self._observers.drain()
+        if self.session is not None:
+            await self.session._observers.drain()
+
+    def delta_sink(self, message_id: uuid.UUID):
+        """A callback that turns provider deltas into ``StreamDelta`` signals for the message
+        that will be recorded under ``message_id``; it keeps the running snapshot per kind."""
+        from lion_nb.signals import TextAccumulator
+
+        parts: dict[str, TextAccumulator] = {}
+
+        def sink(kind: Any, delta: str, *, name: str | None = None,
+                 call_id: str | None = None) -> None:
+            key = kind if kind != "tool_args" else f"tool_args:{call_id}"
+            acc = parts.get(key)
+            if acc is None:
+                acc = parts[key] = TextAccumulator()
+            acc.append(delta)
+            if self._observers or (self.session is not None and self.session._observers):
+                self._emit(StreamDelta(branch_id=self.id, message_id=message_id, kind=kind,
+                                       delta=delta, source=acc, length=acc.length, name=name,
+                                       call_id=call_id))
+
+        return sink
+
+    # ----- operations registry (ADR D2) ---------------------------------------------------
+    def get_operation(self, operation: str) -> Callable[..., Any] | None:
+        """Built-in attributes first; a registered name can never shadow a facade method."""
+        if hasattr(self, operation):
+            return getattr(self, operation)
+        return self._operation_manager.registry.get(operation)
+
+    async def _observed_run(self, operation: str, coro: Any) -> Any:
+        from lion_nb.session.lifecycle import observed_run
+
+        return await observed_run(self, operation, coro)
+
+    # ----- verbs --------------------------------------------------------------------------
+    def _chat_param(self, **kw: Any) -> ChatParam:
+        from lion_nb.operations.types import ChatParam
+
+        return ChatParam(**kw)
+
+    @overload
+    async def chat(self, instruction: Any = ..., *, return_ins_res_message: Literal[False] = ...,
+                   **kwargs: Any) -> str: ...
+    @overload
+    async def chat(self, instruction: Any = ..., *, return_ins_res_message: Literal[True],
+                   **kwargs: Any) -> tuple[Instruction, AssistantResponse]: ...
+
+    async def chat(
+        self,
+        instruction: Instruction | Any = None,
+        guidance: Any = None,
+        context: Any = None,
+        sender: str | None = None,
+        recipient: str | None = None,
+        request_fields: list[str] | dict[str, Any] | None = None,
+        response_format: type[BaseModel] | BaseModel | None = None,
+        progression: Progression | list[uuid.UUID] | None = None,
+        imodel: iModel | None = None,
+        tool_schemas: list[dict] | None = None,
+        images: list | None = None,
+        image_detail: Literal["low", "high", "auto"] | None = None,
+        plain_content: str | None = None,
+        return_ins_res_message: bool = False,
+        include_token_usage_to_model: bool = False,
+        **kwargs: Any,
+    ) -> str | tuple[Instruction, AssistantResponse]:
+        """One unrecorded request. Returns the response text, or the (Instruction,
+        AssistantResponse) pair with ``return_ins_res_message=True``. Messages are unchanged."""
+        from lion_nb.operations.chat import chat
+
+        param = self._chat_param(
+            guidance=guidance, context=context, sender=sender, recipient=recipient,
+            request_fields=request_fields, response_format=response_format,
+            progression=progression, imodel=imodel, tool_schemas=tool_schemas,
+            tool_choice=kwargs.pop("tool_choice", None), images=images,
+            image_detail=image_detail, plain_content=plain_content,
+            include_token_usage_to_model=include_token_usage_to_model, imodel_kw=kwargs or None,
+        )
+        return await chat(self, instruction, param, return_ins_res_message=return_ins_res_message)
+
+    async def chat_and_record(self, instruction: Instruction | Any = None, **kwargs: Any) -> str:
+        """``chat`` plus recording of the instruction and response; no run lifecycle."""
+        kwargs.pop("return_ins_res_message", None)
+        ins, res = await self.chat(instruction, return_ins_res_message=True, **kwargs)
+        await self.a_add_message(ins)
+        await self.a_add_message(res)
+        return res.response
+
+    async def communicate(
+        self,
+        instruction: Instruction | Any = None,
+        *,
+        guidance: Any = None,
+        context: Any = None,
+        plain_content: str | None = None,
+        sender: str | None = None,
+        recipient: str | None = None,
+        progression: Any = None,
+        response_format: type[BaseModel] | None = None,
+        request_fields: dict | list[str] | None = None,
+        chat_model: iModel | None = None,
+        parse_model: iModel | None = None,
+        skip_validation: bool = False,
+        images: list | None = None,
+        image_detail: Literal["low", "high", "auto"] | None = None,
+        num_parse_retries: int = 3,
+        clear_messages: bool = False,
+        include_token_usage_to_model: bool = False,
+        **kwargs: Any,
+    ) -> BaseModel | dict | str | None:
+        """A recorded exchange (instruction + response) under one run lifecycle, optionally
+        parsed into ``response_format`` or the ``request_fields`` mapping."""
+        import warnings
+
+        from lion_nb.operations.communicate import communicate
+        from lion_nb.operations.types import ParseParam
+
+        if num_parse_retries > 5:
+            warnings.warn(f"num_parse_retries={num_parse_retries} is high; clamped to 5 "
+                          "(fewer than 3 is recommended)", UserWarning, stacklevel=2)
+            num_parse_retries = 5
+        param = self._chat_param(
+            guidance=guidance, context=context, sender=sender, recipient=recipient,
+            response_format=response_format, request_fields=request_fields,
+            progression=progression, imodel=chat_model, images=images,
+            image_detail=image_detail, plain_content=plain_content,
+            tool_choice=kwargs.pop("tool_choice", None),
+            tool_schemas=kwargs.pop("tool_schemas", None),
+            include_token_usage_to_model=include_token_usage_to_model, imodel_kw=kwargs or None,
+        )
+        parse_param = None
+        if response_format is not None:
+            parse_param = ParseParam(response_format=response_format, imodel=parse_model,
+                                     max_retries=num_parse_retries, handle_validation="raise")
+        fields = request_fields if isinstance(request_fields, dict) or request_fields is None \
+            else {f: None for f in request_fields}
+        return await self._observed_run("communicate", communicate(
+            self, instruction, param, parse_param, clear_messages=clear_messages,
+            skip_validation=skip_validation, request_fields=fields,
+        ))
+
+    async def parse(
+        self,
+        text: str,
+        response_format: type[BaseModel] | dict | None = None,
+        *,
+        handle_validation: Literal["raise", "return_value", "return_none"] = "return_value",
+        max_retries: int = 3,
+        fuzzy_match: bool = True,
+        similarity_threshold: float = 0.85,
+        parse_model: iModel | None = None,
+        request_type: type[BaseModel] | None = None,
+    ) -> Any:
+        """Turn ``text`` into ``response_format`` without recording anything: local
+        extraction first, then up to ``max_retries`` unrecorded repair turns."""
+        from lion_nb.operations.parse import parse
+        from lion_nb.operations.types import ParseParam
+
+        param = ParseParam(response_format=response_format or request_type,
+                           handle_validation=handle_validation, max_retries=max_retries,
+                           fuzzy_match=fuzzy_match, similarity_threshold=similarity_threshold,
+                           imodel=parse_model)
+        return await parse(self, text, param)
+
+    async def interpret(self, text: str, domain: str | None = None, style: str | None = None,
+                        *, interpret_model: iModel | None = None, **kwargs: Any) -> str:
+        """Rewrite a raw request into a clearer prompt (one unrecorded turn)."""
+        from lion_nb.operations.interpret import interpret
+
+        param = self._chat_param(imodel=interpret_model, imodel_kw=kwargs or None)
+        return await interpret(self, text, param, domain=domain, style=style)
+
+    async def run(
+        self,
+        instruction: str | Any = "",
+        *,
+        chat_model: iModel | None = None,
+        guidance: Any = None,
+        context: Any = None,
+        sender: str | None = None,
+        recipient: str | None = None,
+        images: list | None = None,
+        image_detail: Literal["low", "high", "auto"] = "auto",
+        stream_persist: bool = False,
+        persist_dir: str | None = None,
+        snapshot_dir: str | None = None,
+        response_format: type[BaseModel] | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[RoledMessage, None]:
+        """Stream a CLI agent's turn as recorded messages (instruction first)."""
+        from lion_nb.operations.run import run
+        from lion_nb.operations.types import RunParam
+
+        param = RunParam(
+            guidance=guidance, context=context, sender=sender, recipient=recipient,
+            images=images, image_detail=image_detail, response_format=response_format,
+            imodel=chat_model, imodel_kw=kwargs or None, stream_persist=stream_persist,
+            persist_dir=persist_dir, snapshot_dir=snapshot_dir,
+        )
+        stream = run(self, instruction, param)
+        try:
+            async for message in stream:
+                yield message
+        finally:  # close the inner stream inside *this* generator's aclose(), not at GC
+            await stream.aclose()
+
+    async def run_and_collect(self, instruction: Any = "", *, chat_model: iModel | None = None,
+                              response_format: type[BaseModel] | None = None,
+                              clear_messages: bool = False, skip_validation: bool = False,
+                              **kwargs: Any) -> Any:
+        """Consume ``run`` and return the joined assistant text (or its parse)."""
+        from lion_nb.operations.run import run_and_collect
+        from lion_nb.operations.types import ParseParam
+
+        param = self._chat_param(imodel=chat_model, response_format=response_format, **{
+            k: kwargs.pop(k) for k in list(kwargs) if k in ("guidance", "context", "sender",
+                                                             "recipient", "images")})
+        parse_param = ParseParam(response_format=response_format) if response_format else None
+        if kwargs:
+            param = param.with_(imodel_kw=kwargs)
+        return await run_and_collect(self, instruction, param, parse_param,
+                                     clear_messages=clear_messages,
+                                     skip_validation=skip_validation)
+
+    async def operate(
+        self,
+        *,
+        instruction: Any = None,
+        guidance: Any = None,
+        context: Any = None,
+        chat_model: iModel | None = None,
+        parse_model: iModel | None = None,
+        response_format: type[BaseModel] | None = None,
+        actions: bool = False,
+        reason: bool = False,
+        tools: Any = None,
+        invoke_actions: bool = True,
+        skip_validation: bool = False,
+        handle_validation: Literal["raise", "return_value", "return_none"] = "return_value",
+        middle: Middle | None = None,
+        stream_persist: bool = False,
+        persist_dir: str | None = None,
+        clear_messages: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """A structured turn with optional tool calls, through one Middle exchange."""
+        from lion_nb.operations.operate import operate
+
+        return await self._observed_run("operate", operate(
+            self, instruction=instruction, guidance=guidance, context=context,
+            chat_model=chat_model, parse_model=parse_model, response_format=response_format,
+            actions=actions, reason=reason, tools=tools, invoke_actions=invoke_actions,
+            skip_validation=skip_validation, handle_validation=handle_validation, middle=middle,
+            stream_persist=stream_persist, persist_dir=persist_dir,
+            clear_messages=clear_messages, **kwargs,
+        ))
+
+    async def act(self, action_request: Any, *,
+                  strategy: Literal["concurrent", "sequential"] = "concurrent",
+                  suppress_errors: bool = True, **kwargs: Any) -> Any:
+        """Run requested tool calls; records ActionRequest then ActionResponse for each."""
+        from lion_nb.operations.act import act
+
+        return await act(self, action_request, strategy=strategy,
+                         suppress_errors=suppress_errors, **kwargs)
+
+    async def ReAct(self, instruction: Any = None, *, max_extensions: int | None = 3,
+                    **kwargs: Any) -> Any:  # noqa: N802 - the ADR's name
+        """Reason, act and observe over rounds, then answer (one run lifecycle)."""
+        from lion_nb.operations.react import ReAct
+
+        return await self._observed_run("ReAct", ReAct(
+            self, instruction, max_extensions=max_extensions, **kwargs))
+
+    async def ReActStream(self, instruction: Any = None, *, max_extensions: int | None = 3,
+                          **kwargs: Any) -> AsyncGenerator[Any, None]:  # noqa: N802
+        """Like ReAct, yielding each round's analysis and then the answer."""
+        from lion_nb.operations.react import ReActStream
+
+        stream = ReActStream(self, instruction, max_extensions=max_extensions, **kwargs)
+        try:
+            async for item in stream:
+                yield item
+        finally:
+            await stream.aclose()
+
+    # ----- copies and snapshots -----------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Everything needed to rebuild the branch (messages, models' settings); never keys."""
+        from lion_nb.session.snapshot import branch_to_dict
+
+        return branch_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Branch:
+        from lion_nb.session.snapshot import branch_from_dict
+
+        return branch_from_dict(cls, data, **overrides)
+
+    def fork(self, at: int | uuid.UUID | None = None, *, name: str | None = None) -> Branch:
+        """A new branch with this one's messages up to and including ``at`` (an index or a
+        message id; default: all), the same models and tools, linked to its origin."""
+        from lion_nb.session.snapshot import fork_branch
+
+        return fork_branch(self, at, name=name)
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Branch{label} {str(self.id)[:8]} messages={len(self._messages)}>"
+
+    def _repr_html_(self) -> str:
+        from lion_nb.render.html import transcript_html
+
+        return transcript_html(list(self._messages), title=self.name)
+
+    def _repr_markdown_(self) -> str:
+        from lion_nb.render.text import transcript_markdown
+
+        return transcript_markdown(list(self._messages))
+
+    def __rich__(self) -> Any:
+        from lion_nb.render.rich import TranscriptRenderable
+
+        return TranscriptRenderable(list(self._messages), title=self.name)

@@ -1,0 +1,119 @@
+"""Run lifecycle ownership (ADR D4).
+
+The wrapper that owns an exchange emits ``RunStart`` and exactly one terminal signal. A
+task-scoped ContextVar holds the ids of branches whose run is active in this task; a nested
+wrapper on the same branch (communicate inside operate, turns inside ReAct) stays silent, while a
+concurrent task on the same branch (which has its own context) is not suppressed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from lion_nb.signals import RunEnd, RunFailed, RunStart
+from lion_nb.usage import RunUsage, current_run_usage
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from lion_nb.session.branch import Branch
+
+_active_runs: ContextVar[frozenset[uuid.UUID]] = ContextVar(
+    "lion_nb_active_runs", default=frozenset()
+)
+
+
+def lifecycle_suppressed(branch: Branch) -> bool:
+    return branch.id in _active_runs.get()
+
+
+@contextmanager
+def suppress_lifecycle(branch: Branch) -> Iterator[None]:
+    """Mark ``branch`` as running in this task: nested wrappers emit nothing."""
+    token = _active_runs.set(_active_runs.get() | {branch.id})
+    try:
+        yield
+    finally:
+        _active_runs.reset(token)
+
+
+class RunTracker:
+    """Start/terminal bookkeeping for one run: at most one terminal signal per start."""
+
+    __slots__ = ("branch", "done", "operation", "run_id", "started", "usage", "_usage_token")
+
+    def __init__(self, branch: Branch, operation: str) -> None:
+        self.branch = branch
+        self.operation = operation
+        self.run_id = uuid.uuid4()
+        self.started = time.perf_counter()
+        self.usage = RunUsage()
+        self.done = False
+        self._usage_token: Any = None
+
+    def start(self) -> None:
+        self._usage_token = current_run_usage.set(self.usage)
+        self.branch._emit(
+            RunStart(branch_id=self.branch.id, run_id=self.run_id, operation=self.operation)
+        )
+
+    def _elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000.0
+
+    def _release_usage(self) -> None:
+        if self._usage_token is not None:
+            try:
+                current_run_usage.reset(self._usage_token)
+            except ValueError:  # reset from another context (generator finalised elsewhere)
+                pass
+            self._usage_token = None
+
+    def end(self, result: Any = None, *, stopped: bool = False) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._release_usage()
+        u = self.usage
+        self.branch._emit(RunEnd(
+            branch_id=self.branch.id, run_id=self.run_id, operation=self.operation,
+            duration_ms=self._elapsed_ms(), result=result, input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens, total_cost_usd=u.total_cost_usd, stopped=stopped,
+        ))
+
+    def fail(self, error: BaseException) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._release_usage()
+        self.branch._emit(RunFailed(
+            branch_id=self.branch.id, run_id=self.run_id, operation=self.operation,
+            duration_ms=self._elapsed_ms(), error=error,
+        ))
+
+
+async def observed_run(branch: Branch, operation: str, coro: Awaitable[Any]) -> Any:
+    """Await ``coro`` under one lifecycle: RunStart, then RunEnd(result) or RunFailed(error)
+    (re-raised). Message signals are drained first. Cancellation is a stopped RunEnd."""
+    if lifecycle_suppressed(branch):
+        return await coro
+    tracker = RunTracker(branch, operation)
+    with suppress_lifecycle(branch):
+        tracker.start()
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            tracker.end(None, stopped=True)
+            raise
+        except BaseException as exc:
+            await branch._drain()
+            tracker.fail(exc)
+            raise
+        await branch._drain()
+        tracker.end(result)
+        return result

@@ -1,0 +1,136 @@
+"""``Session``: a set of branches sharing one named-operation registry and observers (ADR D2)."""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from lion_nb.operations.manager import OperationManager
+from lion_nb.session.branch import Branch
+from lion_nb.signals import Observers, Signal, observe_decorator
+
+
+class Session:
+    def __init__(self, *, name: str | None = None, user: str | None = None,
+                 default_branch: Branch | None = None) -> None:
+        self.id = uuid.uuid4()
+        self.name = name
+        self.user = user
+        self.branches: dict[uuid.UUID, Branch] = {}
+        self.default_branch: Branch | None = None
+        self._operation_manager = OperationManager()
+        self._observers = Observers()
+        if default_branch is not None:
+            self.include_branches(default_branch)
+
+    # ----- branches -----------------------------------------------------------------------
+    def include_branches(self, *branches: Branch) -> None:
+        """Adopt branches: they share this session's registry and reach its observers. The
+        first included branch becomes the default when there is none."""
+        for branch in branches:
+            if isinstance(branch, list | tuple):
+                self.include_branches(*branch)
+                continue
+            if branch.session is not None and branch.session is not self:
+                raise ValueError(f"{branch!r} already belongs to another session")
+            branch.session = self
+            if branch.user is None:
+                branch.user = self.user
+            branch._operation_manager = self._operation_manager
+            self.branches[branch.id] = branch
+            if self.default_branch is None:
+                self.default_branch = branch
+
+    def new_branch(self, system: Any = None, chat_model: Any = None, parse_model: Any = None,
+                   tools: Any = None, name: str | None = None, *, as_default: bool = False,
+                   **kwargs: Any) -> Branch:
+        branch = Branch(system=system, chat_model=chat_model, parse_model=parse_model,
+                        tools=tools, name=name, user=kwargs.pop("user", self.user), **kwargs)
+        self.include_branches(branch)
+        if as_default:
+            self.default_branch = branch
+        return branch
+
+    def get_branch(self, ref: Branch | uuid.UUID | str | None = None) -> Branch:
+        """By object, id (UUID or its string) or name; None -> the default branch."""
+        if ref is None:
+            if self.default_branch is None:
+                raise ValueError("the session has no branches")
+            return self.default_branch
+        if isinstance(ref, Branch):
+            if ref.id not in self.branches:
+                raise ValueError(f"{ref!r} is not in this session")
+            return ref
+        if isinstance(ref, uuid.UUID):
+            if ref in self.branches:
+                return self.branches[ref]
+            raise ValueError(f"no branch with id {ref}")
+        try:
+            as_id = uuid.UUID(ref)
+        except ValueError:
+            as_id = None
+        if as_id is not None and as_id in self.branches:
+            return self.branches[as_id]
+        named = [b for b in self.branches.values() if b.name == ref]
+        if len(named) == 1:
+            return named[0]
+        if len(named) > 1:
+            raise ValueError(f"{len(named)} branches are named {ref!r}; use the id")
+        raise ValueError(f"no branch named or identified by {ref!r}")
+
+    def fork(self, branch: Branch | uuid.UUID | str, at: int | uuid.UUID | None = None,
+             *, name: str | None = None) -> Branch:
+        return self.get_branch(branch).fork(at, name=name)
+
+    # ----- named operations ---------------------------------------------------------------
+    def register_operation(self, operation: str, func: Callable[..., Any], *,
+                           update: bool = False) -> None:
+        self._operation_manager.register(operation, func, update=update)
+
+    def operation(self, name: str | None = None, *, update: bool = False):
+        """Decorator: ``@session.operation()`` registers ``func.__name__``."""
+
+        def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
+            self.register_operation(name or func.__name__, func, update=update)
+            return func
+
+        return decorator
+
+    async def run_operation(self, operation: str, *, branch: Branch | uuid.UUID | str | None = None,
+                            **kwargs: Any) -> Any:
+        """Resolve ``operation`` on a branch (built-ins first) and await it. Registered
+        operations receive ``branch=`` plus the keyword arguments. A streaming verb
+        (run, ReActStream) is drained into a list."""
+        target = self.get_branch(branch)
+        func = target.get_operation(operation)
+        if func is None:
+            raise ValueError(f"Unknown operation: {operation}")
+        return await call_operation(target, operation, func, kwargs)
+
+    # ----- observing ----------------------------------------------------------------------
+    def observe(self, *signal_types: type[Signal], handler: Callable[[Signal], Any] | None = None):
+        """Like ``Branch.observe``, for every branch in the session."""
+        return observe_decorator(self._observers.subscribe, signal_types, handler)
+
+    def __repr__(self) -> str:
+        return f"<Session {self.name or str(self.id)[:8]} branches={len(self.branches)}>"
+
+
+async def call_operation(branch: Branch, name: str, func: Callable[..., Any],
+                         kwargs: dict[str, Any]) -> Any:
+    """Shared by ``Session.run_operation`` and ``Operation._invoke`` (one lookup, one call
+    convention): facade methods are bound; registered functions get ``branch=``."""
+    if getattr(func, "__self__", None) is not branch:
+        kwargs = {"branch": branch, **kwargs}
+    result = func(**kwargs)
+    if inspect.isasyncgen(result):
+        items = []
+        try:
+            async for item in result:
+                items.append(item)
+        finally:
+            await result.aclose()
+        return items
+    return await result

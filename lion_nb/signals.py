@@ -1,0 +1,214 @@
+"""Signals a branch emits while it works, and the bus that delivers them.
+
+Lifecycle: ``RunStart`` then exactly one of ``RunEnd`` / ``RunFailed`` (ADR-0021 D4).
+Content: ``MessageAdded`` when a message is recorded; ``StreamDelta`` while a message is being
+built (what changed, plus the running snapshot, keyed by the id the message will be recorded
+under, so a view can render idempotently). ReAct adds ``RoundStart`` / ``RoundEnd``.
+
+Observer failures are logged on the ``lion_nb`` logger and never change an operation's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+logger = logging.getLogger("lion_nb")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Signal:
+    branch_id: uuid.UUID
+    at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStart(Signal):
+    run_id: uuid.UUID
+    operation: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunEnd(Signal):
+    """A run ended normally (including a consumer that stopped reading a stream).
+
+    Usage counts only the model calls made during this run."""
+
+    run_id: uuid.UUID
+    operation: str
+    duration_ms: float
+    result: Any = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_cost_usd: float | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(Signal):
+    run_id: uuid.UUID
+    operation: str
+    duration_ms: float
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageAdded(Signal):
+    message: Any  # RoledMessage; typed loosely so this module imports no pydantic models
+
+
+class TextAccumulator:
+    """Growing text of one part of a message being streamed. Appending is O(1); the joined
+    text is built only when someone reads it (views read at a throttled rate), so emitting a
+    delta per token stays linear however long the reply grows."""
+
+    __slots__ = ("_parts", "length")
+
+    def __init__(self, initial: str = "") -> None:
+        self._parts: list[str] = [initial] if initial else []
+        self.length = len(initial)
+
+    def append(self, delta: str) -> None:
+        self._parts.append(delta)
+        self.length += len(delta)
+
+    def value(self) -> str:
+        parts = self._parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamDelta(Signal):
+    """``delta`` was appended to the ``kind`` part of message ``message_id``; ``snapshot`` is
+    that part so far (computed on read). For ``tool_args`` the tool ``name`` and ``call_id``
+    are set. ``message_id`` is the id the finished message will be recorded under."""
+
+    message_id: uuid.UUID
+    kind: Literal["text", "thinking", "tool_args"]
+    delta: str
+    source: TextAccumulator | str = ""
+    length: int = -1
+    name: str | None = None
+    call_id: str | None = None
+
+    @property
+    def snapshot(self) -> str:
+        text = self.source if isinstance(self.source, str) else self.source.value()
+        if self.length < 0 or self.length == len(text):
+            return text
+        return text[: self.length]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundStart(Signal):
+    """A ReAct round began: ``round`` 1 is the first analysis; ``final`` marks the answer turn."""
+
+    run_id: uuid.UUID | None
+    round: int
+    final: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundEnd(Signal):
+    run_id: uuid.UUID | None
+    round: int
+    final: bool = False
+    duration_ms: float = 0.0
+    extension_needed: bool | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParseAttempt(Signal):
+    """One attempt of ``parse``: 0 is local extraction of the original text, later ones parse
+    a repair turn's reply. ``errors`` are per-field validation errors (loc, msg, type)."""
+
+    attempt: int
+    raw: str
+    ok: bool
+    errors: list[dict[str, Any]]
+    target: str
+
+
+Handler = Callable[[Signal], Any]
+
+
+class Observers:
+    """Subscriptions by signal type. ``emit`` is synchronous and cheap: sync handlers run
+    inline; async handlers become tasks that ``drain()`` awaits (ADR D4: message signals are
+    drained before a terminal lifecycle signal)."""
+
+    __slots__ = ("_handlers", "_pending", "_resolved")
+
+    def __init__(self) -> None:
+        self._handlers: list[tuple[tuple[type[Signal], ...], Handler]] = []
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._resolved: dict[type, tuple[Handler, ...]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._handlers)
+
+    def subscribe(self, types: tuple[type[Signal], ...], handler: Handler) -> Callable[[], None]:
+        entry = (types or (Signal,), handler)
+        self._handlers.append(entry)
+        self._resolved.clear()
+
+        def unsubscribe() -> None:
+            if entry in self._handlers:
+                self._handlers.remove(entry)
+                self._resolved.clear()
+
+        return unsubscribe
+
+    def _for(self, kind: type) -> tuple[Handler, ...]:
+        found = self._resolved.get(kind)
+        if found is None:
+            found = tuple(h for types, h in self._handlers if issubclass(kind, types))
+            self._resolved[kind] = found
+        return found
+
+    def emit(self, signal: Signal) -> None:
+        for handler in self._for(type(signal)):
+            try:
+                result = handler(signal)
+                if inspect.isawaitable(result):
+                    task = asyncio.ensure_future(result)
+                    self._pending.add(task)
+                    task.add_done_callback(self._settled)
+            except Exception:
+                logger.exception("observer %r failed on %s", handler, type(signal).__name__)
+
+    def _settled(self, task: asyncio.Task[Any]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "async observer failed", exc_info=(type(task.exception()), task.exception(), None)
+            )
+
+    async def drain(self) -> None:
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+
+def observe_decorator(bus_subscribe: Callable[..., Any], types: tuple[Any, ...], handler: Any):
+    """Shared body of ``Branch.observe`` / ``Session.observe``: call form or decorator form."""
+    if types and not isinstance(types[0], type) and callable(types[0]) and handler is None:
+        # observe(fn): all signals
+        handler, types = types[0], ()
+    if handler is not None:
+        bus_subscribe(tuple(types), handler)
+        return handler
+
+    def decorator(fn: Handler) -> Handler:
+        bus_subscribe(tuple(types), fn)
+        return fn
+
+    return decorator

@@ -1,0 +1,58 @@
+"""Token usage, and its accumulation per run.
+
+A run (``Branch._observed_run`` or ``Branch.run``) installs a ``RunUsage`` in a ContextVar; every
+model call made inside that task (and tasks it starts) adds to it, so ``RunEnd`` reports the usage
+of this run only, not of the whole branch history.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_cost_usd: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k in ("input_tokens", "output_tokens", "total_cost_usd")
+                if (v := getattr(self, k)) is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        data = data or {}
+        return cls(data.get("input_tokens"), data.get("output_tokens"), data.get("total_cost_usd"))
+
+
+class RunUsage:
+    """Sums usage; a field stays None until some call reports it."""
+
+    __slots__ = ("input_tokens", "output_tokens", "total_cost_usd")
+
+    def __init__(self) -> None:
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.total_cost_usd: float | None = None
+
+    def add(self, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        for name in ("input_tokens", "output_tokens", "total_cost_usd"):
+            value = getattr(usage, name)
+            if value is not None:
+                current = getattr(self, name)
+                setattr(self, name, value if current is None else current + value)
+
+
+current_run_usage: ContextVar[RunUsage | None] = ContextVar("lion_nb_run_usage", default=None)
+
+
+def record_usage(usage: Usage | None) -> None:
+    """Add one model call's usage to the run that is active in this task, if any."""
+    acc = current_run_usage.get()
+    if acc is not None:
+        acc.add(usage)
