@@ -25,8 +25,17 @@ _LAZY = {
     "recover_branch": "lion_nb.persist",
 }
 
-__all__ = ["Branch", "BranchView", "Operation", "Session", "__version__", "iModel",
-           "load_ipython_extension", "recover_branch", "view"]
+__all__ = [
+    "Branch",
+    "BranchView",
+    "Operation",
+    "Session",
+    "__version__",
+    "iModel",
+    "load_ipython_extension",
+    "recover_branch",
+    "view",
+]
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel

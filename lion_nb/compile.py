@@ -55,8 +55,11 @@ def instruction_content(ins: Instruction) -> str | list[dict[str, Any]]:
         return text
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for image in ins.images:
-        url = image if image.startswith(("http://", "https://", "data:")) else (
-            "data:image/png;base64," + image)
+        url = (
+            image
+            if image.startswith(("http://", "https://", "data:"))
+            else ("data:image/png;base64," + image)
+        )
         part: dict[str, Any] = {"type": "image_url", "image_url": {"url": url}}
         if ins.image_detail:
             part["image_url"]["detail"] = ins.image_detail
@@ -77,9 +80,14 @@ def compile_messages(messages: Iterable[RoledMessage]) -> list[dict[str, Any]]:
             out.append({"role": "assistant", "content": msg.response})
         elif isinstance(msg, ActionRequest):
             cid = call_id_of(msg)
-            call = {"id": cid, "type": "function",
-                    "function": {"name": msg.function,
-                                 "arguments": json.dumps(msg.arguments, ensure_ascii=False)}}
+            call = {
+                "id": cid,
+                "type": "function",
+                "function": {
+                    "name": msg.function,
+                    "arguments": json.dumps(msg.arguments, ensure_ascii=False),
+                },
+            }
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
@@ -89,13 +97,20 @@ def compile_messages(messages: Iterable[RoledMessage]) -> list[dict[str, Any]]:
         elif isinstance(msg, ActionResponse):
             cid = call_id_of(msg)
             if cid in compiled_calls:
-                out.append({"role": "tool", "tool_call_id": cid,
-                            "content": _output_text(msg.output)})
+                out.append(
+                    {"role": "tool", "tool_call_id": cid, "content": _output_text(msg.output)}
+                )
             else:
                 status = "failed" if msg.is_error else "returned"
-                out.append({"role": "user", "content": (
-                    f"Tool {msg.function}({json.dumps(msg.arguments, default=str)}) {status}: "
-                    f"{_output_text(msg.output)}")})
+                out.append(
+                    {
+                        "role": "user",
+                        "content": (
+                            f"Tool {msg.function}({json.dumps(msg.arguments, default=str)}) {status}: "
+                            f"{_output_text(msg.output)}"
+                        ),
+                    }
+                )
         else:  # a new message type must get a rule here, never be dropped
             raise TypeError(f"no compile rule for {type(msg).__name__}")
     return out

@@ -22,6 +22,7 @@ Secrets never appear in messages: providers pass bodies through ``redact`` befor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -134,7 +135,7 @@ class ParseError(LionError, ValueError):
         self.raw = raw
 
 
-def redact(text: str, secrets: list[str | None]) -> str:
+def redact(text: str, secrets: Iterable[str | None]) -> str:
     """Replace every non-empty secret in ``text`` with a marker."""
     for secret in secrets:
         if secret and len(secret) >= 4:

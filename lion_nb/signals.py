@@ -188,10 +188,8 @@ class Observers:
 
     def _settled(self, task: asyncio.Task[Any]) -> None:
         self._pending.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error(
-                "async observer failed", exc_info=(type(task.exception()), task.exception(), None)
-            )
+        if not task.cancelled() and (error := task.exception()) is not None:
+            logger.error("async observer failed: %r", error, exc_info=error)
 
     async def drain(self) -> None:
         while self._pending:

@@ -19,8 +19,11 @@ class Usage:
     total_cost_usd: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k in ("input_tokens", "output_tokens", "total_cost_usd")
-                if (v := getattr(self, k)) is not None}
+        return {
+            k: v
+            for k in ("input_tokens", "output_tokens", "total_cost_usd")
+            if (v := getattr(self, k)) is not None
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:

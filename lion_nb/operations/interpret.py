@@ -17,8 +17,14 @@ GUIDANCE = (
 )
 
 
-async def interpret(branch: Branch, text: str, chat_param: ChatParam, *,
-                    domain: str | None = None, style: str | None = None) -> str:
+async def interpret(
+    branch: Branch,
+    text: str,
+    chat_param: ChatParam,
+    *,
+    domain: str | None = None,
+    style: str | None = None,
+) -> str:
     guidance = GUIDANCE
     if domain:
         guidance += f" Domain: {domain}."

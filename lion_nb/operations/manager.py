@@ -8,9 +8,11 @@ from typing import Any
 
 
 def is_coro_func(func: Any) -> bool:
-    return inspect.iscoroutinefunction(func) or (
-        callable(func) and inspect.iscoroutinefunction(getattr(func, "__call__", None))
-    )
+    """True for ``async def`` functions and objects whose ``__call__`` is ``async def``."""
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = type(func).__dict__.get("__call__") if not inspect.isroutine(func) else None
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class OperationManager:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import OperationError
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     PENDING = "pending"
     PROCESSING = "processing"
     COMPLETED = "completed"
@@ -26,9 +26,14 @@ class Operation:
     node to one response value; a failure is captured in ``status``/``error`` (the node is an
     event, not a call), while ``_invoke`` raises."""
 
-    def __init__(self, operation: BranchOperations | str, parameters: dict[str, Any] | None = None,
-                 *, branch_id: uuid.UUID | None = None, metadata: dict[str, Any] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        operation: BranchOperations | str,
+        parameters: dict[str, Any] | None = None,
+        *,
+        branch_id: uuid.UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         self.id = uuid.uuid4()
         self.operation = operation
         self.parameters = dict(parameters or {})

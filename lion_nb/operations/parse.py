@@ -47,8 +47,10 @@ def parse_locally(text: str, fmt: Any, param: ParseParam) -> Any:
 
 def _errors_of(exc: Exception) -> list[dict[str, Any]]:
     if isinstance(exc, ValidationError):
-        return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                for e in exc.errors(include_url=False)]
+        return [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False)
+        ]
     return [{"loc": [], "msg": str(exc), "type": type(exc).__name__}]
 
 
@@ -66,24 +68,44 @@ async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
             value = parse_locally(candidate, fmt, parse_param)
         except ValueError as exc:
             last_error = exc
-            branch._emit(ParseAttempt(branch_id=branch.id, attempt=attempt, raw=candidate,
-                                      ok=False, errors=_errors_of(exc), target=_type_name(fmt)))
+            branch._emit(
+                ParseAttempt(
+                    branch_id=branch.id,
+                    attempt=attempt,
+                    raw=candidate,
+                    ok=False,
+                    errors=_errors_of(exc),
+                    target=_type_name(fmt),
+                )
+            )
         else:
-            branch._emit(ParseAttempt(branch_id=branch.id, attempt=attempt, raw=candidate,
-                                      ok=True, errors=[], target=_type_name(fmt)))
+            branch._emit(
+                ParseAttempt(
+                    branch_id=branch.id,
+                    attempt=attempt,
+                    raw=candidate,
+                    ok=True,
+                    errors=[],
+                    target=_type_name(fmt),
+                )
+            )
             return value
         if attempt == attempts:
             break
         repair = ChatParam(
             guidance="Restate the text below as JSON that matches the schema. Reply with the "
-                     "JSON only. Previous error: " + str(last_error)[:500],
-            context=[text], response_format=fmt, progression=[],
-            imodel=parse_param.imodel or branch.parse_model, imodel_kw=parse_param.imodel_kw,
+            "JSON only. Previous error: " + str(last_error)[:500],
+            context=[text],
+            response_format=fmt,
+            progression=[],
+            imodel=parse_param.imodel or branch.parse_model,
+            imodel_kw=parse_param.imodel_kw,
         )
         candidate = await chat(branch, "Convert to the requested JSON.", repair)
     if parse_param.handle_validation == "return_value":
         return text
     if parse_param.handle_validation == "return_none":
         return None
-    raise ParseError(f"could not parse the response into {_type_name(fmt)}: {last_error}",
-                     target=fmt, raw=text) from last_error
+    raise ParseError(
+        f"could not parse the response into {_type_name(fmt)}: {last_error}", target=fmt, raw=text
+    ) from last_error

@@ -38,7 +38,7 @@ class Branch:
         name: str | None = None,
         user: str | None = None,
         *,
-        id: uuid.UUID | None = None,  # noqa: A002 - restoring a snapshot keeps the id
+        id: uuid.UUID | None = None,
     ) -> None:
         self.id = id or uuid.uuid4()
         self.name = name
@@ -148,17 +148,27 @@ class Branch:
 
         parts: dict[str, TextAccumulator] = {}
 
-        def sink(kind: Any, delta: str, *, name: str | None = None,
-                 call_id: str | None = None) -> None:
+        def sink(
+            kind: Any, delta: str, *, name: str | None = None, call_id: str | None = None
+        ) -> None:
             key = kind if kind != "tool_args" else f"tool_args:{call_id}"
             acc = parts.get(key)
             if acc is None:
                 acc = parts[key] = TextAccumulator()
             acc.append(delta)
             if self._observers or (self.session is not None and self.session._observers):
-                self._emit(StreamDelta(branch_id=self.id, message_id=message_id, kind=kind,
-                                       delta=delta, source=acc, length=acc.length, name=name,
-                                       call_id=call_id))
+                self._emit(
+                    StreamDelta(
+                        branch_id=self.id,
+                        message_id=message_id,
+                        kind=kind,
+                        delta=delta,
+                        source=acc,
+                        length=acc.length,
+                        name=name,
+                        call_id=call_id,
+                    )
+                )
 
         return sink
 
@@ -181,11 +191,13 @@ class Branch:
         return ChatParam(**kw)
 
     @overload
-    async def chat(self, instruction: Any = ..., *, return_ins_res_message: Literal[False] = ...,
-                   **kwargs: Any) -> str: ...
+    async def chat(
+        self, instruction: Any = ..., *, return_ins_res_message: Literal[False] = ..., **kwargs: Any
+    ) -> str: ...
     @overload
-    async def chat(self, instruction: Any = ..., *, return_ins_res_message: Literal[True],
-                   **kwargs: Any) -> tuple[Instruction, AssistantResponse]: ...
+    async def chat(
+        self, instruction: Any = ..., *, return_ins_res_message: Literal[True], **kwargs: Any
+    ) -> tuple[Instruction, AssistantResponse]: ...
 
     async def chat(
         self,
@@ -211,14 +223,25 @@ class Branch:
         from lion_nb.operations.chat import chat
 
         param = self._chat_param(
-            guidance=guidance, context=context, sender=sender, recipient=recipient,
-            request_fields=request_fields, response_format=response_format,
-            progression=progression, imodel=imodel, tool_schemas=tool_schemas,
-            tool_choice=kwargs.pop("tool_choice", None), images=images,
-            image_detail=image_detail, plain_content=plain_content,
-            include_token_usage_to_model=include_token_usage_to_model, imodel_kw=kwargs or None,
+            guidance=guidance,
+            context=context,
+            sender=sender,
+            recipient=recipient,
+            request_fields=request_fields,
+            response_format=response_format,
+            progression=progression,
+            imodel=imodel,
+            tool_schemas=tool_schemas,
+            tool_choice=kwargs.pop("tool_choice", None),
+            images=images,
+            image_detail=image_detail,
+            plain_content=plain_content,
+            include_token_usage_to_model=include_token_usage_to_model,
+            imodel_kw=kwargs or None,
         )
-        return await chat(self, instruction, param, return_ins_res_message=return_ins_res_message)
+        if return_ins_res_message:
+            return await chat(self, instruction, param, return_ins_res_message=True)
+        return await chat(self, instruction, param)
 
     async def chat_and_record(self, instruction: Instruction | Any = None, **kwargs: Any) -> str:
         """``chat`` plus recording of the instruction and response; no run lifecycle."""
@@ -258,28 +281,55 @@ class Branch:
         from lion_nb.operations.types import ParseParam
 
         if num_parse_retries > 5:
-            warnings.warn(f"num_parse_retries={num_parse_retries} is high; clamped to 5 "
-                          "(fewer than 3 is recommended)", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"num_parse_retries={num_parse_retries} is high; clamped to 5 "
+                "(fewer than 3 is recommended)",
+                UserWarning,
+                stacklevel=2,
+            )
             num_parse_retries = 5
         param = self._chat_param(
-            guidance=guidance, context=context, sender=sender, recipient=recipient,
-            response_format=response_format, request_fields=request_fields,
-            progression=progression, imodel=chat_model, images=images,
-            image_detail=image_detail, plain_content=plain_content,
+            guidance=guidance,
+            context=context,
+            sender=sender,
+            recipient=recipient,
+            response_format=response_format,
+            request_fields=request_fields,
+            progression=progression,
+            imodel=chat_model,
+            images=images,
+            image_detail=image_detail,
+            plain_content=plain_content,
             tool_choice=kwargs.pop("tool_choice", None),
             tool_schemas=kwargs.pop("tool_schemas", None),
-            include_token_usage_to_model=include_token_usage_to_model, imodel_kw=kwargs or None,
+            include_token_usage_to_model=include_token_usage_to_model,
+            imodel_kw=kwargs or None,
         )
         parse_param = None
         if response_format is not None:
-            parse_param = ParseParam(response_format=response_format, imodel=parse_model,
-                                     max_retries=num_parse_retries, handle_validation="raise")
-        fields = request_fields if isinstance(request_fields, dict) or request_fields is None \
+            parse_param = ParseParam(
+                response_format=response_format,
+                imodel=parse_model,
+                max_retries=num_parse_retries,
+                handle_validation="raise",
+            )
+        fields = (
+            request_fields
+            if isinstance(request_fields, dict) or request_fields is None
             else {f: None for f in request_fields}
-        return await self._observed_run("communicate", communicate(
-            self, instruction, param, parse_param, clear_messages=clear_messages,
-            skip_validation=skip_validation, request_fields=fields,
-        ))
+        )
+        return await self._observed_run(
+            "communicate",
+            communicate(
+                self,
+                instruction,
+                param,
+                parse_param,
+                clear_messages=clear_messages,
+                skip_validation=skip_validation,
+                request_fields=fields,
+            ),
+        )
 
     async def parse(
         self,
@@ -298,14 +348,25 @@ class Branch:
         from lion_nb.operations.parse import parse
         from lion_nb.operations.types import ParseParam
 
-        param = ParseParam(response_format=response_format or request_type,
-                           handle_validation=handle_validation, max_retries=max_retries,
-                           fuzzy_match=fuzzy_match, similarity_threshold=similarity_threshold,
-                           imodel=parse_model)
+        param = ParseParam(
+            response_format=response_format or request_type,
+            handle_validation=handle_validation,
+            max_retries=max_retries,
+            fuzzy_match=fuzzy_match,
+            similarity_threshold=similarity_threshold,
+            imodel=parse_model,
+        )
         return await parse(self, text, param)
 
-    async def interpret(self, text: str, domain: str | None = None, style: str | None = None,
-                        *, interpret_model: iModel | None = None, **kwargs: Any) -> str:
+    async def interpret(
+        self,
+        text: str,
+        domain: str | None = None,
+        style: str | None = None,
+        *,
+        interpret_model: iModel | None = None,
+        **kwargs: Any,
+    ) -> str:
         """Rewrite a raw request into a clearer prompt (one unrecorded turn)."""
         from lion_nb.operations.interpret import interpret
 
@@ -334,10 +395,18 @@ class Branch:
         from lion_nb.operations.types import RunParam
 
         param = RunParam(
-            guidance=guidance, context=context, sender=sender, recipient=recipient,
-            images=images, image_detail=image_detail, response_format=response_format,
-            imodel=chat_model, imodel_kw=kwargs or None, stream_persist=stream_persist,
-            persist_dir=persist_dir, snapshot_dir=snapshot_dir,
+            guidance=guidance,
+            context=context,
+            sender=sender,
+            recipient=recipient,
+            images=images,
+            image_detail=image_detail,
+            response_format=response_format,
+            imodel=chat_model,
+            imodel_kw=kwargs or None,
+            stream_persist=stream_persist,
+            persist_dir=persist_dir,
+            snapshot_dir=snapshot_dir,
         )
         stream = run(self, instruction, param)
         try:
@@ -346,23 +415,40 @@ class Branch:
         finally:  # close the inner stream inside *this* generator's aclose(), not at GC
             await stream.aclose()
 
-    async def run_and_collect(self, instruction: Any = "", *, chat_model: iModel | None = None,
-                              response_format: type[BaseModel] | None = None,
-                              clear_messages: bool = False, skip_validation: bool = False,
-                              **kwargs: Any) -> Any:
+    async def run_and_collect(
+        self,
+        instruction: Any = "",
+        *,
+        chat_model: iModel | None = None,
+        response_format: type[BaseModel] | None = None,
+        clear_messages: bool = False,
+        skip_validation: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """Consume ``run`` and return the joined assistant text (or its parse)."""
         from lion_nb.operations.run import run_and_collect
         from lion_nb.operations.types import ParseParam
 
-        param = self._chat_param(imodel=chat_model, response_format=response_format, **{
-            k: kwargs.pop(k) for k in list(kwargs) if k in ("guidance", "context", "sender",
-                                                             "recipient", "images")})
+        param = self._chat_param(
+            imodel=chat_model,
+            response_format=response_format,
+            **{
+                k: kwargs.pop(k)
+                for k in list(kwargs)
+                if k in ("guidance", "context", "sender", "recipient", "images")
+            },
+        )
         parse_param = ParseParam(response_format=response_format) if response_format else None
         if kwargs:
             param = param.with_(imodel_kw=kwargs)
-        return await run_and_collect(self, instruction, param, parse_param,
-                                     clear_messages=clear_messages,
-                                     skip_validation=skip_validation)
+        return await run_and_collect(
+            self,
+            instruction,
+            param,
+            parse_param,
+            clear_messages=clear_messages,
+            skip_validation=skip_validation,
+        )
 
     async def operate(
         self,
@@ -388,34 +474,58 @@ class Branch:
         """A structured turn with optional tool calls, through one Middle exchange."""
         from lion_nb.operations.operate import operate
 
-        return await self._observed_run("operate", operate(
-            self, instruction=instruction, guidance=guidance, context=context,
-            chat_model=chat_model, parse_model=parse_model, response_format=response_format,
-            actions=actions, reason=reason, tools=tools, invoke_actions=invoke_actions,
-            skip_validation=skip_validation, handle_validation=handle_validation, middle=middle,
-            stream_persist=stream_persist, persist_dir=persist_dir,
-            clear_messages=clear_messages, **kwargs,
-        ))
+        return await self._observed_run(
+            "operate",
+            operate(
+                self,
+                instruction=instruction,
+                guidance=guidance,
+                context=context,
+                chat_model=chat_model,
+                parse_model=parse_model,
+                response_format=response_format,
+                actions=actions,
+                reason=reason,
+                tools=tools,
+                invoke_actions=invoke_actions,
+                skip_validation=skip_validation,
+                handle_validation=handle_validation,
+                middle=middle,
+                stream_persist=stream_persist,
+                persist_dir=persist_dir,
+                clear_messages=clear_messages,
+                **kwargs,
+            ),
+        )
 
-    async def act(self, action_request: Any, *,
-                  strategy: Literal["concurrent", "sequential"] = "concurrent",
-                  suppress_errors: bool = True, **kwargs: Any) -> Any:
+    async def act(
+        self,
+        action_request: Any,
+        *,
+        strategy: Literal["concurrent", "sequential"] = "concurrent",
+        suppress_errors: bool = True,
+        **kwargs: Any,
+    ) -> Any:
         """Run requested tool calls; records ActionRequest then ActionResponse for each."""
         from lion_nb.operations.act import act
 
-        return await act(self, action_request, strategy=strategy,
-                         suppress_errors=suppress_errors, **kwargs)
+        return await act(
+            self, action_request, strategy=strategy, suppress_errors=suppress_errors, **kwargs
+        )
 
-    async def ReAct(self, instruction: Any = None, *, max_extensions: int | None = 3,
-                    **kwargs: Any) -> Any:  # noqa: N802 - the ADR's name
+    async def ReAct(
+        self, instruction: Any = None, *, max_extensions: int | None = 3, **kwargs: Any
+    ) -> Any:
         """Reason, act and observe over rounds, then answer (one run lifecycle)."""
         from lion_nb.operations.react import ReAct
 
-        return await self._observed_run("ReAct", ReAct(
-            self, instruction, max_extensions=max_extensions, **kwargs))
+        return await self._observed_run(
+            "ReAct", ReAct(self, instruction, max_extensions=max_extensions, **kwargs)
+        )
 
-    async def ReActStream(self, instruction: Any = None, *, max_extensions: int | None = 3,
-                          **kwargs: Any) -> AsyncGenerator[Any, None]:  # noqa: N802
+    async def ReActStream(
+        self, instruction: Any = None, *, max_extensions: int | None = 3, **kwargs: Any
+    ) -> AsyncGenerator[Any, None]:
         """Like ReAct, yielding each round's analysis and then the answer."""
         from lion_nb.operations.react import ReActStream
 

@@ -46,7 +46,7 @@ def suppress_lifecycle(branch: Branch) -> Iterator[None]:
 class RunTracker:
     """Start/terminal bookkeeping for one run: at most one terminal signal per start."""
 
-    __slots__ = ("branch", "done", "operation", "run_id", "started", "usage", "_usage_token")
+    __slots__ = ("_usage_token", "branch", "done", "operation", "run_id", "started", "usage")
 
     def __init__(self, branch: Branch, operation: str) -> None:
         self.branch = branch
@@ -80,21 +80,34 @@ class RunTracker:
         self.done = True
         self._release_usage()
         u = self.usage
-        self.branch._emit(RunEnd(
-            branch_id=self.branch.id, run_id=self.run_id, operation=self.operation,
-            duration_ms=self._elapsed_ms(), result=result, input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens, total_cost_usd=u.total_cost_usd, stopped=stopped,
-        ))
+        self.branch._emit(
+            RunEnd(
+                branch_id=self.branch.id,
+                run_id=self.run_id,
+                operation=self.operation,
+                duration_ms=self._elapsed_ms(),
+                result=result,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                total_cost_usd=u.total_cost_usd,
+                stopped=stopped,
+            )
+        )
 
     def fail(self, error: BaseException) -> None:
         if self.done:
             return
         self.done = True
         self._release_usage()
-        self.branch._emit(RunFailed(
-            branch_id=self.branch.id, run_id=self.run_id, operation=self.operation,
-            duration_ms=self._elapsed_ms(), error=error,
-        ))
+        self.branch._emit(
+            RunFailed(
+                branch_id=self.branch.id,
+                run_id=self.run_id,
+                operation=self.operation,
+                duration_ms=self._elapsed_ms(),
+                error=error,
+            )
+        )
 
 
 async def observed_run(branch: Branch, operation: str, coro: Awaitable[Any]) -> Any:

@@ -13,8 +13,13 @@ from lion_nb.signals import Observers, Signal, observe_decorator
 
 
 class Session:
-    def __init__(self, *, name: str | None = None, user: str | None = None,
-                 default_branch: Branch | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        user: str | None = None,
+        default_branch: Branch | None = None,
+    ) -> None:
         self.id = uuid.uuid4()
         self.name = name
         self.user = user
@@ -43,11 +48,26 @@ class Session:
             if self.default_branch is None:
                 self.default_branch = branch
 
-    def new_branch(self, system: Any = None, chat_model: Any = None, parse_model: Any = None,
-                   tools: Any = None, name: str | None = None, *, as_default: bool = False,
-                   **kwargs: Any) -> Branch:
-        branch = Branch(system=system, chat_model=chat_model, parse_model=parse_model,
-                        tools=tools, name=name, user=kwargs.pop("user", self.user), **kwargs)
+    def new_branch(
+        self,
+        system: Any = None,
+        chat_model: Any = None,
+        parse_model: Any = None,
+        tools: Any = None,
+        name: str | None = None,
+        *,
+        as_default: bool = False,
+        **kwargs: Any,
+    ) -> Branch:
+        branch = Branch(
+            system=system,
+            chat_model=chat_model,
+            parse_model=parse_model,
+            tools=tools,
+            name=name,
+            user=kwargs.pop("user", self.user),
+            **kwargs,
+        )
         self.include_branches(branch)
         if as_default:
             self.default_branch = branch
@@ -80,13 +100,19 @@ class Session:
             raise ValueError(f"{len(named)} branches are named {ref!r}; use the id")
         raise ValueError(f"no branch named or identified by {ref!r}")
 
-    def fork(self, branch: Branch | uuid.UUID | str, at: int | uuid.UUID | None = None,
-             *, name: str | None = None) -> Branch:
+    def fork(
+        self,
+        branch: Branch | uuid.UUID | str,
+        at: int | uuid.UUID | None = None,
+        *,
+        name: str | None = None,
+    ) -> Branch:
         return self.get_branch(branch).fork(at, name=name)
 
     # ----- named operations ---------------------------------------------------------------
-    def register_operation(self, operation: str, func: Callable[..., Any], *,
-                           update: bool = False) -> None:
+    def register_operation(
+        self, operation: str, func: Callable[..., Any], *, update: bool = False
+    ) -> None:
         self._operation_manager.register(operation, func, update=update)
 
     def operation(self, name: str | None = None, *, update: bool = False):
@@ -98,8 +124,9 @@ class Session:
 
         return decorator
 
-    async def run_operation(self, operation: str, *, branch: Branch | uuid.UUID | str | None = None,
-                            **kwargs: Any) -> Any:
+    async def run_operation(
+        self, operation: str, *, branch: Branch | uuid.UUID | str | None = None, **kwargs: Any
+    ) -> Any:
         """Resolve ``operation`` on a branch (built-ins first) and await it. Registered
         operations receive ``branch=`` plus the keyword arguments. A streaming verb
         (run, ReActStream) is drained into a list."""
@@ -118,8 +145,9 @@ class Session:
         return f"<Session {self.name or str(self.id)[:8]} branches={len(self.branches)}>"
 
 
-async def call_operation(branch: Branch, name: str, func: Callable[..., Any],
-                         kwargs: dict[str, Any]) -> Any:
+async def call_operation(
+    branch: Branch, name: str, func: Callable[..., Any], kwargs: dict[str, Any]
+) -> Any:
     """Shared by ``Session.run_operation`` and ``Operation._invoke`` (one lookup, one call
     convention): facade methods are bound; registered functions get ``branch=``."""
     if getattr(func, "__self__", None) is not branch:

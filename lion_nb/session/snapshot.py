@@ -25,7 +25,10 @@ def branch_to_dict(branch: Branch) -> dict[str, Any]:
         "chat_model": branch._chat_model.to_dict() if branch._chat_model else None,
         "parse_model": branch._parse_model.to_dict() if branch._parse_model else None,
         "tools": sorted(branch._tools.tools) if branch._tools else [],
-        "messages": MESSAGE_LIST.dump_python(list(branch.messages), mode="json"),
+        "messages": MESSAGE_LIST.dump_python(
+            list(branch.messages),  # type: ignore[arg-type]
+            mode="json",
+        ),
     }
 
 
@@ -34,15 +37,20 @@ def _model_from(data: dict[str, Any] | None) -> Any:
         return None  # a scripted model's replies are code, not data
     from lion_nb.models.imodel import iModel
 
-    return iModel(provider=data["provider"], model=data.get("model"),
-                  base_url=data.get("base_url"), **data.get("options", {}))
+    return iModel(
+        provider=data["provider"],
+        model=data.get("model"),
+        base_url=data.get("base_url"),
+        **data.get("options", {}),
+    )
 
 
 def branch_from_dict(cls: type[Branch], data: dict[str, Any], **overrides: Any) -> Branch:
     if data.get("format", FORMAT) != FORMAT:
         raise ValueError(f"unsupported branch format {data.get('format')!r}")
     kw: dict[str, Any] = {
-        "name": data.get("name"), "user": data.get("user"),
+        "name": data.get("name"),
+        "user": data.get("user"),
         "chat_model": _model_from(data.get("chat_model")),
         "parse_model": _model_from(data.get("parse_model")),
         "id": uuid.UUID(data["id"]) if data.get("id") else None,
@@ -65,14 +73,18 @@ def fork_branch(branch: Branch, at: int | uuid.UUID | None, *, name: str | None)
             raise IndexError(f"fork point {at!r} is outside the branch ({len(messages)} messages)")
         messages = messages[: index + 1]
     cls = type(branch)
-    forked = cls(chat_model=branch._chat_model, parse_model=branch._parse_model,
-                 name=name or (f"{branch.name} (fork)" if branch.name else None),
-                 user=branch.user)
+    forked = cls(
+        chat_model=branch._chat_model,
+        parse_model=branch._parse_model,
+        name=name or (f"{branch.name} (fork)" if branch.name else None),
+        user=branch.user,
+    )
     if branch._tools is not None:
         forked.tools.tools.update(branch._tools.tools)
     forked.context_providers = list(branch.context_providers)
     forked.metadata["forked_from"] = {
-        "branch_id": str(branch.id), "at": str(messages[-1].id) if messages else None,
+        "branch_id": str(branch.id),
+        "at": str(messages[-1].id) if messages else None,
         "index": len(messages) - 1,
     }
     for message in messages:  # same message values: shared history is literally shared

@@ -34,10 +34,11 @@ def _doc_parts(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
 class Tool:
     """A callable the model may request by name."""
 
-    __slots__ = ("description", "func", "name", "parameters", "_validator")
+    __slots__ = ("_validator", "description", "func", "name", "parameters")
 
-    def __init__(self, func: Callable[..., Any], *, name: str | None = None,
-                 description: str | None = None) -> None:
+    def __init__(
+        self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> None:
         self.func = func
         self.name = name or func.__name__
         summary, arg_docs = _doc_parts(func)
@@ -64,8 +65,14 @@ class Tool:
     @property
     def schema(self) -> dict[str, Any]:
         """OpenAI function-tool format (the lingua franca; providers translate it)."""
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         validated = self._validator.validate_python(arguments or {})
@@ -89,13 +96,18 @@ class ToolRegistry:
     def __init__(self) -> None:
         self.tools: dict[str, Tool] = {}
 
-    def register(self, tools: Callable[..., Any] | Tool | Iterable[Any], *,
-                 update: bool = False) -> list[Tool]:
+    def register(
+        self, tools: Callable[..., Any] | Tool | Iterable[Any], *, update: bool = False
+    ) -> list[Tool]:
         items = tools if isinstance(tools, list | tuple | set) else [tools]
         added: list[Tool] = []
         for item in items:
-            tool = item if isinstance(item, Tool) else Tool(item)
-            if tool.name in self.tools and not update and self.tools[tool.name].func is not tool.func:
+            tool = item if isinstance(item, Tool) else Tool(item)  # type: ignore[arg-type]
+            if (
+                tool.name in self.tools
+                and not update
+                and self.tools[tool.name].func is not tool.func
+            ):
                 raise ValueError(f"a different tool named {tool.name!r} is already registered")
             self.tools[tool.name] = tool
             added.append(tool)

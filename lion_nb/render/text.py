@@ -1,0 +1,337 @@
+"""Messages as Markdown and plain text: ``_repr_markdown_``, Markdown export, the text/plain
+part of a saved notebook's static fallback, and the formatting helpers the HTML and rich
+renderers share (labels, times, usage, JSON).
+
+Markdown produced here is handed to *other* renderers (JupyterLab's marked, GitHub, nbviewer)
+that do not sanitize trusted output, so it must carry no raw HTML and no dangerous link.
+``safe_markdown_source`` checks text with markdown-it (HTML enabled, every link reported) and
+neutralises only the lines that need it, escaping ``<`` and ``[`` there; code blocks and clean
+paragraphs are left byte for byte. The check repeats until a parse finds nothing, and the last
+resort escapes every line, which is safe for any CommonMark renderer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "format_usage",
+    "message_markdown",
+    "message_plain",
+    "safe_markdown_source",
+    "transcript_markdown",
+    "transcript_plain",
+]
+
+ROLE_LABELS = {
+    "system": "System",
+    "user": "User",
+    "assistant": "Assistant",
+    "action_request": "Action request",
+    "action_response": "Action response",
+}
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+
+# C0 controls (except tab and newline), DEL and C1 controls become visible symbols, so model text
+# cannot drive a terminal (ANSI/OSC escapes) or hide text. U+2400.. are the "control pictures".
+_CONTROLS = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)}
+_CONTROLS[0x7F] = 0x2421
+_CONTROLS.update({c: 0xFFFD for c in range(0x80, 0xA0)})
+
+
+def visible_controls(text: str) -> str:
+    """Newlines normalised to ``\\n``; other control characters made visible."""
+    return text.replace("\r\n", "\n").translate(_CONTROLS)
+
+
+def label(role: str) -> str:
+    return ROLE_LABELS.get(role, role.replace("_", " ").capitalize())
+
+
+def format_time(dt: datetime | None, *, short: bool = False) -> str:
+    if dt is None:
+        return ""
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC)
+    return dt.strftime("%H:%M:%S") if short else dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def format_usage(usage: dict[str, Any] | None) -> str:
+    """``"1,234 in · 56 out · $0.0012"`` from a usage dict; "" when nothing is known."""
+    if not usage:
+        return ""
+    parts = []
+    if isinstance(usage.get("input_tokens"), int):
+        parts.append(f"{usage['input_tokens']:,} in")
+    if isinstance(usage.get("output_tokens"), int):
+        parts.append(f"{usage['output_tokens']:,} out")
+    cost = usage.get("total_cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts)
+
+
+def to_json(value: Any) -> str:
+    """Pretty JSON for display; never raises (falls back to ``str``)."""
+    if hasattr(value, "model_dump"):
+        try:
+            value = value.model_dump(mode="json")
+        except Exception:  # a display helper must not fail on an odd model
+            return str(value)
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def as_text(value: Any) -> str:
+    return value if isinstance(value, str) else to_json(value)
+
+
+def thinking_text(message: Any) -> str:
+    thinking = (getattr(message, "metadata", None) or {}).get("thinking")
+    if thinking in (None, "", [], {}):
+        return ""
+    return as_text(thinking)
+
+
+# --- Markdown safety -------------------------------------------------------------------------
+
+_SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
+_SPACE_RE = re.compile(r"[\x00-\x20]+")
+_detector: Any = None
+
+
+def _detector_md() -> Any:
+    """markdown-it with raw HTML on and link validation off, to see what other renderers see."""
+    global _detector
+    if _detector is None:
+        from lion_nb.render.markdown import build_markdown
+
+        md = build_markdown(html_enabled=True)
+        md.validateLink = lambda url: True  # report every link; we judge the scheme ourselves
+        md.normalizeLink = lambda url: url  # judge the destination as written (entity-decoded)
+        _detector = md
+    return _detector
+
+
+def safe_url(url: str) -> bool:
+    """True for relative URLs and http/https/mailto (browsers ignore tabs/newlines in URLs)."""
+    m = _SCHEME_RE.match(_SPACE_RE.sub("", url))
+    return m is None or m[1].lower() in SAFE_SCHEMES
+
+
+def _inline_dirty(token: Any) -> bool:
+    for child in token.children or ():
+        if child.type == "html_inline":
+            return True
+        if child.type in ("link_open", "image"):
+            if not safe_url(str(child.attrGet("href") or child.attrGet("src") or "")):
+                return True
+    return False
+
+
+def _dirty_lines(text: str) -> set[int] | None:
+    """Line numbers to neutralise, or None if the text is already safe."""
+    env: dict[str, Any] = {}
+    tokens = _detector_md().parse(text, env)
+    refs_safe = all(safe_url(str(r.get("href", ""))) for r in env.get("references", {}).values())
+    keep: set[int] = set()
+    dirty: set[int] = set()
+    unsafe = not refs_safe
+    for tok in tokens:
+        if tok.map is None:
+            continue
+        lines = range(tok.map[0], tok.map[1])
+        if tok.type in ("fence", "code_block"):
+            keep.update(lines)
+        elif tok.type == "inline":
+            if _inline_dirty(tok):
+                dirty.update(lines)
+                unsafe = True
+            else:
+                keep.update(lines)
+        elif tok.type == "html_block":
+            dirty.update(lines)
+            unsafe = True
+    if not unsafe:
+        return None
+    count = text.count("\n") + 1
+    # Lines no block claims (link definitions among them) are escaped too when a reference is bad.
+    extra = () if refs_safe else (i for i in range(count) if i not in keep)
+    return dirty.union(extra)
+
+
+def _escape_line(line: str) -> str:
+    # Backslashes first, so an existing "\\" cannot pair with ours and re-open a "[".
+    return line.replace("\\", "\\\\").replace("<", "&lt;").replace("[", "\\[")
+
+
+def safe_markdown_source(text: str) -> str:
+    """Markdown with raw HTML and non-http(s)/mailto links neutralised (shown as text)."""
+    for _ in range(4):
+        dirty = _dirty_lines(text)
+        if dirty is None:
+            return text
+        lines = text.split("\n")
+        text = "\n".join(_escape_line(s) if i in dirty else s for i, s in enumerate(lines))
+    return "\n".join(_escape_line(s) for s in text.split("\n"))
+
+
+def close_open_fence(text: str) -> str:
+    """Append a closing fence if the text ends inside a top-level one, so nothing composed after
+    it (the next message of a transcript) is swallowed into a code block."""
+    tokens = _detector_md().parse(text, {})
+    last = next((t for t in reversed(tokens) if t.level == 0 and t.map is not None), None)
+    if last is None or last.type != "fence":
+        return text
+    lines = text.rstrip("\n").split("\n")
+    closer = lines[-1].strip() if last.map[1] - last.map[0] > 1 else ""
+    markup = last.markup
+    if closer and set(closer) == {markup[0]} and len(closer) >= len(markup):
+        return text
+    return text.rstrip("\n") + "\n" + markup + "\n"
+
+
+def fenced(text: str, lang: str = "") -> str:
+    """A fence that ``text`` cannot close: longer than any backtick run inside it."""
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{lang}\n{body}{fence}"
+
+
+def code_span(text: str) -> str:
+    text = " ".join(text.split("\n"))
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    ticks = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+# --- messages ----------------------------------------------------------------------------------
+
+
+def _md_text(value: Any) -> str:
+    """A model/user value as a Markdown block: strings as Markdown, anything else as JSON."""
+    if isinstance(value, str):
+        return close_open_fence(visible_controls(value))
+    return fenced(visible_controls(to_json(value)), "json")
+
+
+def _header(message: Any, *extra: str) -> str:
+    bits = [f"**{label(message.role)}**"]
+    sender = getattr(message, "sender", None)
+    if sender:
+        bits.append(code_span(visible_controls(str(sender))))
+    bits.extend(e for e in extra if e)
+    bits.append(format_time(getattr(message, "created_at", None)))
+    return " · ".join(b for b in bits if b)
+
+
+def _markdown_parts(message: Any) -> list[str]:
+    role = message.role
+    meta = message.metadata or {}
+    if role == "assistant":
+        usage = format_usage(meta.get("usage"))
+        model = code_span(visible_controls(str(meta["model"]))) if meta.get("model") else ""
+        stopped = "*stopped*" if meta.get("stopped") else ""
+        parts = [_header(message, model, usage, stopped)]
+        thinking = thinking_text(message)
+        if thinking:
+            body = _md_text(thinking).split("\n")
+            parts.append("> **Thinking**\n>\n" + "\n".join(f"> {s}" if s else ">" for s in body))
+        parts.append(_md_text(message.response) if message.response else "*(no text)*")
+        if meta.get("result") is not None:
+            parts.append("**Parsed result**\n\n" + fenced(visible_controls(to_json(meta["result"])), "json"))
+        return parts
+    if role == "user":
+        parts = [_header(message)]
+        if message.plain_content is not None:
+            parts.append(_md_text(message.plain_content))
+            return parts
+        if message.instruction not in (None, ""):
+            parts.append(_md_text(message.instruction))
+        if message.guidance not in (None, ""):
+            parts.append("**Guidance**\n\n" + _md_text(message.guidance))
+        if message.context:
+            parts.append("**Context**\n\n" + fenced(visible_controls(to_json(message.context)), "json"))
+        fmt = message.response_schema or message.request_fields
+        if fmt:
+            parts.append("**Response format**\n\n" + fenced(visible_controls(to_json(fmt)), "json"))
+        if message.images:
+            parts.append(f"*{len(message.images)} image(s) attached*")
+        return parts
+    if role == "action_request":
+        call = f"({code_span(visible_controls(message.call_id))})" if message.call_id else ""
+        return [
+            _header(message, code_span(visible_controls(message.function)), call),
+            fenced(visible_controls(to_json(message.arguments)), "json"),
+        ]
+    if role == "action_response":
+        head = _header(message, code_span(visible_controls(message.function)),
+                       "**error**" if message.is_error else "")
+        out = message.output
+        body = fenced(visible_controls(out), "text") if isinstance(out, str) else fenced(
+            visible_controls(to_json(out)), "json")
+        return [head, body]
+    return [_header(message), _md_text(getattr(message, "text", ""))]
+
+
+def message_markdown(message: Any) -> str:
+    """One message as Markdown: a bold role heading with time and usage, then its content."""
+    return safe_markdown_source("\n\n".join(_markdown_parts(message)) + "\n")
+
+
+def transcript_markdown(messages: Iterable[Any], *, title: str | None = None) -> str:
+    """All messages as one Markdown document (messages separated by rules)."""
+    parts = [f"# {visible_controls(title).replace(chr(10), ' ')}"] if title else []
+    parts.extend("\n\n".join(_markdown_parts(m)) for m in messages)
+    return safe_markdown_source("\n\n---\n\n".join(parts) + "\n")
+
+
+# --- plain text --------------------------------------------------------------------------------
+
+
+def plain_header(message: Any) -> str:
+    meta = getattr(message, "metadata", None) or {}
+    bits = [label(message.role)]
+    if getattr(message, "sender", None):
+        bits.append(str(message.sender))
+    if message.role in ("action_request", "action_response"):
+        bits.append(message.function)
+    if message.role == "action_response" and message.is_error:
+        bits.append("error")
+    if message.role == "assistant":
+        bits.extend(b for b in (str(meta.get("model") or ""), format_usage(meta.get("usage")),
+                                "stopped" if meta.get("stopped") else "") if b)
+    bits.append(format_time(getattr(message, "created_at", None)))
+    return visible_controls(" · ".join(b for b in bits if b)).replace("\n", " ")
+
+
+def plain_body(message: Any) -> str:
+    role = message.role
+    if role == "assistant":
+        thinking = thinking_text(message)
+        body = message.response
+        if thinking:
+            body = "(thinking) " + thinking + ("\n\n" + body if body else "")
+        return visible_controls(body)
+    if role == "action_request":
+        return visible_controls(to_json(message.arguments))
+    if role == "action_response":
+        return visible_controls(as_text(message.output))
+    return visible_controls(message.text)
+
+
+def message_plain(message: Any) -> str:
+    """One message as plain text: a header line, then the text."""
+    return f"[{plain_header(message)}]\n{plain_body(message)}"
+
+
+def transcript_plain(messages: Iterable[Any]) -> str:
+    return "\n\n".join(message_plain(m) for m in messages)

@@ -1,0 +1,25 @@
+"""Small shared helpers for core tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lion_nb import Branch, iModel
+
+
+def scripted(*replies: Any, **kw: Any) -> iModel:
+    return iModel(provider="scripted", replies=list(replies), **kw)
+
+
+def recording_branch(*replies: Any, system: str | None = None, **kw: Any) -> tuple[Branch, list]:
+    """A branch on a scripted model plus the list of every signal it emits."""
+    branch = Branch(system=system, chat_model=scripted(*replies, **kw))
+    seen: list = []
+    branch.observe(handler=seen.append)
+    return branch, seen
+
+
+def kinds(signals: list, *, skip_deltas: bool = True) -> list[str]:
+    return [
+        type(s).__name__ for s in signals if not (skip_deltas and type(s).__name__ == "StreamDelta")
+    ]
