@@ -13,11 +13,26 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from lion_nb.progression import Messages, Progression
+
+__all__ = [
+    "MESSAGE",
+    "MESSAGE_LIST",
+    "ActionRequest",
+    "ActionResponse",
+    "AnyMessage",
+    "AssistantResponse",
+    "Instruction",
+    "Messages",
+    "Progression",
+    "RoledMessage",
+    "System",
+]
 
 JsonValue = Any  # any JSON-serialisable value; kept loose on purpose (context may be anything)
 
@@ -149,8 +164,16 @@ AnyMessage = Annotated[
     System | Instruction | AssistantResponse | ActionRequest | ActionResponse,
     Field(discriminator="role"),
 ]
-MESSAGE = TypeAdapter(AnyMessage)
-MESSAGE_LIST = TypeAdapter(list[AnyMessage])
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """``MESSAGE`` / ``MESSAGE_LIST`` TypeAdapters, built on first use (they cost import time)."""
+    if name not in ("MESSAGE", "MESSAGE_LIST"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _ADAPTERS:
+        _ADAPTERS[name] = TypeAdapter(AnyMessage if name == "MESSAGE" else list[AnyMessage])
+    return _ADAPTERS[name]
 
 
 def _as_text(value: Any) -> str:
@@ -162,104 +185,3 @@ def _as_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
-
-
-class Progression:
-    """An ordered sequence of message ids (the order a conversation is read in)."""
-
-    __slots__ = ("_order",)
-
-    def __init__(self, ids: Iterable[uuid.UUID] = ()) -> None:
-        self._order: list[uuid.UUID] = list(ids)
-
-    def append(self, message_id: uuid.UUID) -> None:
-        self._order.append(message_id)
-
-    def insert(self, index: int, message_id: uuid.UUID) -> None:
-        self._order.insert(index, message_id)
-
-    def remove(self, message_id: uuid.UUID) -> None:
-        self._order.remove(message_id)
-
-    def clear(self) -> None:
-        self._order.clear()
-
-    def index(self, message_id: uuid.UUID) -> int:
-        return self._order.index(message_id)
-
-    def __iter__(self) -> Iterator[uuid.UUID]:
-        return iter(self._order)
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._order
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return Progression(self._order[index])
-        return self._order[index]
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Progression) and self._order == other._order
-
-    def __repr__(self) -> str:
-        return f"Progression({len(self._order)} ids)"
-
-
-class Messages:
-    """The ordered record of a branch's messages: iterable, ``len()``-able, indexable by
-    position, slice or id. Mutated only through the branch (so signals are emitted)."""
-
-    __slots__ = ("_by_id", "progression")
-
-    def __init__(self) -> None:
-        self._by_id: dict[uuid.UUID, RoledMessage] = {}
-        self.progression = Progression()
-
-    def _append(self, message: RoledMessage) -> None:
-        if message.id in self._by_id:
-            raise ValueError(f"message {message.id} is already recorded")
-        self._by_id[message.id] = message
-        self.progression.append(message.id)
-
-    def _clear(self, keep_system: bool = True) -> None:
-        system = self.system if keep_system else None
-        self._by_id.clear()
-        self.progression.clear()
-        if system is not None:
-            self._append(system)
-
-    @property
-    def system(self) -> System | None:
-        if self.progression:
-            first = self._by_id[self.progression[0]]
-            if isinstance(first, System):
-                return first
-        return None
-
-    def get(self, message_id: uuid.UUID) -> RoledMessage | None:
-        return self._by_id.get(message_id)
-
-    def __iter__(self) -> Iterator[RoledMessage]:
-        by_id = self._by_id
-        return (by_id[i] for i in self.progression)
-
-    def __len__(self) -> int:
-        return len(self.progression)
-
-    def __getitem__(self, key: int | slice | uuid.UUID) -> Any:
-        if isinstance(key, uuid.UUID):
-            return self._by_id[key]
-        if isinstance(key, slice):
-            return [self._by_id[i] for i in self.progression._order[key]]
-        return self._by_id[self.progression[key]]
-
-    def __contains__(self, item: object) -> bool:
-        if isinstance(item, RoledMessage):
-            return item.id in self._by_id
-        return item in self._by_id
-
-    def __repr__(self) -> str:
-        return f"Messages({len(self)})"

@@ -93,11 +93,12 @@ def group_alive(pgid: int) -> bool:
         return True
     if not os.path.isdir("/proc/self"):
         return True
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            state = _proc_state(int(entry.name))
-            if state is not None and state[1] == pgid and state[0] not in ("Z", "X"):
-                return True
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                state = _proc_state(int(entry.name))
+                if state is not None and state[1] == pgid and state[0] not in ("Z", "X"):
+                    return True
     return False
 
 

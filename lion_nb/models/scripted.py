@@ -8,6 +8,9 @@
   on the CLI path, where the agent runs its own tools), ``json`` (any value, sent as JSON text),
   ``usage`` (``{"input_tokens", "output_tokens", "total_cost_usd"}``), ``delay`` (seconds between
   deltas), ``error`` (an exception, or a message for a ServerError) raised after the text;
+* a ``dict`` with ``events``: CLI chunks given exactly (``[{"type": "text", "text": ...},
+  {"type": "tool_use", "tool_id", "name", "arguments"}, ...]``), yielded in order on the CLI
+  path (used to replay recorded sessions and in benchmarks);
 * a pydantic model instance - sent as its JSON (structured replies work on API and CLI paths);
 * an exception instance - raised;
 * a callable ``f(request) -> reply`` - computed per request.
@@ -154,6 +157,12 @@ class ScriptedProvider:
         if self.session_id is None:
             self.session_id = f"scripted-{uuid.uuid4()}"
         yield Chunk(type="system", session_id=self.session_id, metadata={"model": self.model})
+        if "events" in reply:
+            for event in reply["events"]:
+                if delay:
+                    await asyncio.sleep(delay)
+                yield event if isinstance(event, Chunk) else Chunk(**event)
+            return
         if reply.get("thinking"):
             yield Chunk(type="thinking", text=reply["thinking"])
         text = reply.get("text", "")

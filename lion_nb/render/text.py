@@ -127,11 +127,11 @@ def safe_url(url: str) -> bool:
 
 def _inline_dirty(token: Any) -> bool:
     for child in token.children or ():
-        if child.type == "html_inline":
+        # Images are dirty whatever their URL: loading one is a request the reader did not make.
+        if child.type in ("html_inline", "image"):
             return True
-        if child.type in ("link_open", "image"):
-            if not safe_url(str(child.attrGet("href") or child.attrGet("src") or "")):
-                return True
+        if child.type == "link_open" and not safe_url(str(child.attrGet("href") or "")):
+            return True
     return False
 
 
@@ -172,7 +172,8 @@ def _escape_line(line: str) -> str:
 
 
 def safe_markdown_source(text: str) -> str:
-    """Markdown with raw HTML and non-http(s)/mailto links neutralised (shown as text)."""
+    """Markdown with raw HTML, images and non-http(s)/mailto links neutralised (shown as
+    text). Code blocks and untouched paragraphs keep their bytes."""
     for _ in range(4):
         dirty = _dirty_lines(text)
         if dirty is None:
@@ -289,9 +290,9 @@ def message_markdown(message: Any) -> str:
 
 def transcript_markdown(messages: Iterable[Any], *, title: str | None = None) -> str:
     """All messages as one Markdown document (messages separated by rules)."""
-    parts = [f"# {visible_controls(title).replace(chr(10), ' ')}"] if title else []
-    parts.extend("\n\n".join(_markdown_parts(m)) for m in messages)
-    return safe_markdown_source("\n\n---\n\n".join(parts) + "\n")
+    heading = f"# {visible_controls(title).replace(chr(10), ' ')}\n\n" if title else ""
+    body = "\n\n---\n\n".join("\n\n".join(_markdown_parts(m)) for m in messages)
+    return safe_markdown_source(heading + body + "\n")
 
 
 # --- plain text --------------------------------------------------------------------------------

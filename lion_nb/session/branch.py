@@ -12,18 +12,31 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from lion_nb.messages import Messages, Progression, RoledMessage, System
 from lion_nb.operations.manager import OperationManager
+from lion_nb.progression import Messages, Progression
 from lion_nb.signals import MessageAdded, Observers, Signal, StreamDelta, observe_decorator
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from lion_nb.messages import AssistantResponse, Instruction
+    from lion_nb.messages import AssistantResponse, Instruction, RoledMessage, System
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.types import ChatParam, Middle
     from lion_nb.session.session import Session
     from lion_nb.session.tools import ToolRegistry
+
+
+_RUN_AND_COLLECT_FIELDS = (
+    "guidance",
+    "context",
+    "sender",
+    "recipient",
+    "images",
+    "image_detail",
+    "stream_persist",
+    "persist_dir",
+    "snapshot_dir",
+)
 
 
 class Branch:
@@ -54,7 +67,11 @@ class Branch:
         self._injected_context: list[Any] | None = None
         self.metadata: dict[str, Any] = {}
         if system is not None:
-            self.add_message(system if isinstance(system, System) else System(system=system))
+            if isinstance(system, str):
+                from lion_nb.messages import System
+
+                system = System(system=system)
+            self.add_message(system)
         if tools:
             self.register_tools(tools)
 
@@ -106,7 +123,7 @@ class Branch:
 
     def add_message(self, message: RoledMessage) -> RoledMessage:
         """Record ``message`` at the end of the progression and emit ``MessageAdded``."""
-        if isinstance(message, System) and len(self._messages):
+        if message.role == "system" and len(self._messages):
             raise ValueError("a system message can only be the first message of a branch")
         self._messages._append(message)
         self._emit(MessageAdded(branch_id=self.id, message=message))
@@ -427,16 +444,13 @@ class Branch:
     ) -> Any:
         """Consume ``run`` and return the joined assistant text (or its parse)."""
         from lion_nb.operations.run import run_and_collect
-        from lion_nb.operations.types import ParseParam
+        from lion_nb.operations.types import ParseParam, RunParam
 
-        param = self._chat_param(
+        # A RunParam is a ChatParam: it carries run()'s own options (persistence) through.
+        param = RunParam(
             imodel=chat_model,
             response_format=response_format,
-            **{
-                k: kwargs.pop(k)
-                for k in list(kwargs)
-                if k in ("guidance", "context", "sender", "recipient", "images")
-            },
+            **{k: kwargs.pop(k) for k in list(kwargs) if k in _RUN_AND_COLLECT_FIELDS},
         )
         parse_param = ParseParam(response_format=response_format) if response_format else None
         if kwargs:

@@ -1,7 +1,9 @@
 """Python functions as tools: a JSON schema from the signature and docstring, and invocation.
 
 A sync function runs in a worker thread (``asyncio.to_thread``) so a long tool does not block
-the kernel's event loop (Stop keeps working); async functions are awaited.
+the kernel's event loop (Stop keeps working); async functions are awaited. Arguments are
+validated (and coerced, pydantic's lax mode) against the signature before the call; unknown
+argument names are rejected rather than silently dropped.
 """
 
 from __future__ import annotations
@@ -9,10 +11,22 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pydantic import ConfigDict, TypeAdapter, create_model
+from pydantic import ConfigDict, Field, TypeAdapter, create_model
+
+# What OpenAI-compatible APIs accept as a function name (others are stricter, none looser).
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """The signature with string annotations (``from __future__ import annotations``) resolved
+    when possible, so ``x: int`` still yields an integer schema."""
+    try:
+        return inspect.signature(func, eval_str=True)
+    except Exception:  # an annotation that cannot be evaluated: keep it as written
+        return inspect.signature(func)
 
 
 def _doc_parts(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
@@ -39,18 +53,23 @@ class Tool:
     def __init__(
         self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None
     ) -> None:
+        if not callable(func):
+            raise TypeError(f"a tool must be a function, not {func!r}")
         self.func = func
-        self.name = name or func.__name__
+        self.name = name or getattr(func, "__name__", "")
+        if not _VALID_NAME.match(self.name):
+            raise ValueError(
+                f"tool name {self.name!r} is not usable by model APIs (letters, digits, _ and -, "
+                "at most 64): pass Tool(func, name=...)"
+            )
         summary, arg_docs = _doc_parts(func)
         self.description = description or summary or self.name
         fields: dict[str, Any] = {}
-        for pname, param in inspect.signature(func).parameters.items():
+        for pname, param in _signature(func).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
             default = ... if param.default is inspect.Parameter.empty else param.default
-            from pydantic import Field
-
             fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
         model = create_model(  # type: ignore[call-overload]
             f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
@@ -74,9 +93,14 @@ class Tool:
             },
         }
 
-    async def invoke(self, arguments: dict[str, Any]) -> Any:
+    def validate(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """The keyword arguments for a call, checked and coerced against the signature.
+        Raises pydantic's ValidationError (a ValueError) naming the offending arguments."""
         validated = self._validator.validate_python(arguments or {})
-        kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
+        return {k: getattr(validated, k) for k in type(validated).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any] | None) -> Any:
+        kwargs = self.validate(arguments)
         if inspect.iscoroutinefunction(self.func):
             return await self.func(**kwargs)
         result = await asyncio.to_thread(self.func, **kwargs)
@@ -113,9 +137,44 @@ class ToolRegistry:
             added.append(tool)
         return added
 
-    def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        chosen = self.tools.values() if names is None else [self.tools[n] for n in names]
-        return [t.schema for t in chosen]
+    def resolve(self, refs: Any = True) -> list[Tool]:
+        """The tools ``refs`` names: ``True``/``None`` -> all; a name, Tool or function, or a
+        list of them. Functions and Tools not yet registered are registered (a model can only
+        call what the branch can execute). An unknown name raises ValueError."""
+        if refs is None or refs is True:
+            return list(self.tools.values())
+        if refs is False:
+            return []
+        items = refs if isinstance(refs, list | tuple | set) else [refs]
+        chosen: list[Tool] = []
+        for item in items:
+            if isinstance(item, str):
+                if item not in self.tools:
+                    known = ", ".join(sorted(self.tools)) or "none"
+                    raise ValueError(f"no tool named {item!r} is registered (registered: {known})")
+                tool = self.tools[item]
+            else:
+                tool = self.register(item)[0]
+            if tool not in chosen:
+                chosen.append(tool)
+        return chosen
+
+    def schemas(self, names: Any = None) -> list[dict[str, Any]]:
+        """OpenAI-format schemas of the tools ``names`` refers to (see ``resolve``)."""
+        return [t.schema for t in self.resolve(True if names is None else names)]
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def remove(self, name: str) -> None:
+        del self.tools[name]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self.tools.values()))
 
     def __contains__(self, name: object) -> bool:
         return name in self.tools
@@ -125,3 +184,6 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self.tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({self.names})"

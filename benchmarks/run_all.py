@@ -1,0 +1,108 @@
+"""Run every benchmark and print one table of medians and ratios (lion_nb vs a baseline
+measured in the same run). Results also go to benchmarks/results/results.json.
+
+    .venv/bin/python benchmarks/run_all.py [--quick]
+
+The lionagi 0.36.0 baseline lives in its own virtual environment (.venv-lionagi, created by
+``make bench``); it is never a dependency of lion_nb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LION_PY = sys.executable
+BASE_PY = str(ROOT / ".venv-lionagi" / "bin" / "python")
+RESULTS = HERE / "results"
+
+
+def run_json(python: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
+    out = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout,
+                         cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_b1(quick: bool) -> dict[str, Any]:
+    n, reps = (2000, 3) if quick else (10_000, 7)
+    script = str(HERE / "run_stream_side.py")
+    ours = run_json(LION_PY, script, "lion_nb", str(n), str(reps))
+    base = run_json(BASE_PY, script, "lionagi", str(n), str(reps))
+    us_ours = ours["median_s"] / n * 1e6
+    us_base = base["median_s"] / n * 1e6
+    return {"name": "B1 run() per-chunk overhead", "unit": "µs/chunk", "lion_nb": us_ours,
+            "baseline": us_base, "ratio": us_ours / us_base,
+            "target": "≤ 0.5× lionagi and ≤ 50 µs", "met": us_ours <= 50 and us_ours / us_base <= 0.5,
+            "detail": {"chunks": n, "reps": reps, "lion_nb": ours, "lionagi": base}}
+
+
+def bench_b3(quick: bool) -> list[dict[str, Any]]:
+    script = str(HERE / "import_side.py")
+    reps = 3 if quick else 7
+    ours = [run_json(LION_PY, script, "lion_nb") for _ in range(reps)]
+    base = [run_json(BASE_PY, script, "lionagi") for _ in range(reps)]
+
+    def med(rows: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    imp_o, imp_b = med(ours, "import_s") * 1e3, med(base, "import_s") * 1e3
+    con_o, con_b = med(ours, "construct_median_s") * 1e3, med(base, "construct_median_s") * 1e3
+    return [
+        {"name": "B3 cold import (from lion_nb import Branch)", "unit": "ms", "lion_nb": imp_o,
+         "baseline": imp_b, "ratio": imp_o / imp_b, "target": "≤ 100 ms", "met": imp_o <= 100},
+        {"name": "B3 Branch() construction", "unit": "ms", "lion_nb": con_o, "baseline": con_b,
+         "ratio": con_o / con_b, "target": "≤ 5 ms", "met": con_o <= 5},
+    ]
+
+
+def optional(script: str, quick: bool, *extra: str) -> dict[str, Any] | None:
+    """Benchmarks that live in their own script and write JSON with a ``rows`` list."""
+    path = HERE / script
+    if not path.exists():
+        return None
+    out = RESULTS / (path.stem + ".json")
+    args = [str(path), "--out", str(out), *(["--quick"] if quick else []), *extra]
+    subprocess.run([LION_PY, *args], check=True, cwd=ROOT, timeout=3600)
+    return json.loads(out.read_text())
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
+    args = parser.parse_args()
+    if not Path(BASE_PY).exists():
+        sys.exit("the lionagi baseline venv is missing: run `make bench`")
+    RESULTS.mkdir(exist_ok=True)
+    rows: list[dict[str, Any]] = [bench_b1(args.quick), *bench_b3(args.quick)]
+    for script in ("bench_api.py", "bench_widget_traffic.py", "bench_inspector.py",
+                   "bench_local.py"):
+        result = optional(script, args.quick)
+        if result:
+            rows.extend(result.get("rows", []))
+    (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
+    header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        met = "" if r.get("met") is None else ("  ✓" if r["met"] else "  ✗")
+        print(f"{r['name']:<48} {r['unit']:<12} {fmt(r.get('lion_nb')):>10} "
+              f"{fmt(r.get('baseline')):>10} {fmt(r.get('ratio')):>7}  {r.get('target', '')}{met}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""``StreamAssembler``: CLI agent chunks -> the messages ``run()`` records (ADR D3).
+
+Sans-I/O: ``feed(chunk)`` returns the messages that chunk completes, ``finish()`` the ones the
+end of the stream completes, ``flush()`` whatever text is pending right now (a stop, a failure,
+a crash recovery). It records nothing and awaits nothing, so ``run()`` and ``recover_branch()``
+replay the same chunks into the same messages.
+
+Rules: thinking and text deltas accumulate; a ``tool_use`` flushes the pending text as an
+``AssistantResponse`` and becomes an ``ActionRequest``; a ``tool_result`` whose id matches a
+pending request becomes an ``ActionResponse`` (unmatched results are ignored); ``result``
+metadata (usage, cost, turns, duration) rides on the next flushed response — the final one; an
+``error`` chunk ends the stream (benign end-of-stream) or flushes the text and sets ``error``.
+
+Message ids are derived from ``namespace`` (the run id) and a counter, so a replay of the same
+chunks yields the same ids: recovery can tell which messages a snapshot already holds. The id of
+the response being built (``next_id``) is known before it is recorded, so ``StreamDelta`` signals
+for its growing text are keyed by the id it will be recorded under.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from lion_nb.errors import LionError, ProviderError
+from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, RoledMessage
+from lion_nb.models.base import Chunk, DeltaSink
+from lion_nb.usage import Usage
+
+logger = logging.getLogger(__name__)
+
+EMPTY_ERROR = "(empty error)"
+# Result fields some CLIs (codex) report per turn: summed over the stream, not overwritten.
+_SUMMED = ("total_cost_usd", "num_turns")
+
+
+def merge_result(into: dict[str, Any], metadata: dict[str, Any]) -> None:
+    """Merge one ``result`` chunk's metadata: numbers in ``usage``, cost and turns add up;
+    anything else takes the latest value."""
+    for key, value in metadata.items():
+        if key == "usage" and isinstance(value, dict):
+            usage = into.setdefault("usage", {})
+            for k, v in value.items():
+                if _is_number(v) and _is_number(usage.get(k, 0)):
+                    usage[k] = usage.get(k, 0) + v
+                else:
+                    usage[k] = v
+        elif key in _SUMMED and _is_number(value) and _is_number(into.get(key, 0)):
+            into[key] = into.get(key, 0) + value
+        else:
+            into[key] = value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def usage_of(metadata: dict[str, Any]) -> Usage:
+    """The ``Usage`` one ``result`` chunk reports (cost from ``usage`` or the top level)."""
+    raw = metadata.get("usage") if isinstance(metadata.get("usage"), dict) else {}
+    cost = raw.get("total_cost_usd", metadata.get("total_cost_usd"))
+    return Usage(
+        input_tokens=raw.get("input_tokens") if _is_number(raw.get("input_tokens")) else None,
+        output_tokens=raw.get("output_tokens") if _is_number(raw.get("output_tokens")) else None,
+        total_cost_usd=cost if _is_number(cost) else None,
+    )
+
+
+def error_of(chunk: Chunk, provider: str | None) -> Exception:
+    """The exception a non-benign ``error`` chunk stands for: the provider's classified error
+    when it carries one, else one classified from the message ("(empty error)" when blank)."""
+    err = chunk.error
+    if isinstance(err, LionError):
+        return err
+    text = (chunk.text or "").strip() or (str(err).strip() if err is not None else "")
+    text = text or EMPTY_ERROR
+    if err is not None:  # an unclassified exception from a custom provider
+        wrapped = ProviderError(text, provider=provider)
+        wrapped.__cause__ = err
+        return wrapped
+    try:
+        from lion_nb.models.cli_stream import classify_error
+    except ImportError:  # pragma: no cover - the CLI providers are part of the package
+        return ProviderError(text, provider=provider)
+    return classify_error(text, provider=provider)
+
+
+class StreamAssembler:
+    """Turns one stream's chunks into messages (see the module docstring).
+
+    ``sender``: who speaks for the agent (the model label); ``recipient``: whom it answers
+    (the instruction's sender). ``delta_sink(message_id)`` makes the callback that receives
+    text/thinking deltas for the response that will be recorded under ``message_id``.
+    """
+
+    def __init__(
+        self,
+        *,
+        sender: str | None = None,
+        recipient: str | None = None,
+        provider: str | None = None,
+        namespace: uuid.UUID | None = None,
+        delta_sink: Callable[[uuid.UUID], DeltaSink] | None = None,
+    ) -> None:
+        self.sender = sender
+        self.recipient = recipient
+        self.provider = provider
+        self.namespace = namespace or uuid.uuid4()
+        self._make_sink = delta_sink
+        self._seq = 0
+        self.next_id = self._new_id()
+        self._sink: DeltaSink | None = None
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._result: dict[str, Any] = {}  # result metadata not yet attached to a response
+        self._pending: dict[str, ActionRequest] = {}  # tool_id -> its request
+        self.result: dict[str, Any] = {}  # every result chunk of the stream, merged
+        self.session_id: str | None = None
+        self.responses: list[AssistantResponse] = []  # assistant responses built so far
+        self.chunks = 0
+        self.ended = False  # an error chunk (benign or not) ended the stream
+        self.error: Exception | None = None
+
+    def _new_id(self) -> uuid.UUID:
+        self._seq += 1
+        return uuid.uuid5(self.namespace, str(self._seq))
+
+    @property
+    def pending_text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._text or self._thinking)
+
+    def _delta(self, kind: Any, text: str) -> None:
+        if self._make_sink is None:
+            return
+        if self._sink is None:
+            self._sink = self._make_sink(self.next_id)
+        self._sink(kind, text)
+
+    def feed(self, chunk: Chunk) -> list[RoledMessage]:
+        """The messages ``chunk`` completes, in the order to record them."""
+        self.chunks += 1
+        if chunk.session_id:
+            self.session_id = chunk.session_id
+        kind = chunk.type
+        if kind == "text":
+            if chunk.text:
+                self._text.append(chunk.text)
+                self._delta("text", chunk.text)
+            return []
+        if kind == "thinking":
+            if chunk.text:
+                self._thinking.append(chunk.text)
+                self._delta("thinking", chunk.text)
+            return []
+        if kind == "tool_use":
+            out: list[RoledMessage] = self.flush()
+            request = ActionRequest(
+                id=self._new_id(),
+                function=chunk.name or "",
+                arguments=chunk.arguments or {},
+                call_id=chunk.tool_id,
+                sender=self.sender,
+                recipient=chunk.name,
+            )
+            if chunk.tool_id:
+                self._pending[chunk.tool_id] = request
+            out.append(request)
+            return out
+        if kind == "tool_result":
+            request = self._pending.pop(chunk.tool_id, None) if chunk.tool_id else None
+            if request is None:  # a result for a call this stream never showed: ignored
+                logger.debug("run: ignoring tool_result for unknown call %r", chunk.tool_id)
+                return []
+            return [
+                ActionResponse(
+                    id=self._new_id(),
+                    function=request.function,
+                    arguments=request.arguments,
+                    output=chunk.output,
+                    is_error=bool(chunk.is_error),
+                    call_id=request.call_id,
+                    action_request_id=request.id,
+                    sender=request.function,
+                    recipient=self.sender,
+                )
+            ]
+        if kind == "result":
+            merge_result(self._result, chunk.metadata)
+            merge_result(self.result, chunk.metadata)
+            return []
+        if kind == "error":
+            self.ended = True
+            if chunk.benign_eos:
+                return []
+            self.error = error_of(chunk, self.provider)
+            return self.flush(error=str(self.error))
+        return []  # "system" (session id noted above) and any future informational type
+
+    def flush(self, **metadata: Any) -> list[AssistantResponse]:
+        """The pending text/thinking as a response (``[]`` if none); ``metadata`` is added,
+        e.g. ``stopped=True`` or ``recovered=True``."""
+        if not self.has_pending:
+            return []
+        return [self._response(metadata)]
+
+    def finish(self, **metadata: Any) -> list[AssistantResponse]:
+        """The normal end: the pending text, carrying the result metadata. A stream that ends
+        with no text still reports its usage, on an empty response."""
+        if self.has_pending or self._result:
+            return [self._response(metadata)]
+        return []
+
+    def _response(self, extra: dict[str, Any]) -> AssistantResponse:
+        metadata: dict[str, Any] = {}
+        if self.sender:
+            metadata["model"] = self.sender
+        if self._thinking:
+            metadata["thinking"] = "".join(self._thinking)
+        if self._result:
+            metadata.update(self._result)
+            self._result = {}  # attached once: a later response must not count it again
+        if self.session_id:
+            metadata["session_id"] = self.session_id
+        metadata.update(extra)
+        response = AssistantResponse(
+            id=self.next_id,
+            response="".join(self._text),
+            metadata=metadata,
+            sender=self.sender,
+            recipient=self.recipient,
+        )
+        self._text.clear()
+        self._thinking.clear()
+        self.next_id = self._new_id()
+        self._sink = None
+        self.responses.append(response)
+        return response
+
+    def collected_text(self) -> str | None:
+        """Non-empty assistant texts so far, joined by a blank line (``None`` if none)."""
+        texts = [r.response for r in self.responses if r.response.strip()]
+        return "\n\n".join(texts) if texts else None

@@ -1,0 +1,272 @@
+"""Messages as HTML cards, for the live views, ``_repr_html_``, the static fallback and export.
+
+The card markup is ours; every piece of model, tool or user text inside it goes either through
+``html.escape`` (names, JSON, tool output, attribute values) or through ``render_markdown``
+(markdown-it with raw HTML off, then the nh3 allow-list). Nothing is inserted raw. Message ids
+appear as ``data-id`` so a view can update a card idempotently.
+
+Card shape (classes styled by ``widgets/lion_nb.css``)::
+
+    <div class="lion-msg lion-<role>" data-id=".." data-role="<role>">
+      <div class="lion-head">role · sender · model · usage · status · time</div>
+      <details class="lion-thinking">..</details>      assistant only, collapsed
+      <div class="lion-body">..</div>
+    </div>
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from lion_nb.render.markdown import render_markdown
+from lion_nb.render.text import (
+    as_text,
+    format_time,
+    format_usage,
+    label,
+    thinking_text,
+    to_json,
+    visible_controls,
+)
+
+__all__ = [
+    "css_style_tag",
+    "head_html",
+    "lion_css",
+    "message_html",
+    "streaming_html",
+    "thinking_html",
+    "transcript_html",
+]
+
+Status = Literal["streaming", "stopped", "done", "failed"]
+_STATUS_TEXT = {"streaming": "streaming…", "stopped": "stopped", "failed": "failed", "done": ""}
+
+# Standalone exports refuse every script, plugin, frame, form and base URL even if something
+# slipped through the sanitizer; only our inline stylesheet is allowed.
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'")
+
+
+def _e(value: Any) -> str:
+    """Escape text for element content and attribute values alike."""
+    return html.escape(visible_controls(str(value)), quote=True)
+
+
+@functools.cache
+def lion_css() -> str:
+    """The stylesheet: packaged in the wheel, or ``widgets/`` of a source checkout."""
+    packaged = resources.files("lion_nb").joinpath("widgets/static/lion_nb.css")
+    if packaged.is_file():
+        css = packaged.read_text(encoding="utf-8")
+    else:
+        source = Path(__file__).resolve().parents[2] / "widgets" / "lion_nb.css"
+        if not source.is_file():
+            raise FileNotFoundError(
+                "lion_nb.css is missing: expected lion_nb/widgets/static/lion_nb.css in the "
+                f"installed package or {source} in a source checkout")
+        css = source.read_text(encoding="utf-8")
+    if "</" in css:  # it is inlined into <style>; a closing tag inside would end it early
+        raise ValueError("lion_nb.css must not contain '</'")
+    return css
+
+
+def css_style_tag() -> str:
+    """``<style data-lion-css>…</style>`` for views that inline the stylesheet."""
+    return f'<style data-lion-css="1">{lion_css()}</style>'
+
+
+def _pre(text: str, cls: str) -> str:
+    return f'<pre class="{cls}">{_e(text)}</pre>'
+
+
+def _json_pre(value: Any, cls: str = "lion-json") -> str:
+    return _pre(to_json(value), cls)
+
+
+def _value_html(value: Any) -> str:
+    """Strings are Markdown; any other value is shown as JSON."""
+    if isinstance(value, str):
+        return f'<div class="lion-md">{render_markdown(value)}</div>'
+    return _json_pre(value)
+
+
+def head_html(
+    role: str,
+    *,
+    created_at: datetime | None = None,
+    sender: str | None = None,
+    model: str | None = None,
+    usage: dict[str, Any] | None = None,
+    status: Status | None = None,
+    function: str | None = None,
+    call_id: str | None = None,
+    error: bool = False,
+) -> str:
+    """The heading row of a card (also used by live views for a card being built)."""
+    parts = [f'<span class="lion-role">{_e(label(role))}</span>']
+    if function is not None:
+        parts.append(f'<code class="lion-fn">{_e(function)}</code>')
+    if call_id:
+        parts.append(f'<span class="lion-call-id" title="call id">{_e(call_id)}</span>')
+    if sender:
+        parts.append(f'<span class="lion-sender">{_e(sender)}</span>')
+    if model:
+        parts.append(f'<span class="lion-model">{_e(model)}</span>')
+    if error:
+        parts.append('<span class="lion-status lion-error-badge">error</span>')
+    if status and _STATUS_TEXT.get(status):
+        parts.append(f'<span class="lion-status lion-{status}">{_STATUS_TEXT[status]}</span>')
+    usage_text = format_usage(usage)
+    if usage_text:
+        parts.append(f'<span class="lion-usage">{_e(usage_text)}</span>')
+    if created_at is not None:
+        parts.append(
+            f'<time class="lion-time" datetime="{_e(created_at.isoformat())}" '
+            f'title="{_e(format_time(created_at))}">{_e(format_time(created_at, short=True))}</time>')
+    return f'<div class="lion-head">{"".join(parts)}</div>'
+
+
+def thinking_html(text: str, *, open: bool = False) -> str:
+    """Reasoning text, collapsed by default."""
+    if not text:
+        return ""
+    attr = " open" if open else ""
+    return (f'<details class="lion-thinking"{attr}><summary>Thinking</summary>'
+            f'<div class="lion-md">{render_markdown(text)}</div></details>')
+
+
+def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
+    role = str(message.role)
+    cls = f"lion-msg lion-{_e(role)}{extra_cls}"
+    return (f'<div class="{cls}" data-id="{_e(message.id)}" data-role="{_e(role)}">'
+            f'{head}{body}</div>')
+
+
+def _assistant(message: Any) -> str:
+    meta = message.metadata or {}
+    stopped = bool(meta.get("stopped"))
+    head = head_html("assistant", created_at=message.created_at, sender=message.sender,
+                     model=str(meta["model"]) if meta.get("model") else None,
+                     usage=meta.get("usage"), status="stopped" if stopped else None)
+    body = thinking_html(thinking_text(message))
+    if message.response:
+        body += f'<div class="lion-body lion-md">{render_markdown(message.response)}</div>'
+    else:
+        body += '<div class="lion-body lion-empty">(no text)</div>'
+    if meta.get("result") is not None:
+        body += ('<details class="lion-result"><summary>Parsed result</summary>'
+                 f"{_json_pre(meta['result'])}</details>")
+    return _card(message, head, body, " lion-stopped-msg" if stopped else "")
+
+
+def _instruction(message: Any) -> str:
+    head = head_html("user", created_at=message.created_at, sender=message.sender)
+    parts: list[str] = []
+    if message.plain_content is not None:
+        parts.append(f'<div class="lion-md">{render_markdown(message.plain_content)}</div>')
+    else:
+        if message.instruction not in (None, ""):
+            parts.append(_value_html(message.instruction))
+        if message.guidance not in (None, ""):
+            parts.append('<div class="lion-guidance"><span class="lion-label">Guidance</span>'
+                         f"{_value_html(message.guidance)}</div>")
+        if message.context:
+            items = "".join(f"<li>{_value_html(c)}</li>" for c in message.context)
+            parts.append('<div class="lion-context"><span class="lion-label">Context</span>'
+                         f"<ol>{items}</ol></div>")
+        fmt = message.response_schema or message.request_fields
+        if fmt:
+            parts.append('<details class="lion-format"><summary>Response format</summary>'
+                         f"{_json_pre(fmt)}</details>")
+    if message.images:
+        n = len(message.images)
+        parts.append(f'<div class="lion-images">{n} image{"s" if n != 1 else ""} attached</div>')
+    return _card(message, head, f'<div class="lion-body">{"".join(parts)}</div>')
+
+
+def _action_request(message: Any) -> str:
+    head = head_html("action_request", created_at=message.created_at, sender=message.sender,
+                     function=message.function, call_id=message.call_id)
+    body = f'<div class="lion-body">{_json_pre(message.arguments, "lion-json lion-args")}</div>'
+    return _card(message, head, body)
+
+
+def _action_response(message: Any) -> str:
+    error = bool(message.is_error)
+    head = head_html("action_response", created_at=message.created_at, sender=message.sender,
+                     function=message.function, call_id=message.call_id, error=error)
+    out = message.output
+    output = _pre(out, "lion-output") if isinstance(out, str) else _json_pre(
+        out, "lion-json lion-output")
+    args = ""
+    if message.arguments:
+        args = ('<details class="lion-args"><summary>Arguments</summary>'
+                f"{_json_pre(message.arguments)}</details>")
+    return _card(message, head, f'<div class="lion-body">{args}{output}</div>',
+                 " lion-error" if error else "")
+
+
+def _system(message: Any) -> str:
+    head = head_html("system", created_at=message.created_at, sender=message.sender)
+    return _card(message, head,
+                 f'<div class="lion-body lion-md">{render_markdown(message.system)}</div>')
+
+
+_BY_ROLE = {"assistant": _assistant, "user": _instruction, "action_request": _action_request,
+            "action_response": _action_response, "system": _system}
+
+
+def message_html(message: Any) -> str:
+    """One message as a card (a sanitized HTML fragment)."""
+    render = _BY_ROLE.get(str(getattr(message, "role", "")))
+    if render is not None:
+        return render(message)
+    head = head_html(str(message.role), created_at=getattr(message, "created_at", None))
+    text = as_text(getattr(message, "text", ""))
+    return _card(message, head, f'<div class="lion-body">{_pre(text, "lion-output")}</div>')
+
+
+def streaming_html(
+    message_id: uuid.UUID | str,
+    text: str = "",
+    thinking: str = "",
+    *,
+    status: Status = "streaming",
+    model: str | None = None,
+    created_at: datetime | None = None,
+) -> str:
+    """An assistant card for a message still being built, from its text/thinking snapshots.
+
+    Renders the whole snapshot; a live view that streams long replies should instead keep a
+    ``MarkdownStream`` and place its frozen blocks under ``head_html(...)``."""
+    head = head_html("assistant", created_at=created_at, model=model, status=status)
+    body = thinking_html(thinking, open=not text and status == "streaming")
+    body += f'<div class="lion-body lion-md">{render_markdown(text)}</div>'
+    return (f'<div class="lion-msg lion-assistant lion-{_e(status)}-msg" '
+            f'data-id="{_e(message_id)}" data-role="assistant">{head}{body}</div>')
+
+
+def transcript_html(messages: Iterable[Any], *, title: str | None = None,
+                    standalone: bool = False) -> str:
+    """All messages as cards. ``standalone=True`` gives a complete HTML document with the
+    stylesheet inlined and a Content-Security-Policy that forbids scripts (for export)."""
+    heading = f'<h2 class="lion-title">{_e(title)}</h2>' if title else ""
+    cards = "\n".join(message_html(m) for m in messages)
+    body = f'<div class="lion-transcript">{heading}\n{cards}\n</div>'
+    if not standalone:
+        return body
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title or 'lion_nb transcript')}</title>\n{css_style_tag()}\n</head>\n"
+        f'<body class="lion-standalone">\n{body}\n</body></html>\n'
+    )

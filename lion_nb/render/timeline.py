@@ -1,0 +1,440 @@
+"""The progression inspector's view model: pages of timeline rows, per-message detail, the
+payload a model saw for a turn, and what the next turn will send. Pure functions of a branch
+(and its provenance table); the widget in ``lion_nb.widgets.inspector`` only shows their HTML.
+
+Everything is computed per visible page, so a 10,000-message branch costs a page of work to
+open; only whole-branch totals and the next-turn estimate walk every message (cheap loops).
+Model and tool text reaches HTML only through ``html.escape`` or the render layer's
+``message_html`` (Markdown via markdown-it + nh3).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lion_nb.compile import cli_prompt, compile_messages
+from lion_nb.messages import ActionRequest, AssistantResponse, Instruction, RoledMessage
+from lion_nb.provenance import Provenance, RunRecord
+from lion_nb.render.html import message_html
+from lion_nb.render.text import format_time, format_usage, label, visible_controls
+
+__all__ = [
+    "NextTurn",
+    "TimelineRow",
+    "branch_totals",
+    "context_window",
+    "is_cli_model",
+    "next_turn",
+    "page_bounds",
+    "page_count",
+    "row_detail_html",
+    "row_summary_html",
+    "runs_html",
+    "static_html",
+    "timeline_rows",
+    "token_counter",
+    "turn_payload",
+]
+
+PAYLOAD_SHOWN = 200  # payload entries shown in the detail; turn_payload() returns them all
+
+# Context windows of well-known models, by name prefix (providers that know better say so
+# through ``context_window`` / ``n_ctx``; an unknown window is shown as unknown, not guessed).
+KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("o3", 200_000), ("o4-mini", 200_000),
+    ("claude", 200_000), ("sonnet", 200_000), ("opus", 200_000), ("haiku", 200_000),
+    ("gemini-2.5", 1_048_576), ("smollm2", 8_192),
+)
+
+
+def _e(value: Any) -> str:
+    return html.escape(visible_controls(str(value)), quote=True)
+
+
+# ----- paging ----------------------------------------------------------------------------------
+def page_count(total: int, page_size: int) -> int:
+    return max(1, -(-total // page_size))
+
+
+def page_bounds(page: int, page_size: int, total: int) -> tuple[int, int]:
+    """``[start, stop)`` of ``page`` (clamped to the last page)."""
+    page = min(max(0, page), page_count(total, page_size) - 1)
+    start = page * page_size
+    return start, min(total, start + page_size)
+
+
+# ----- rows ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TimelineRow:
+    index: int
+    message: RoledMessage
+    run: RunRecord | None
+    cell: int | None
+    new_run: bool  # the first row of its run on this page (a run header is shown above it)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        if isinstance(self.message, AssistantResponse):
+            return self.message.usage
+        return {}
+
+
+def timeline_rows(messages: Sequence[RoledMessage] | Any, start: int, stop: int,
+                  provenance: Provenance | None = None) -> list[TimelineRow]:
+    """Rows for ``messages[start:stop]`` only (the visible page)."""
+    page = messages[start:stop]
+    prev_run = None
+    if provenance is not None and start > 0:
+        prev = provenance.run_for(messages[start - 1].id)
+        prev_run = prev.run_id if prev else None
+    rows = []
+    for offset, message in enumerate(page):
+        run = provenance.run_for(message.id) if provenance is not None else None
+        run_id = run.run_id if run else None
+        rows.append(TimelineRow(
+            index=start + offset, message=message, run=run,
+            cell=provenance.cell_for(message.id) if provenance is not None else None,
+            new_run=run_id is not None and run_id != prev_run))
+        prev_run = run_id
+    return rows
+
+
+def _preview(message: RoledMessage, limit: int = 110) -> str:
+    if isinstance(message, ActionRequest):
+        text = message.text
+    else:
+        try:
+            text = message.text
+        except NotImplementedError:
+            text = ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return "…"
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def run_label(run: RunRecord) -> str:
+    status = "" if run.status == "ok" else f" · {run.status}"
+    return f"{run.operation} · {_duration(run.duration_ms)}{status}"
+
+
+def row_summary_html(row: TimelineRow) -> str:
+    """One collapsed line: index, role, preview, usage, run, cell, time."""
+    msg = row.message
+    role = str(msg.role)
+    parts = [f'<span class="lion-tl-idx">#{row.index}</span>',
+             f'<span class="lion-role">{_e(label(role))}</span>']
+    if role == "action_response" and getattr(msg, "is_error", False):
+        parts.append('<span class="lion-status lion-error-badge">error</span>')
+    parts.append(f'<span class="lion-tl-preview">{_e(_preview(msg))}</span>')
+    usage = format_usage(row.usage)
+    if usage:
+        parts.append(f'<span class="lion-usage">{_e(usage)}</span>')
+    if row.run is not None:
+        parts.append(f'<span class="lion-tl-run" title="run {_e(row.run.run_id)}">'
+                     f"{_e(row.run.operation)}</span>")
+    if row.cell is not None:
+        parts.append(f'<span class="lion-tl-cell" title="notebook cell">In [{row.cell}]</span>')
+    parts.append(f'<time class="lion-time" datetime="{_e(msg.created_at.isoformat())}">'
+                 f"{_e(format_time(msg.created_at, short=True))}</time>")
+    head = ""
+    if row.new_run and row.run is not None:
+        head = (f'<div class="lion-tl-runhead">▶ run {_e(run_label(row.run))}'
+                f'{_e(" · " + format_usage(_run_usage(row.run))) if _run_usage(row.run) else ""}'
+                "</div>")
+    return (f'{head}<div class="lion-tl-row lion-{_e(role)}" data-index="{row.index}" '
+            f'data-id="{_e(msg.id)}">{"".join(parts)}</div>')
+
+
+def _run_usage(run: RunRecord) -> dict[str, Any]:
+    return {k: v for k in ("input_tokens", "output_tokens", "total_cost_usd")
+            if (v := getattr(run, k)) is not None}
+
+
+# ----- what the model saw ---------------------------------------------------------------------
+def is_cli_model(model: Any) -> bool:
+    """Without constructing a provider (which may load weights or open a client)."""
+    if model is None:
+        return False
+    from lion_nb.models.imodel import CLI_PROVIDERS
+
+    if model.provider_name in CLI_PROVIDERS or model.request_defaults.get("cli"):
+        return True
+    return bool(getattr(model._provider, "is_cli", False))
+
+
+def _turn_start(messages: Sequence[RoledMessage] | Any, index: int) -> int | None:
+    """Index of the first message *not* sent in the request that produced ``messages[index]``
+    (the request holds ``messages[:start]``, or ``[:index + 1]`` for an instruction)."""
+    msg = messages[index]
+    if isinstance(msg, Instruction):
+        return index + 1
+    if isinstance(msg, AssistantResponse):
+        return index
+    if isinstance(msg, ActionRequest):
+        j = index
+        while j > 0 and isinstance(messages[j - 1], ActionRequest):
+            j -= 1
+        if j > 0 and isinstance(messages[j - 1], AssistantResponse):
+            j -= 1  # the requests belong to the assistant turn just before them
+        return j
+    return None  # a system message or a tool result is not a model turn
+
+
+def turn_payload(messages: Sequence[RoledMessage] | Any, index: int, *, cli: bool = False
+                 ) -> dict[str, Any] | None:
+    """What the model received for the turn of ``messages[index]``, compiled from the
+    progression: ``{"messages": [...]}`` (chat-completions) or, for a CLI agent, the one
+    prompt it was sent. None when the message is not a model turn."""
+    stop = _turn_start(messages, index)
+    if stop is None:
+        return None
+    sent = messages[:stop]
+    if cli:
+        last = next((m for m in reversed(sent) if isinstance(m, Instruction)), None)
+        system = sent[0].text if sent and sent[0].role == "system" else None
+        return {"prompt": cli_prompt(last) if last is not None else "",
+                "system_prompt": system, "note": "a CLI agent keeps its own history"}
+    return {"messages": compile_messages(sent)}
+
+
+def payload_json(payload: dict[str, Any] | None, *, shown: int = PAYLOAD_SHOWN) -> tuple[str, str]:
+    """Pretty JSON for display and a note about what was left out (very long payloads)."""
+    if payload is None:
+        return "", ""
+    note = ""
+    items = payload.get("messages")
+    if isinstance(items, list) and len(items) > shown:
+        note = (f"showing the last {shown} of {len(items):,} messages; "
+                "lion_nb.render.timeline.turn_payload(branch.messages, i) returns all")
+        payload = {**payload, "messages": items[-shown:]}
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=str), note
+
+
+def row_detail_html(row: TimelineRow, messages: Sequence[RoledMessage] | Any, *,
+                    cli: bool = False) -> str:
+    """The expanded row: the message card, what the model saw, provenance, metadata."""
+    msg = row.message
+    parts = [message_html(msg)]
+    payload = turn_payload(messages, row.index, cli=cli)
+    if payload is not None:
+        text, note = payload_json(payload)
+        count = len(payload.get("messages", ())) if "messages" in payload else 1
+        what = "sent with this instruction" if isinstance(msg, Instruction) else \
+            "that produced this message"
+        parts.append(
+            f'<details class="lion-payload"><summary>What the model saw — the request {what} '
+            f"({count:,} message{'s' if count != 1 else ''})</summary>"
+            + (f'<div class="lion-meta">{_e(note)}</div>' if note else "")
+            + f'<pre class="lion-json">{_e(text)}</pre></details>')
+    facts = [("id", str(msg.id)), ("created", format_time(msg.created_at))]
+    if row.run is not None:
+        facts.append(("run", f"{run_label(row.run)} ({row.run.run_id})"))
+    if row.cell is not None:
+        facts.append(("cell", f"In [{row.cell}]"))
+    if msg.metadata:
+        meta = json.dumps(msg.metadata, indent=2, ensure_ascii=False, default=str)
+        facts.append(("metadata", meta))
+    rows = "".join(f"<tr><th>{_e(k)}</th><td><pre class=\"lion-json\">{_e(v)}</pre></td></tr>"
+                   if k == "metadata" else f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>"
+                   for k, v in facts)
+    parts.append(f'<table class="lion-facts">{rows}</table>')
+    return f'<div class="lion-tl-detail">{"".join(parts)}</div>'
+
+
+# ----- the next turn ---------------------------------------------------------------------------
+def context_window(model: Any) -> int | None:
+    """The model's context window in tokens, when known."""
+    if model is None:
+        return None
+    value = model.request_defaults.get("context_window") or model.request_defaults.get("n_ctx")
+    if isinstance(value, int):
+        return value
+    provider = model._provider
+    for attr in ("context_window", "n_ctx"):
+        value = getattr(provider, attr, None)
+        if callable(value):
+            try:
+                value = value()
+            except Exception:  # a display helper must not fail on a provider quirk
+                value = None
+        if isinstance(value, int) and value > 0:
+            return value
+    name = (model.model or model.provider_name or "").lower()
+    for prefix, window in KNOWN_WINDOWS:
+        if name.startswith(prefix) or f"/{prefix}" in name or name.endswith(prefix):
+            return window
+    return None
+
+
+def token_counter(model: Any) -> Callable[[str], int] | None:
+    """The provider's offline tokenizer (``count_tokens(text)``), if it has one. The provider
+    class is checked first so a model without one is never constructed for this."""
+    if model is None:
+        return None
+    from importlib import import_module
+
+    from lion_nb.models.imodel import PROVIDERS
+
+    spec = PROVIDERS.get(model.provider_name)
+    if spec is None:
+        return None
+    try:
+        cls = getattr(import_module(spec.module), spec.cls)
+    except (ImportError, AttributeError):
+        return None
+    if not callable(getattr(cls, "count_tokens", None)):
+        return None
+    return model.provider.count_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class NextTurn:
+    messages: int  # chat-completions messages the next request would carry
+    tokens: int
+    exact: bool  # counted by the provider's tokenizer, not estimated
+    window: int | None
+    cli: bool
+
+    @property
+    def fraction(self) -> float | None:
+        return self.tokens / self.window if self.window else None
+
+
+def _payload_texts(payload: list[dict[str, Any]]) -> list[str]:
+    texts = []
+    for item in payload:
+        content = item.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+        for call in item.get("tool_calls", ()):
+            texts.append(call["function"]["name"] + call["function"]["arguments"])
+    return texts
+
+
+def next_turn(messages: Sequence[RoledMessage] | Any, model: Any) -> NextTurn:
+    """What the next turn sends (every message, compiled; a CLI agent gets only the new
+    prompt) and its size in tokens against the context window."""
+    from lion_nb.operations.tokens import estimate_tokens
+
+    cli = is_cli_model(model)
+    if cli:
+        texts: list[str] = []
+        count = 0
+    else:
+        payload = compile_messages(messages)
+        texts = _payload_texts(payload)
+        count = len(payload)
+    counter = None
+    try:
+        counter = token_counter(model)
+    except Exception:  # a broken provider constructor must not break the inspector
+        counter = None
+    if counter is not None:
+        tokens = sum(counter(t) for t in texts if t)
+        exact = True
+    else:
+        tokens = estimate_tokens(texts)
+        exact = False
+    return NextTurn(messages=count, tokens=tokens, exact=exact, window=context_window(model),
+                    cli=cli)
+
+
+def next_turn_html(turn: NextTurn) -> str:
+    if turn.cli:
+        return ('<div class="lion-meta lion-next-turn">Next turn: a CLI agent receives only the '
+                "new prompt (it keeps its own history).</div>")
+    kind = "exact (provider tokenizer)" if turn.exact else "estimate, ~4 characters per token"
+    window = ""
+    if turn.window:
+        pct = 100.0 * turn.tokens / turn.window
+        over = " — over the window" if turn.tokens > turn.window else ""
+        window = f" of a {turn.window:,}-token context window ({pct:.1f}%{over})"
+    else:
+        window = " (context window unknown)"
+    return (f'<div class="lion-meta lion-next-turn">Next turn sends {turn.messages:,} '
+            f"message{'s' if turn.messages != 1 else ''}: {turn.tokens:,} tokens "
+            f"<span class=\"lion-tl-kind\">({_e(kind)})</span>{_e(window)}.</div>")
+
+
+# ----- whole-branch summary --------------------------------------------------------------------
+def branch_totals(messages: Sequence[RoledMessage] | Any) -> dict[str, Any]:
+    """Counts per role and summed usage (one pass; cheap even for 10,000 messages)."""
+    roles: dict[str, int] = {}
+    usage: dict[str, Any] = {}
+    for msg in messages:
+        roles[msg.role] = roles.get(msg.role, 0) + 1
+        if msg.role == "assistant":
+            for key, value in (msg.metadata.get("usage") or {}).items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    usage[key] = usage.get(key, 0) + value
+    return {"roles": roles, "usage": usage}
+
+
+def header_html(title: str, total: int, totals: dict[str, Any], runs: int) -> str:
+    roles = ", ".join(f"{n:,} {label(r).lower()}" for r, n in totals["roles"].items())
+    usage = format_usage(totals["usage"])
+    bits = [f"{total:,} message{'s' if total != 1 else ''}"]
+    if roles:
+        bits.append(roles)
+    if runs:
+        bits.append(f"{runs} run{'s' if runs != 1 else ''}")
+    if usage:
+        bits.append(usage)
+    return (f'<div class="lion-tl-header"><span class="lion-tl-title">{_e(title)}</span> '
+            f'<span class="lion-meta">{_e(" · ".join(bits))}</span></div>')
+
+
+def runs_html(provenance: Provenance | None, *, limit: int = 200) -> str:
+    """The run log as a table (latest ``limit`` runs)."""
+    if provenance is None or not provenance.runs:
+        return '<div class="lion-meta">No runs observed yet.</div>'
+    rows = []
+    for run in provenance.runs[-limit:]:
+        cell = f"In [{run.cell}]" if run.cell is not None else ""
+        rows.append(
+            f'<tr class="lion-run-{_e(run.status)}"><td>{_e(run.operation)}</td>'
+            f"<td>{_e(format_time(_dt(run.started_at), short=True))}</td>"
+            f"<td>{_e(_duration(run.duration_ms))}</td><td>{_e(run.status)}</td>"
+            f"<td>{_e(format_usage(_run_usage(run)))}</td><td>{len(run.message_ids)}</td>"
+            f"<td>{_e(cell)}</td><td>{_e(run.error or '')}</td></tr>")
+    head = ("<tr><th>operation</th><th>started</th><th>duration</th><th>status</th>"
+            "<th>usage</th><th>messages</th><th>cell</th><th>error</th></tr>")
+    return f'<table class="lion-runs">{head}{"".join(rows)}</table>'
+
+
+def _dt(epoch: float) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def static_html(title: str, messages: Sequence[RoledMessage] | Any, start: int, stop: int,
+                provenance: Provenance | None, turn: NextTurn | None) -> str:
+    """The inspector without a kernel (saved notebooks): summary, next turn, run log and the
+    messages of the current page as cards."""
+    from lion_nb.render.html import transcript_html
+
+    total = len(messages)
+    runs = len(provenance.runs) if provenance is not None else 0
+    parts = [header_html(title, total, branch_totals(messages), runs)]
+    if turn is not None:
+        parts.append(next_turn_html(turn))
+    if runs:
+        parts.append(f"<details class=\"lion-tl-runs\"><summary>Runs ({runs})</summary>"
+                     f"{runs_html(provenance)}</details>")
+    if total:
+        shown = f"messages {start + 1:,}–{stop:,} of {total:,}"
+        parts.append(f'<div class="lion-meta">{_e(shown)}</div>')
+    parts.append(transcript_html(messages[start:stop]))
+    return f'<div class="lion-view lion-inspector">{"".join(parts)}</div>'

@@ -1,0 +1,30 @@
+"""Live notebook views built from stock ipywidgets 8 (no front-end build): they work in
+JupyterLab 4, Notebook 7, VS Code and Colab. Names resolve lazily so importing the package
+loads no ipywidgets until a view is used."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__all__ = ["BranchView", "LiveConfig", "LiveMessage", "view"]
+
+_LAZY = {
+    "BranchView": "lion_nb.widgets.chat_view",
+    "view": "lion_nb.widgets.chat_view",
+    "LiveConfig": "lion_nb.widgets.live",
+    "LiveMessage": "lion_nb.widgets.live",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lion_nb.widgets' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,1 @@
+"""Test-only providers and child-process scripts."""
