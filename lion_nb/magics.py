@@ -50,7 +50,8 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         if path[0] not in namespace:
             raise MagicUsageError(
                 f"{{{match.group(1)}}} in the cell: no variable {path[0]!r} in the notebook "
-                "(write {{ and }} for literal braces)")
+                "(write {{ and }} for literal braces)"
+            )
         value = namespace[path[0]]
         for attr in path[1:]:
             try:
@@ -71,17 +72,39 @@ def _parser() -> Any:
         def error(self, message: str) -> Any:  # raise instead of exiting the kernel
             raise MagicUsageError(f"%%lion: {message}\n{self.format_usage()}")
 
-    p = Parser(prog="%%lion", add_help=False,
-               description="Send the cell to a branch and show a live view of the reply.")
+    p = Parser(
+        prog="%%lion",
+        add_help=False,
+        description="Send the cell to a branch and show a live view of the reply.",
+    )
     verb = p.add_mutually_exclusive_group()
-    verb.add_argument("--run", action="store_const", dest="verb", const="run",
-                      help="stream a CLI agent's turn (branch.run)")
-    verb.add_argument("--react", action="store_const", dest="verb", const="ReAct",
-                      help="reason and act over rounds (branch.ReAct)")
-    verb.add_argument("--operate", action="store_const", dest="verb", const="operate",
-                      help="one structured turn with tools (branch.operate)")
-    p.add_argument("--branch", default=DEFAULT_BRANCH, metavar="NAME",
-                   help=f"notebook variable holding the Branch (default {DEFAULT_BRANCH})")
+    verb.add_argument(
+        "--run",
+        action="store_const",
+        dest="verb",
+        const="run",
+        help="stream a CLI agent's turn (branch.run)",
+    )
+    verb.add_argument(
+        "--react",
+        action="store_const",
+        dest="verb",
+        const="ReAct",
+        help="reason and act over rounds (branch.ReAct)",
+    )
+    verb.add_argument(
+        "--operate",
+        action="store_const",
+        dest="verb",
+        const="operate",
+        help="one structured turn with tools (branch.operate)",
+    )
+    p.add_argument(
+        "--branch",
+        default=DEFAULT_BRANCH,
+        metavar="NAME",
+        help=f"notebook variable holding the Branch (default {DEFAULT_BRANCH})",
+    )
     p.add_argument("--model", metavar="SPEC", help='e.g. "openai/gpt-4.1-mini", "local"')
     p.add_argument("--system", metavar="TEXT", help="system message of a new branch")
     p.add_argument("--wait", action="store_true", help="block until the reply is complete")
@@ -103,14 +126,14 @@ def _branch_for(ns: dict[str, Any], args: Any) -> Any:
         ns[args.branch] = branch
         return branch, None
     if not isinstance(existing, Branch):
-        raise MagicUsageError(f"%%lion: {args.branch} is a {type(existing).__name__}, "
-                              "not a Branch")
+        raise MagicUsageError(f"%%lion: {args.branch} is a {type(existing).__name__}, not a Branch")
     if args.system is not None:
         current = existing.system.system if existing.system is not None else None
         if current != args.system:
             raise MagicUsageError(
                 f"%%lion: {args.branch} already exists; --system only applies when the branch "
-                "is created (use another --branch name, or del the variable)")
+                "is created (use another --branch name, or del the variable)"
+            )
     return existing, model
 
 
@@ -124,8 +147,7 @@ def lion(line: str, cell: str, ns: dict[str, Any]) -> Any:
     from lion_nb.widgets.chat_view import BranchView
 
     kwargs = {"chat_model": model} if model is not None else {}
-    view = BranchView(branch, verb=args.verb, verb_kwargs=kwargs, height=args.height,
-                      history=False)
+    view = BranchView(branch, verb=args.verb, verb_kwargs=kwargs, height=args.height, history=False)
     return view, text, args.wait
 
 

@@ -69,8 +69,9 @@ class Provenance:
 
     # ----- recording ---------------------------------------------------------------------
     def attach(self, branch: Branch) -> None:
-        branch.observe(RunStart, RunEnd, RunFailed, MessageAdded, ParseAttempt,
-                       handler=self.on_signal)
+        branch.observe(
+            RunStart, RunEnd, RunFailed, MessageAdded, ParseAttempt, handler=self.on_signal
+        )
 
     def add_listener(self, fn: Any) -> None:
         """``fn(signal)`` after the tables took the signal in (views refresh from here)."""
@@ -82,8 +83,12 @@ class Provenance:
 
     def on_signal(self, signal: Signal) -> None:
         if isinstance(signal, RunStart):
-            record = RunRecord(run_id=str(signal.run_id), operation=signal.operation,
-                               started_at=signal.at, cell=current_cell())
+            record = RunRecord(
+                run_id=str(signal.run_id),
+                operation=signal.operation,
+                started_at=signal.at,
+                cell=current_cell(),
+            )
             self.runs.append(record)
             self._by_id[record.run_id] = record
             self._open.append(record)
@@ -101,11 +106,17 @@ class Provenance:
                 record.message_ids.append(mid)
                 self.run_of[mid] = record.run_id
         elif isinstance(signal, ParseAttempt):
-            self.parse_attempts.append({
-                "attempt": signal.attempt, "ok": signal.ok, "target": signal.target,
-                "raw": signal.raw, "errors": list(signal.errors), "at": signal.at,
-                "run_id": self._open[-1].run_id if self._open else None,
-            })
+            self.parse_attempts.append(
+                {
+                    "attempt": signal.attempt,
+                    "ok": signal.ok,
+                    "target": signal.target,
+                    "raw": signal.raw,
+                    "errors": list(signal.errors),
+                    "at": signal.at,
+                    "run_id": self._open[-1].run_id if self._open else None,
+                }
+            )
         for fn in list(self._listeners):
             fn(signal)
 
@@ -133,8 +144,11 @@ class Provenance:
 
     # ----- persistence -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [r.as_dict() for r in self.runs], "cells": dict(self.cells),
-                "parse_attempts": list(self.parse_attempts)}
+        return {
+            "runs": [r.as_dict() for r in self.runs],
+            "cells": dict(self.cells),
+            "parse_attempts": list(self.parse_attempts),
+        }
 
     def load(self, data: dict[str, Any]) -> None:
         """Restore tables written by ``to_dict`` (an imported branch's history)."""

@@ -7,6 +7,8 @@ import socket
 
 import pytest
 
+pytest_plugins = ["tests.servers.fixtures"]
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 

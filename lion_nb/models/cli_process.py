@@ -185,10 +185,23 @@ class CLIProcess:
 
     async def _wait_exit(self) -> int:
         assert self._proc is not None
-        code = await self._proc.wait()
-        self.returncode = code
+        # Before Python 3.12, Process.wait() returns only once every pipe is closed too, so a
+        # grandchild holding stdout would hide the leader's exit. The transport learns the
+        # exit code at once, though: poll it, with wait() as the fast path.
+        waiter = asyncio.ensure_future(self._proc.wait())
+        try:
+            delay = 0.002
+            while self._proc.returncode is None:
+                await asyncio.wait({waiter}, timeout=delay)
+                delay = min(delay * 2, 0.05)
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
+        self.returncode = self._proc.returncode
         self.exited_at = time.monotonic()
-        return code
+        return self.returncode
 
     async def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None

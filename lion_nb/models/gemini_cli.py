@@ -32,7 +32,6 @@ from lion_nb.models.cli_stream import (
     EventMapper,
     classify_error,
     error_chunk,
-    last_line,
 )
 
 logger = logging.getLogger(__name__)
@@ -163,9 +162,12 @@ class GeminiCLIProvider(CLIProviderBase):
 
 
 def _error_line(stderr: str) -> str:
-    """The most telling stderr line: the last one mentioning an error, not a stack frame."""
-    lines = [ln.strip() for ln in stderr.splitlines()]
+    """The most telling stderr line: the last one reporting an error or failure, skipping
+    stack frames; else the last line that is not a stack frame."""
+    lines = [ln.strip() for ln in stderr.splitlines()
+             if ln.strip() and not ln.strip().startswith("at ")]
     for line in reversed(lines):
-        if line and not line.startswith("at ") and "rror" in line:
+        lower = line.lower()
+        if "error" in lower or "fail" in lower:
             return line[:300]
-    return last_line(stderr)
+    return lines[-1][:300] if lines else ""

@@ -121,6 +121,17 @@ class iModel:
     def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         return self.provider.stream(request)
 
+    async def aclose(self) -> None:
+        """Release the provider's connections (HTTP clients); the model stays usable."""
+        if self._provider is not None and hasattr(self._provider, "aclose"):
+            await self._provider.aclose()
+
+    async def __aenter__(self) -> iModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def copy(self, **overrides: Any) -> iModel:
         """A new iModel with the same settings (and a fresh provider session)."""
         kw: dict[str, Any] = dict(

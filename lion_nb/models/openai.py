@@ -27,7 +27,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -118,6 +118,7 @@ class OpenAIProvider:
         self._client = http_client
         self._owns_client = http_client is None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
         parts = urlsplit(self.base_url)
         self._loopback = _is_loopback(parts.hostname)
         # Shown in messages: without any user:password@ part of the URL.
@@ -131,9 +132,11 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         """Close the HTTP client this provider created (an injected client is left open)."""
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        closer, self._closer, self._client_loop = self._closer, None, None
+        if self._owns_client:
+            self._client = None
+        if closer is not None:
+            await closer.aclose()
 
     async def __aenter__(self) -> OpenAIProvider:
         return self
@@ -141,16 +144,19 @@ class OpenAIProvider:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def _http(self) -> httpx.AsyncClient:
+    async def _http(self) -> httpx.AsyncClient:
         if not self._owns_client:
             assert self._client is not None
             return self._client
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop or self._client.is_closed:
-            # Pooled connections belong to the loop that opened them; another loop (a new
-            # asyncio.run, a new test) gets its own client.
-            self._client = httpx.AsyncClient(timeout=self.timeout)
-            self._client_loop = loop
+        if self._client is None or self._client.is_closed or self._client_loop is not loop:
+            # Pooled connections belong to the loop that opened them: each loop gets its own
+            # client, closed by ``aclose()`` or, failing that, when its loop shuts down (the
+            # closer is an async generator, and asyncio.run / pytest close those first).
+            client = httpx.AsyncClient(timeout=self.timeout)
+            closer = _close_on_loop_shutdown(client)
+            await anext(closer)
+            self._client, self._client_loop, self._closer = client, loop, closer
         return self._client
 
     # -- request -----------------------------------------------------------------------------
@@ -228,7 +234,7 @@ class OpenAIProvider:
         on_delta: DeltaSink | None,
     ) -> ModelResponse:
         url = f"{self.base_url}/chat/completions"
-        client = self._http()
+        client = await self._http()
         error: ProviderError
         try:
             async with client.stream(
@@ -377,6 +383,16 @@ class OpenAIProvider:
         if not isinstance(obj, dict) or not isinstance(obj.get("choices", []), list):
             raise acc.fail(MalformedResponse("not a chat-completions object", body=text[:2000]))
         acc.add(obj)
+
+
+async def _close_on_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        try:
+            await client.aclose()
+        except Exception:  # a broken connection must not fail the close
+            log.debug("closing the HTTP client failed", exc_info=True)
 
 
 def _is_loopback(host: str | None) -> bool:

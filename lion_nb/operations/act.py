@@ -167,7 +167,7 @@ def _error_text(exc: BaseException) -> str:
 
 
 async def _execute(
-    branch: Branch, call: _Call, timeout: float | None
+    branch: Branch, call: _Call, limit: float | None
 ) -> tuple[ActionResponseModel, BaseException | None]:
     req = call.request
     error: BaseException | None = call.problem
@@ -176,12 +176,10 @@ async def _execute(
     if error is None:
         assert call.tool is not None
         try:
-            if timeout is not None:
-                output = await asyncio.wait_for(call.tool.invoke(call.kwargs), timeout)
-            else:
+            async with asyncio.timeout(limit):
                 output = await call.tool.invoke(call.kwargs)
         except TimeoutError as exc:
-            error = TimeoutError(f"tool {req.function!r} did not return within {timeout} s")
+            error = TimeoutError(f"tool {req.function!r} did not return within {limit:g} s")
             error.__cause__ = exc
         except Exception as exc:  # a tool's failure is data for the model, see module doc
             error = exc
@@ -213,9 +211,9 @@ async def act(
     *,
     strategy: Literal["concurrent", "sequential"] = "concurrent",
     suppress_errors: bool = True,
-    timeout: float | None = None,
+    action_timeout: float | None = None,
 ) -> list[ActionResponseModel]:
-    """Run one requested call or a list of them. ``timeout``: seconds each call may take
+    """Run one requested call or a list of them. ``action_timeout``: seconds each call may take
     (a sync tool's thread cannot be killed; its result is then ignored)."""
     if strategy not in ("concurrent", "sequential"):
         raise ValueError(f"strategy must be 'concurrent' or 'sequential', not {strategy!r}")
@@ -231,14 +229,14 @@ async def act(
         if strategy == "sequential":
             for call in calls:
                 await _record_request(branch, call)
-                model, error = await _execute(branch, call, timeout)
+                model, error = await _execute(branch, call, action_timeout)
                 results.append(model)
                 if error is not None and not suppress_errors:
                     raise error
         else:
             for call in calls:
                 await _record_request(branch, call)
-            outcomes = await asyncio.gather(*(_execute(branch, c, timeout) for c in calls))
+            outcomes = await asyncio.gather(*(_execute(branch, c, action_timeout) for c in calls))
             for model, error in outcomes:
                 results.append(model)
                 if error is not None:

@@ -328,6 +328,10 @@ async def run_and_collect(
     text = "\n\n".join(texts)
     if skip_validation or parse_param is None or fmt is None:
         return text
+    if parse_param.imodel is None and parse_param.max_retries and branch.parse_model.is_cli:
+        # Repair turns are unrecorded chat() calls, which a CLI agent cannot take: without an
+        # API parse model, parsing is local extraction only (still one parse).
+        parse_param = parse_param.with_(max_retries=0)
     try:
         return await parse(branch, text, parse_param)
     except ParseError:

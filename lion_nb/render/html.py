@@ -51,8 +51,10 @@ _STATUS_TEXT = {"streaming": "streaming…", "stopped": "stopped", "failed": "fa
 
 # Standalone exports refuse every script, plugin, frame, form and base URL even if something
 # slipped through the sanitizer; only our inline stylesheet is allowed.
-_CSP = ("default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'")
+_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
 
 
 def _e(value: Any) -> str:
@@ -71,7 +73,8 @@ def lion_css() -> str:
         if not source.is_file():
             raise FileNotFoundError(
                 "lion_nb.css is missing: expected lion_nb/widgets/static/lion_nb.css in the "
-                f"installed package or {source} in a source checkout")
+                f"installed package or {source} in a source checkout"
+            )
         css = source.read_text(encoding="utf-8")
     if "</" in css:  # it is inlined into <style>; a closing tag inside would end it early
         raise ValueError("lion_nb.css must not contain '</'")
@@ -130,7 +133,8 @@ def head_html(
     if created_at is not None:
         parts.append(
             f'<time class="lion-time" datetime="{_e(created_at.isoformat())}" '
-            f'title="{_e(format_time(created_at))}">{_e(format_time(created_at, short=True))}</time>')
+            f'title="{_e(format_time(created_at))}">{_e(format_time(created_at, short=True))}</time>'
+        )
     return f'<div class="lion-head">{"".join(parts)}</div>'
 
 
@@ -139,31 +143,41 @@ def thinking_html(text: str, *, open: bool = False) -> str:
     if not text:
         return ""
     attr = " open" if open else ""
-    return (f'<details class="lion-thinking"{attr}><summary>Thinking</summary>'
-            f'<div class="lion-md">{render_markdown(text)}</div></details>')
+    return (
+        f'<details class="lion-thinking"{attr}><summary>Thinking</summary>'
+        f'<div class="lion-md">{render_markdown(text)}</div></details>'
+    )
 
 
 def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
     role = str(message.role)
     cls = f"lion-msg lion-{_e(role)}{extra_cls}"
-    return (f'<div class="{cls}" data-id="{_e(message.id)}" data-role="{_e(role)}">'
-            f'{head}{body}</div>')
+    return (
+        f'<div class="{cls}" data-id="{_e(message.id)}" data-role="{_e(role)}">{head}{body}</div>'
+    )
 
 
 def _assistant(message: Any) -> str:
     meta = message.metadata or {}
     stopped = bool(meta.get("stopped"))
-    head = head_html("assistant", created_at=message.created_at, sender=message.sender,
-                     model=str(meta["model"]) if meta.get("model") else None,
-                     usage=meta.get("usage"), status="stopped" if stopped else None)
+    head = head_html(
+        "assistant",
+        created_at=message.created_at,
+        sender=message.sender,
+        model=str(meta["model"]) if meta.get("model") else None,
+        usage=meta.get("usage"),
+        status="stopped" if stopped else None,
+    )
     body = thinking_html(thinking_text(message))
     if message.response:
         body += f'<div class="lion-body lion-md">{render_markdown(message.response)}</div>'
     else:
         body += '<div class="lion-body lion-empty">(no text)</div>'
     if meta.get("result") is not None:
-        body += ('<details class="lion-result"><summary>Parsed result</summary>'
-                 f"{_json_pre(meta['result'])}</details>")
+        body += (
+            '<details class="lion-result"><summary>Parsed result</summary>'
+            f"{_json_pre(meta['result'])}</details>"
+        )
     return _card(message, head, body, " lion-stopped-msg" if stopped else "")
 
 
@@ -176,16 +190,22 @@ def _instruction(message: Any) -> str:
         if message.instruction not in (None, ""):
             parts.append(_value_html(message.instruction))
         if message.guidance not in (None, ""):
-            parts.append('<div class="lion-guidance"><span class="lion-label">Guidance</span>'
-                         f"{_value_html(message.guidance)}</div>")
+            parts.append(
+                '<div class="lion-guidance"><span class="lion-label">Guidance</span>'
+                f"{_value_html(message.guidance)}</div>"
+            )
         if message.context:
             items = "".join(f"<li>{_value_html(c)}</li>" for c in message.context)
-            parts.append('<div class="lion-context"><span class="lion-label">Context</span>'
-                         f"<ol>{items}</ol></div>")
+            parts.append(
+                '<div class="lion-context"><span class="lion-label">Context</span>'
+                f"<ol>{items}</ol></div>"
+            )
         fmt = message.response_schema or message.request_fields
         if fmt:
-            parts.append('<details class="lion-format"><summary>Response format</summary>'
-                         f"{_json_pre(fmt)}</details>")
+            parts.append(
+                '<details class="lion-format"><summary>Response format</summary>'
+                f"{_json_pre(fmt)}</details>"
+            )
     if message.images:
         n = len(message.images)
         parts.append(f'<div class="lion-images">{n} image{"s" if n != 1 else ""} attached</div>')
@@ -193,35 +213,61 @@ def _instruction(message: Any) -> str:
 
 
 def _action_request(message: Any) -> str:
-    head = head_html("action_request", created_at=message.created_at, sender=message.sender,
-                     function=message.function, call_id=message.call_id)
+    head = head_html(
+        "action_request",
+        created_at=message.created_at,
+        sender=message.sender,
+        function=message.function,
+        call_id=message.call_id,
+    )
     body = f'<div class="lion-body">{_json_pre(message.arguments, "lion-json lion-args")}</div>'
     return _card(message, head, body)
 
 
 def _action_response(message: Any) -> str:
     error = bool(message.is_error)
-    head = head_html("action_response", created_at=message.created_at, sender=message.sender,
-                     function=message.function, call_id=message.call_id, error=error)
+    head = head_html(
+        "action_response",
+        created_at=message.created_at,
+        sender=message.sender,
+        function=message.function,
+        call_id=message.call_id,
+        error=error,
+    )
     out = message.output
-    output = _pre(out, "lion-output") if isinstance(out, str) else _json_pre(
-        out, "lion-json lion-output")
+    output = (
+        _pre(out, "lion-output")
+        if isinstance(out, str)
+        else _json_pre(out, "lion-json lion-output")
+    )
     args = ""
     if message.arguments:
-        args = ('<details class="lion-args"><summary>Arguments</summary>'
-                f"{_json_pre(message.arguments)}</details>")
-    return _card(message, head, f'<div class="lion-body">{args}{output}</div>',
-                 " lion-error" if error else "")
+        args = (
+            '<details class="lion-args"><summary>Arguments</summary>'
+            f"{_json_pre(message.arguments)}</details>"
+        )
+    return _card(
+        message,
+        head,
+        f'<div class="lion-body">{args}{output}</div>',
+        " lion-error" if error else "",
+    )
 
 
 def _system(message: Any) -> str:
     head = head_html("system", created_at=message.created_at, sender=message.sender)
-    return _card(message, head,
-                 f'<div class="lion-body lion-md">{render_markdown(message.system)}</div>')
+    return _card(
+        message, head, f'<div class="lion-body lion-md">{render_markdown(message.system)}</div>'
+    )
 
 
-_BY_ROLE = {"assistant": _assistant, "user": _instruction, "action_request": _action_request,
-            "action_response": _action_response, "system": _system}
+_BY_ROLE = {
+    "assistant": _assistant,
+    "user": _instruction,
+    "action_request": _action_request,
+    "action_response": _action_response,
+    "system": _system,
+}
 
 
 def message_html(message: Any) -> str:
@@ -250,12 +296,15 @@ def streaming_html(
     head = head_html("assistant", created_at=created_at, model=model, status=status)
     body = thinking_html(thinking, open=not text and status == "streaming")
     body += f'<div class="lion-body lion-md">{render_markdown(text)}</div>'
-    return (f'<div class="lion-msg lion-assistant lion-{_e(status)}-msg" '
-            f'data-id="{_e(message_id)}" data-role="assistant">{head}{body}</div>')
+    return (
+        f'<div class="lion-msg lion-assistant lion-{_e(status)}-msg" '
+        f'data-id="{_e(message_id)}" data-role="assistant">{head}{body}</div>'
+    )
 
 
-def transcript_html(messages: Iterable[Any], *, title: str | None = None,
-                    standalone: bool = False) -> str:
+def transcript_html(
+    messages: Iterable[Any], *, title: str | None = None, standalone: bool = False
+) -> str:
     """All messages as cards. ``standalone=True`` gives a complete HTML document with the
     stylesheet inlined and a Content-Security-Policy that forbids scripts (for export)."""
     heading = f'<h2 class="lion-title">{_e(title)}</h2>' if title else ""
@@ -264,7 +313,7 @@ def transcript_html(messages: Iterable[Any], *, title: str | None = None,
     if not standalone:
         return body
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_e(title or 'lion_nb transcript')}</title>\n{css_style_tag()}\n</head>\n"

@@ -45,8 +45,11 @@ __all__ = ["MarkdownStream", "render_markdown", "split_markdown_blocks"]
 _LANG_RE = re.compile(r"^[\w+#.-]{1,40}$")
 _FORMATTER = HtmlFormatter(nowrap=True)
 _TOKEN_CLASSES = frozenset(c for c in STANDARD_TYPES.values() if c)
-_ALIGN = {"text-align:left": "lion-al-left", "text-align:center": "lion-al-center",
-          "text-align:right": "lion-al-right"}
+_ALIGN = {
+    "text-align:left": "lion-al-left",
+    "text-align:center": "lion-al-center",
+    "text-align:right": "lion-al-right",
+}
 
 
 @functools.lru_cache(maxsize=128)
@@ -62,8 +65,11 @@ def _lexer(lang: str) -> Any:
 
 def _highlight(code: str, lang: str, _attrs: str) -> str:
     lexer = _lexer(lang) if lang else None
-    body = html.escape(code, quote=False) if lexer is None else _pygments_highlight(
-        code, lexer, _FORMATTER)
+    body = (
+        html.escape(code, quote=False)
+        if lexer is None
+        else _pygments_highlight(code, lexer, _FORMATTER)
+    )
     return f'<pre class="lion-code"><code>{body}</code></pre>'
 
 
@@ -77,8 +83,8 @@ def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any)
     src = str(token.attrGet("src") or "")
     title = token.attrGet("title")
     title_attr = f' title="{html.escape(str(title))}"' if title else ""
-    label = html.escape(alt or src, quote=False)
-    return f'<a class="lion-img-link" href="{html.escape(src)}"{title_attr}>[image: {label}]</a>'
+    label = f"[image: {html.escape(alt, quote=False)}]" if alt else "[image]"
+    return f'<a class="lion-img-link" href="{html.escape(src)}"{title_attr}>{label}</a>'
 
 
 def _cell_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
@@ -100,13 +106,43 @@ def build_markdown(*, html_enabled: bool = False) -> MarkdownIt:
 MD = build_markdown()
 
 _CLEANER = nh3.Cleaner(
-    tags={"a", "blockquote", "br", "code", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li",
-          "ol", "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr",
-          "ul"},
+    tags={
+        "a",
+        "blockquote",
+        "br",
+        "code",
+        "em",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "li",
+        "ol",
+        "p",
+        "pre",
+        "s",
+        "span",
+        "strong",
+        "table",
+        "tbody",
+        "td",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+    },
     clean_content_tags={"script", "style"},
     attributes={"a": {"href", "title"}, "ol": {"start"}},
-    allowed_classes={"span": set(_TOKEN_CLASSES), "pre": {"lion-code"}, "a": {"lion-img-link"},
-                     "th": set(_ALIGN.values()), "td": set(_ALIGN.values())},
+    allowed_classes={
+        "span": set(_TOKEN_CLASSES),
+        "pre": {"lion-code"},
+        "a": {"lion-img-link"},
+        "th": set(_ALIGN.values()),
+        "td": set(_ALIGN.values()),
+    },
     url_schemes={"http", "https", "mailto"},
     url_relative="deny",
     link_rel="noopener noreferrer nofollow",
@@ -213,8 +249,13 @@ class _BlockSplitter:
             self._prev_blank = True
             return
         is_list = _LIST_RE.match(text) is not None
-        if (number > 0 and (self._prev_blank or self._prev_heading) and text[0] not in " \t"
-                and not (is_list and self._has_list) and self._chars >= self._retry_at):
+        if (
+            number > 0
+            and (self._prev_blank or self._prev_heading)
+            and text[0] not in " \t"
+            and not (is_list and self._has_list)
+            and self._chars >= self._retry_at
+        ):
             chunk = self._try_split(number)
             if chunk is not None:
                 out.append(chunk)
@@ -235,7 +276,9 @@ class _BlockSplitter:
     def _reject(self) -> None:
         self._retry_at = 2 * self._chars
 
-    def _freeze(self, count: int, tokens: list[Token], env: dict[str, Any]) -> tuple[str, list[Token]]:
+    def _freeze(
+        self, count: int, tokens: list[Token], env: dict[str, Any]
+    ) -> tuple[str, list[Token]]:
         source = "".join(self._lines[:count])
         self._lines = self._lines[count:]
         self._chars -= len(source)
@@ -260,9 +303,15 @@ class _BlockSplitter:
         """Freeze everything through line ``number`` if it closes a top-level fence."""
         tokens, env = self._parse()
         last = next((t for t in reversed(tokens) if t.level == 0 and t.map is not None), None)
-        if (last is not None and last.type == "fence" and last.map is not None
-                and last.map[0] < number and last.map[1] == number + 1
-                and last.markup[0] == char and len(last.markup) <= length):
+        if (
+            last is not None
+            and last.type == "fence"
+            and last.map is not None
+            and last.map[0] < number
+            and last.map[1] == number + 1
+            and last.markup[0] == char
+            and len(last.markup) <= length
+        ):
             return self._freeze(number + 1, tokens, env)
         self._reject()
         return None

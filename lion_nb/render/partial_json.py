@@ -130,8 +130,9 @@ class PartialJSON:
         if self._error is not None:
             raise self._error
         if not self.done and self._state != _BEFORE:
-            self._error = PartialJSONError("the JSON text ended before the value closed",
-                                           self._offset)
+            self._error = PartialJSONError(
+                "the JSON text ended before the value closed", self._offset
+            )
             raise self._error
         return []
 

@@ -83,9 +83,8 @@ class MessageRenderable:
             bits.append("error")
         if m.sender:
             bits.append(str(m.sender))
-        if m.role == "assistant":
-            bits.extend(b for b in (str(meta.get("model") or ""), format_usage(meta.get("usage")),
-                                    "stopped" if meta.get("stopped") else "") if b)
+        if m.role == "assistant" and meta.get("model"):
+            bits.append(str(meta["model"]))
         bits.append(format_time(m.created_at, short=True))
         for bit in bits:
             if bit:
@@ -97,14 +96,27 @@ class MessageRenderable:
         m = self.message
         role = m.role
         if role == "assistant":
+            meta = m.metadata or {}
+            # Usage goes under the rule, not in it: a 60-column rule would truncate it.
+            info = " · ".join(
+                b
+                for b in (format_usage(meta.get("usage")), "stopped" if meta.get("stopped") else "")
+                if b
+            )
+            if info:
+                yield _text(info, "dim")
             thinking = thinking_text(m)
             if thinking:
-                yield Panel(_text(thinking, "dim italic"), title="thinking", title_align="left",
-                            border_style="dim")
+                yield Panel(
+                    _text(thinking, "dim italic"),
+                    title="thinking",
+                    title_align="left",
+                    border_style="dim",
+                )
             yield _markdown(m.response) if m.response else _text("(no text)", "dim")
-            if (m.metadata or {}).get("result") is not None:
+            if meta.get("result") is not None:
                 yield _text("parsed result:", "dim")
-                yield _json(m.metadata["result"])
+                yield _json(meta["result"])
         elif role == "user":
             if m.plain_content is not None:
                 yield _value(m.plain_content)
@@ -145,8 +157,9 @@ class TranscriptRenderable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.title:
-            yield Rule(Text(visible_controls(self.title).replace("\n", " "), style="bold"),
-                       characters="═")
+            yield Rule(
+                Text(visible_controls(self.title).replace("\n", " "), style="bold"), characters="═"
+            )
         for i, message in enumerate(self.messages):
             if i or self.title:
                 yield NewLine()

@@ -65,10 +65,11 @@ def format_usage(usage: dict[str, Any] | None) -> str:
     if not usage:
         return ""
     parts = []
-    if isinstance(usage.get("input_tokens"), int):
-        parts.append(f"{usage['input_tokens']:,} in")
-    if isinstance(usage.get("output_tokens"), int):
-        parts.append(f"{usage['output_tokens']:,} out")
+    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+    if isinstance(tokens_in, int) and not isinstance(tokens_in, bool):
+        parts.append(f"{tokens_in:,} in")
+    if isinstance(tokens_out, int) and not isinstance(tokens_out, bool):
+        parts.append(f"{tokens_out:,} out")
     cost = usage.get("total_cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         parts.append(f"${cost:.4f}")
@@ -113,8 +114,9 @@ def _detector_md() -> Any:
         from lion_nb.render.markdown import build_markdown
 
         md = build_markdown(html_enabled=True)
-        md.validateLink = lambda url: True  # report every link; we judge the scheme ourselves
-        md.normalizeLink = lambda url: url  # judge the destination as written (entity-decoded)
+        # Report every link (we judge the scheme ourselves) as written, entity-decoded.
+        md.validateLink = lambda url: True  # type: ignore[method-assign]
+        md.normalizeLink = lambda url: url  # type: ignore[method-assign]
         _detector = md
     return _detector
 
@@ -220,7 +222,7 @@ def code_span(text: str) -> str:
 def _md_text(value: Any) -> str:
     """A model/user value as a Markdown block: strings as Markdown, anything else as JSON."""
     if isinstance(value, str):
-        return close_open_fence(visible_controls(value))
+        return close_open_fence(visible_controls(value)).rstrip("\n")
     return fenced(visible_controls(to_json(value)), "json")
 
 
@@ -244,11 +246,13 @@ def _markdown_parts(message: Any) -> list[str]:
         parts = [_header(message, model, usage, stopped)]
         thinking = thinking_text(message)
         if thinking:
-            body = _md_text(thinking).split("\n")
-            parts.append("> **Thinking**\n>\n" + "\n".join(f"> {s}" if s else ">" for s in body))
+            quoted = (f"> {s}" if s else ">" for s in _md_text(thinking).split("\n"))
+            parts.append("> **Thinking**\n>\n" + "\n".join(quoted))
         parts.append(_md_text(message.response) if message.response else "*(no text)*")
         if meta.get("result") is not None:
-            parts.append("**Parsed result**\n\n" + fenced(visible_controls(to_json(meta["result"])), "json"))
+            parts.append(
+                "**Parsed result**\n\n" + fenced(visible_controls(to_json(meta["result"])), "json")
+            )
         return parts
     if role == "user":
         parts = [_header(message)]
@@ -260,7 +264,9 @@ def _markdown_parts(message: Any) -> list[str]:
         if message.guidance not in (None, ""):
             parts.append("**Guidance**\n\n" + _md_text(message.guidance))
         if message.context:
-            parts.append("**Context**\n\n" + fenced(visible_controls(to_json(message.context)), "json"))
+            parts.append(
+                "**Context**\n\n" + fenced(visible_controls(to_json(message.context)), "json")
+            )
         fmt = message.response_schema or message.request_fields
         if fmt:
             parts.append("**Response format**\n\n" + fenced(visible_controls(to_json(fmt)), "json"))
@@ -274,11 +280,17 @@ def _markdown_parts(message: Any) -> list[str]:
             fenced(visible_controls(to_json(message.arguments)), "json"),
         ]
     if role == "action_response":
-        head = _header(message, code_span(visible_controls(message.function)),
-                       "**error**" if message.is_error else "")
+        head = _header(
+            message,
+            code_span(visible_controls(message.function)),
+            "**error**" if message.is_error else "",
+        )
         out = message.output
-        body = fenced(visible_controls(out), "text") if isinstance(out, str) else fenced(
-            visible_controls(to_json(out)), "json")
+        body = (
+            fenced(visible_controls(out), "text")
+            if isinstance(out, str)
+            else fenced(visible_controls(to_json(out)), "json")
+        )
         return [head, body]
     return [_header(message), _md_text(getattr(message, "text", ""))]
 
@@ -308,8 +320,15 @@ def plain_header(message: Any) -> str:
     if message.role == "action_response" and message.is_error:
         bits.append("error")
     if message.role == "assistant":
-        bits.extend(b for b in (str(meta.get("model") or ""), format_usage(meta.get("usage")),
-                                "stopped" if meta.get("stopped") else "") if b)
+        bits.extend(
+            b
+            for b in (
+                str(meta.get("model") or ""),
+                format_usage(meta.get("usage")),
+                "stopped" if meta.get("stopped") else "",
+            )
+            if b
+        )
     bits.append(format_time(getattr(message, "created_at", None)))
     return visible_controls(" · ".join(b for b in bits if b)).replace("\n", " ")
 

@@ -45,9 +45,16 @@ PAYLOAD_SHOWN = 200  # payload entries shown in the detail; turn_payload() retur
 # Context windows of well-known models, by name prefix (providers that know better say so
 # through ``context_window`` / ``n_ctx``; an unknown window is shown as unknown, not guessed).
 KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("o3", 200_000), ("o4-mini", 200_000),
-    ("claude", 200_000), ("sonnet", 200_000), ("opus", 200_000), ("haiku", 200_000),
-    ("gemini-2.5", 1_048_576), ("smollm2", 8_192),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("claude", 200_000),
+    ("sonnet", 200_000),
+    ("opus", 200_000),
+    ("haiku", 200_000),
+    ("gemini-2.5", 1_048_576),
+    ("smollm2", 8_192),
 )
 
 
@@ -83,23 +90,33 @@ class TimelineRow:
         return {}
 
 
-def timeline_rows(messages: Sequence[RoledMessage] | Any, start: int, stop: int,
-                  provenance: Provenance | None = None) -> list[TimelineRow]:
-    """Rows for ``messages[start:stop]`` only (the visible page)."""
-    page = messages[start:stop]
-    prev_run = None
-    if provenance is not None and start > 0:
-        prev = provenance.run_for(messages[start - 1].id)
-        prev_run = prev.run_id if prev else None
+def timeline_rows(
+    messages: Sequence[RoledMessage] | Any,
+    indices: Sequence[int],
+    provenance: Provenance | None = None,
+) -> list[TimelineRow]:
+    """Rows for the messages at ``indices`` only (the visible page: a ``range``, or the
+    positions a filter kept)."""
     rows = []
-    for offset, message in enumerate(page):
+    prev_run = None
+    prev_index = None
+    for index in indices:
+        message = messages[index]
         run = provenance.run_for(message.id) if provenance is not None else None
+        if provenance is not None and prev_index != index - 1 and index > 0:
+            prev = provenance.run_for(messages[index - 1].id)
+            prev_run = prev.run_id if prev else None
         run_id = run.run_id if run else None
-        rows.append(TimelineRow(
-            index=start + offset, message=message, run=run,
-            cell=provenance.cell_for(message.id) if provenance is not None else None,
-            new_run=run_id is not None and run_id != prev_run))
-        prev_run = run_id
+        rows.append(
+            TimelineRow(
+                index=index,
+                message=message,
+                run=run,
+                cell=provenance.cell_for(message.id) if provenance is not None else None,
+                new_run=run_id is not None and run_id != prev_run,
+            )
+        )
+        prev_run, prev_index = run_id, index
     return rows
 
 
@@ -130,8 +147,10 @@ def row_summary_html(row: TimelineRow) -> str:
     """One collapsed line: index, role, preview, usage, run, cell, time."""
     msg = row.message
     role = str(msg.role)
-    parts = [f'<span class="lion-tl-idx">#{row.index}</span>',
-             f'<span class="lion-role">{_e(label(role))}</span>']
+    parts = [
+        f'<span class="lion-tl-idx">#{row.index}</span>',
+        f'<span class="lion-role">{_e(label(role))}</span>',
+    ]
     if role == "action_response" and getattr(msg, "is_error", False):
         parts.append('<span class="lion-status lion-error-badge">error</span>')
     parts.append(f'<span class="lion-tl-preview">{_e(_preview(msg))}</span>')
@@ -139,24 +158,35 @@ def row_summary_html(row: TimelineRow) -> str:
     if usage:
         parts.append(f'<span class="lion-usage">{_e(usage)}</span>')
     if row.run is not None:
-        parts.append(f'<span class="lion-tl-run" title="run {_e(row.run.run_id)}">'
-                     f"{_e(row.run.operation)}</span>")
+        parts.append(
+            f'<span class="lion-tl-run" title="run {_e(row.run.run_id)}">'
+            f"{_e(row.run.operation)}</span>"
+        )
     if row.cell is not None:
         parts.append(f'<span class="lion-tl-cell" title="notebook cell">In [{row.cell}]</span>')
-    parts.append(f'<time class="lion-time" datetime="{_e(msg.created_at.isoformat())}">'
-                 f"{_e(format_time(msg.created_at, short=True))}</time>")
+    parts.append(
+        f'<time class="lion-time" datetime="{_e(msg.created_at.isoformat())}">'
+        f"{_e(format_time(msg.created_at, short=True))}</time>"
+    )
     head = ""
     if row.new_run and row.run is not None:
-        head = (f'<div class="lion-tl-runhead">▶ run {_e(run_label(row.run))}'
-                f'{_e(" · " + format_usage(_run_usage(row.run))) if _run_usage(row.run) else ""}'
-                "</div>")
-    return (f'{head}<div class="lion-tl-row lion-{_e(role)}" data-index="{row.index}" '
-            f'data-id="{_e(msg.id)}">{"".join(parts)}</div>')
+        head = (
+            f'<div class="lion-tl-runhead">▶ run {_e(run_label(row.run))}'
+            f"{_e(' · ' + format_usage(_run_usage(row.run))) if _run_usage(row.run) else ''}"
+            "</div>"
+        )
+    return (
+        f'{head}<div class="lion-tl-row lion-{_e(role)}" data-index="{row.index}" '
+        f'data-id="{_e(msg.id)}">{"".join(parts)}</div>'
+    )
 
 
 def _run_usage(run: RunRecord) -> dict[str, Any]:
-    return {k: v for k in ("input_tokens", "output_tokens", "total_cost_usd")
-            if (v := getattr(run, k)) is not None}
+    return {
+        k: v
+        for k in ("input_tokens", "output_tokens", "total_cost_usd")
+        if (v := getattr(run, k)) is not None
+    }
 
 
 # ----- what the model saw ---------------------------------------------------------------------
@@ -189,8 +219,9 @@ def _turn_start(messages: Sequence[RoledMessage] | Any, index: int) -> int | Non
     return None  # a system message or a tool result is not a model turn
 
 
-def turn_payload(messages: Sequence[RoledMessage] | Any, index: int, *, cli: bool = False
-                 ) -> dict[str, Any] | None:
+def turn_payload(
+    messages: Sequence[RoledMessage] | Any, index: int, *, cli: bool = False
+) -> dict[str, Any] | None:
     """What the model received for the turn of ``messages[index]``, compiled from the
     progression: ``{"messages": [...]}`` (chat-completions) or, for a CLI agent, the one
     prompt it was sent. None when the message is not a model turn."""
@@ -201,8 +232,11 @@ def turn_payload(messages: Sequence[RoledMessage] | Any, index: int, *, cli: boo
     if cli:
         last = next((m for m in reversed(sent) if isinstance(m, Instruction)), None)
         system = sent[0].text if sent and sent[0].role == "system" else None
-        return {"prompt": cli_prompt(last) if last is not None else "",
-                "system_prompt": system, "note": "a CLI agent keeps its own history"}
+        return {
+            "prompt": cli_prompt(last) if last is not None else "",
+            "system_prompt": system,
+            "note": "a CLI agent keeps its own history",
+        }
     return {"messages": compile_messages(sent)}
 
 
@@ -213,14 +247,17 @@ def payload_json(payload: dict[str, Any] | None, *, shown: int = PAYLOAD_SHOWN) 
     note = ""
     items = payload.get("messages")
     if isinstance(items, list) and len(items) > shown:
-        note = (f"showing the last {shown} of {len(items):,} messages; "
-                "lion_nb.render.timeline.turn_payload(branch.messages, i) returns all")
+        note = (
+            f"showing the last {shown} of {len(items):,} messages; "
+            "lion_nb.render.timeline.turn_payload(branch.messages, i) returns all"
+        )
         payload = {**payload, "messages": items[-shown:]}
     return json.dumps(payload, indent=2, ensure_ascii=False, default=str), note
 
 
-def row_detail_html(row: TimelineRow, messages: Sequence[RoledMessage] | Any, *,
-                    cli: bool = False) -> str:
+def row_detail_html(
+    row: TimelineRow, messages: Sequence[RoledMessage] | Any, *, cli: bool = False
+) -> str:
     """The expanded row: the message card, what the model saw, provenance, metadata."""
     msg = row.message
     parts = [message_html(msg)]
@@ -228,13 +265,17 @@ def row_detail_html(row: TimelineRow, messages: Sequence[RoledMessage] | Any, *,
     if payload is not None:
         text, note = payload_json(payload)
         count = len(payload.get("messages", ())) if "messages" in payload else 1
-        what = "sent with this instruction" if isinstance(msg, Instruction) else \
-            "that produced this message"
+        what = (
+            "sent with this instruction"
+            if isinstance(msg, Instruction)
+            else "that produced this message"
+        )
         parts.append(
             f'<details class="lion-payload"><summary>What the model saw — the request {what} '
             f"({count:,} message{'s' if count != 1 else ''})</summary>"
             + (f'<div class="lion-meta">{_e(note)}</div>' if note else "")
-            + f'<pre class="lion-json">{_e(text)}</pre></details>')
+            + f'<pre class="lion-json">{_e(text)}</pre></details>'
+        )
     facts = [("id", str(msg.id)), ("created", format_time(msg.created_at))]
     if row.run is not None:
         facts.append(("run", f"{run_label(row.run)} ({row.run.run_id})"))
@@ -243,9 +284,12 @@ def row_detail_html(row: TimelineRow, messages: Sequence[RoledMessage] | Any, *,
     if msg.metadata:
         meta = json.dumps(msg.metadata, indent=2, ensure_ascii=False, default=str)
         facts.append(("metadata", meta))
-    rows = "".join(f"<tr><th>{_e(k)}</th><td><pre class=\"lion-json\">{_e(v)}</pre></td></tr>"
-                   if k == "metadata" else f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>"
-                   for k, v in facts)
+    rows = "".join(
+        f'<tr><th>{_e(k)}</th><td><pre class="lion-json">{_e(v)}</pre></td></tr>'
+        if k == "metadata"
+        else f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>"
+        for k, v in facts
+    )
     parts.append(f'<table class="lion-facts">{rows}</table>')
     return f'<div class="lion-tl-detail">{"".join(parts)}</div>'
 
@@ -346,14 +390,17 @@ def next_turn(messages: Sequence[RoledMessage] | Any, model: Any) -> NextTurn:
     else:
         tokens = estimate_tokens(texts)
         exact = False
-    return NextTurn(messages=count, tokens=tokens, exact=exact, window=context_window(model),
-                    cli=cli)
+    return NextTurn(
+        messages=count, tokens=tokens, exact=exact, window=context_window(model), cli=cli
+    )
 
 
 def next_turn_html(turn: NextTurn) -> str:
     if turn.cli:
-        return ('<div class="lion-meta lion-next-turn">Next turn: a CLI agent receives only the '
-                "new prompt (it keeps its own history).</div>")
+        return (
+            '<div class="lion-meta lion-next-turn">Next turn: a CLI agent receives only the '
+            "new prompt (it keeps its own history).</div>"
+        )
     kind = "exact (provider tokenizer)" if turn.exact else "estimate, ~4 characters per token"
     window = ""
     if turn.window:
@@ -362,9 +409,11 @@ def next_turn_html(turn: NextTurn) -> str:
         window = f" of a {turn.window:,}-token context window ({pct:.1f}%{over})"
     else:
         window = " (context window unknown)"
-    return (f'<div class="lion-meta lion-next-turn">Next turn sends {turn.messages:,} '
-            f"message{'s' if turn.messages != 1 else ''}: {turn.tokens:,} tokens "
-            f"<span class=\"lion-tl-kind\">({_e(kind)})</span>{_e(window)}.</div>")
+    return (
+        f'<div class="lion-meta lion-next-turn">Next turn sends {turn.messages:,} '
+        f"message{'s' if turn.messages != 1 else ''}: {turn.tokens:,} tokens "
+        f'<span class="lion-tl-kind">({_e(kind)})</span>{_e(window)}.</div>'
+    )
 
 
 # ----- whole-branch summary --------------------------------------------------------------------
@@ -391,8 +440,10 @@ def header_html(title: str, total: int, totals: dict[str, Any], runs: int) -> st
         bits.append(f"{runs} run{'s' if runs != 1 else ''}")
     if usage:
         bits.append(usage)
-    return (f'<div class="lion-tl-header"><span class="lion-tl-title">{_e(title)}</span> '
-            f'<span class="lion-meta">{_e(" · ".join(bits))}</span></div>')
+    return (
+        f'<div class="lion-tl-header"><span class="lion-tl-title">{_e(title)}</span> '
+        f'<span class="lion-meta">{_e(" · ".join(bits))}</span></div>'
+    )
 
 
 def runs_html(provenance: Provenance | None, *, limit: int = 200) -> str:
@@ -407,9 +458,12 @@ def runs_html(provenance: Provenance | None, *, limit: int = 200) -> str:
             f"<td>{_e(format_time(_dt(run.started_at), short=True))}</td>"
             f"<td>{_e(_duration(run.duration_ms))}</td><td>{_e(run.status)}</td>"
             f"<td>{_e(format_usage(_run_usage(run)))}</td><td>{len(run.message_ids)}</td>"
-            f"<td>{_e(cell)}</td><td>{_e(run.error or '')}</td></tr>")
-    head = ("<tr><th>operation</th><th>started</th><th>duration</th><th>status</th>"
-            "<th>usage</th><th>messages</th><th>cell</th><th>error</th></tr>")
+            f"<td>{_e(cell)}</td><td>{_e(run.error or '')}</td></tr>"
+        )
+    head = (
+        "<tr><th>operation</th><th>started</th><th>duration</th><th>status</th>"
+        "<th>usage</th><th>messages</th><th>cell</th><th>error</th></tr>"
+    )
     return f'<table class="lion-runs">{head}{"".join(rows)}</table>'
 
 
@@ -419,8 +473,14 @@ def _dt(epoch: float) -> Any:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def static_html(title: str, messages: Sequence[RoledMessage] | Any, start: int, stop: int,
-                provenance: Provenance | None, turn: NextTurn | None) -> str:
+def static_html(
+    title: str,
+    messages: Sequence[RoledMessage] | Any,
+    start: int,
+    stop: int,
+    provenance: Provenance | None,
+    turn: NextTurn | None,
+) -> str:
     """The inspector without a kernel (saved notebooks): summary, next turn, run log and the
     messages of the current page as cards."""
     from lion_nb.render.html import transcript_html
@@ -431,8 +491,10 @@ def static_html(title: str, messages: Sequence[RoledMessage] | Any, start: int, 
     if turn is not None:
         parts.append(next_turn_html(turn))
     if runs:
-        parts.append(f"<details class=\"lion-tl-runs\"><summary>Runs ({runs})</summary>"
-                     f"{runs_html(provenance)}</details>")
+        parts.append(
+            f'<details class="lion-tl-runs"><summary>Runs ({runs})</summary>'
+            f"{runs_html(provenance)}</details>"
+        )
     if total:
         shown = f"messages {start + 1:,}–{stop:,} of {total:,}"
         parts.append(f'<div class="lion-meta">{_e(shown)}</div>')

@@ -528,26 +528,67 @@ class Branch:
         )
 
     async def ReAct(
-        self, instruction: Any = None, *, max_extensions: int | None = 3, **kwargs: Any
+        self,
+        instruction: Any = None,
+        *,
+        tools: Any = None,
+        response_format: type[BaseModel] | None = None,
+        extension_allowed: bool = True,
+        max_extensions: int | None = 3,
+        return_analysis: bool = False,
+        **kwargs: Any,
     ) -> Any:
-        """Reason, act and observe over rounds, then answer (one run lifecycle)."""
-        from lion_nb.operations.react import ReAct
+        """Reason, act and observe over rounds, then answer (one run lifecycle). Returns the
+        answer text, the ``response_format`` object, or every round with ``return_analysis``."""
+        from lion_nb.operations.react import ReAct, observed_call
 
-        return await self._observed_run(
-            "ReAct", ReAct(self, instruction, max_extensions=max_extensions, **kwargs)
+        # observed_call is _observed_run plus the run id the RoundStart/RoundEnd signals carry
+        return await observed_call(
+            self,
+            "ReAct",
+            ReAct(
+                self,
+                instruction,
+                tools=tools,
+                response_format=response_format,
+                extension_allowed=extension_allowed,
+                max_extensions=max_extensions,
+                return_analysis=return_analysis,
+                **kwargs,
+            ),
         )
 
     async def ReActStream(
-        self, instruction: Any = None, *, max_extensions: int | None = 3, **kwargs: Any
+        self,
+        instruction: Any = None,
+        *,
+        tools: Any = None,
+        response_format: type[BaseModel] | None = None,
+        extension_allowed: bool = True,
+        max_extensions: int | None = 3,
+        **kwargs: Any,
     ) -> AsyncGenerator[Any, None]:
-        """Like ReAct, yielding each round's analysis and then the answer."""
-        from lion_nb.operations.react import ReActStream
+        """Like ReAct, yielding each round's analysis and then the final answer object; one
+        run lifecycle for the whole stream (stopping early is a ``RunEnd(stopped=True)``)."""
+        from lion_nb.operations.react import ReActStream, observed_stream
 
-        stream = ReActStream(self, instruction, max_extensions=max_extensions, **kwargs)
+        stream = observed_stream(
+            self,
+            "ReActStream",
+            ReActStream(
+                self,
+                instruction,
+                tools=tools,
+                response_format=response_format,
+                extension_allowed=extension_allowed,
+                max_extensions=max_extensions,
+                **kwargs,
+            ),
+        )
         try:
             async for item in stream:
                 yield item
-        finally:
+        finally:  # close the inner stream inside *this* generator's aclose(), not at GC
             await stream.aclose()
 
     # ----- copies and snapshots -----------------------------------------------------------

@@ -127,12 +127,11 @@ class ToolRegistry:
         added: list[Tool] = []
         for item in items:
             tool = item if isinstance(item, Tool) else Tool(item)  # type: ignore[arg-type]
-            if (
-                tool.name in self.tools
-                and not update
-                and self.tools[tool.name].func is not tool.func
-            ):
-                raise ValueError(f"a different tool named {tool.name!r} is already registered")
+            existing = self.tools.get(tool.name)
+            if existing is not None and not update:
+                if existing.func is not tool.func:
+                    raise ValueError(f"a different tool named {tool.name!r} is already registered")
+                tool = existing  # the same function again: keep the registered Tool
             self.tools[tool.name] = tool
             added.append(tool)
         return added
@@ -155,7 +154,7 @@ class ToolRegistry:
                 tool = self.tools[item]
             else:
                 tool = self.register(item)[0]
-            if tool not in chosen:
+            if all(t.name != tool.name for t in chosen):
                 chosen.append(tool)
         return chosen
 

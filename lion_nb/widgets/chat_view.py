@@ -70,11 +70,22 @@ async def _react(branch: Branch, text: str, **kw: Any) -> Any:
 
 
 VERBS: dict[str, Callable[..., Awaitable[Any]]] = {
-    "communicate": _communicate, "run": _run, "operate": _operate, "ReAct": _react,
+    "communicate": _communicate,
+    "run": _run,
+    "operate": _operate,
+    "ReAct": _react,
 }
 
-_SIGNALS = (MessageAdded, StreamDelta, RunStart, RunEnd, RunFailed, RoundStart, RoundEnd,
-            ParseAttempt)
+_SIGNALS = (
+    MessageAdded,
+    StreamDelta,
+    RunStart,
+    RunEnd,
+    RunFailed,
+    RoundStart,
+    RoundEnd,
+    ParseAttempt,
+)
 
 
 def _e(text: Any) -> str:
@@ -84,10 +95,12 @@ def _e(text: Any) -> str:
 def _error_html(error: BaseException) -> str:
     name = type(error).__name__
     text = str(error) or repr(error)
-    return (f'<div class="lion-msg lion-error lion-view-error" role="alert">'
-            f'<div class="lion-head"><span class="lion-role">Error</span>'
-            f'<code class="lion-fn">{_e(name)}</code></div>'
-            f'<pre class="lion-output">{_e(text)}</pre></div>')
+    return (
+        f'<div class="lion-msg lion-error lion-view-error" role="alert">'
+        f'<div class="lion-head"><span class="lion-role">Error</span>'
+        f'<code class="lion-fn">{_e(name)}</code></div>'
+        f'<pre class="lion-output">{_e(text)}</pre></div>'
+    )
 
 
 def _model_label(branch: Branch) -> str | None:
@@ -120,8 +133,10 @@ class BranchView(ipywidgets.VBox):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if isinstance(verb, str) and verb not in VERBS:
-            raise ValueError(f"unknown verb {verb!r}; use one of {', '.join(VERBS)} or an "
-                             "async function f(branch, text)")
+            raise ValueError(
+                f"unknown verb {verb!r}; use one of {', '.join(VERBS)} or an "
+                "async function f(branch, text)"
+            )
         self.branch = branch
         self.verb = verb
         self.verb_kwargs = dict(verb_kwargs or {})
@@ -145,30 +160,52 @@ class BranchView(ipywidgets.VBox):
         w = ipywidgets
         height_css = f"{height}px" if isinstance(height, int) else height
         self._style = self._kit.html(stylesheet_html())
-        self._transcript = w.VBox(layout=w.Layout(gap="0.5rem", flex="0 0 auto"),
-                                  _dom_classes=("lion-transcript",))
+        self._transcript = w.VBox(
+            layout=w.Layout(flex="0 0 auto"), _dom_classes=("lion-transcript",)
+        )
         # column-reverse keeps the scroll position pinned to the bottom as messages grow
-        self._scroller = w.Box(children=(self._transcript,), layout=w.Layout(
-            max_height=height_css, overflow="auto", flex_flow="column-reverse"),
-            _dom_classes=("lion-scroll",))
+        self._scroller = w.Box(
+            children=(self._transcript,),
+            layout=w.Layout(max_height=height_css, overflow="auto", flex_flow="column-reverse"),
+            _dom_classes=("lion-scroll",),
+        )
         self._error = self._kit.html("")
-        self.prompt = w.Textarea(placeholder="Message (Send to submit)", rows=3,
-                                 layout=w.Layout(width="auto", flex="1 1 auto"))
-        self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane",
-                                    tooltip="Send the prompt", _dom_classes=("lion-send",))
-        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop",
-                                    disabled=True, tooltip="Stop the running reply",
-                                    _dom_classes=("lion-stop",))
+        self.prompt = w.Textarea(
+            placeholder="Message (Send to submit)",
+            rows=3,
+            layout=w.Layout(width="auto", flex="1 1 auto"),
+        )
+        self.send_button = w.Button(
+            description="Send",
+            button_style="primary",
+            icon="paper-plane",
+            tooltip="Send the prompt",
+            _dom_classes=("lion-send",),
+        )
+        self.stop_button = w.Button(
+            description="Stop",
+            button_style="danger",
+            icon="stop",
+            disabled=True,
+            tooltip="Stop the running reply",
+            _dom_classes=("lion-stop",),
+        )
         self.status = self._kit.html(self._status_html("idle", "ready"))
         self.send_button.on_click(lambda _b: self.send())
         self.stop_button.on_click(lambda _b: self.stop())
-        controls = w.HBox([self.prompt, w.VBox([self.send_button, self.stop_button])],
-                          layout=w.Layout(align_items="flex-start", gap="0.4rem"))
-        header = [self._kit.html(f'<div class="lion-title">{_e(self.title)}</div>')] \
-            if self.title else []
-        super().__init__(children=(self._style, *header, self._scroller, self._error, controls,
-                                   self.status),
-                         _dom_classes=("lion-view",))
+        controls = w.HBox(
+            [self.prompt, w.VBox([self.send_button, self.stop_button])],
+            layout=w.Layout(align_items="flex-start"),
+        )
+        header = (
+            [self._kit.html(f'<div class="lion-title">{_e(self.title)}</div>')]
+            if self.title
+            else []
+        )
+        super().__init__(
+            children=(self._style, *header, self._scroller, self._error, controls, self.status),
+            _dom_classes=("lion-view",),
+        )
         self._unsubscribe = branch._observers.subscribe(_SIGNALS, self._on_signal)
         self._rebuild()
 
@@ -194,8 +231,10 @@ class BranchView(ipywidgets.VBox):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            raise RuntimeError("BranchView.send needs a running event loop (a Jupyter kernel "
-                               "has one); in a script use `await view.asend(text)`") from None
+            raise RuntimeError(
+                "BranchView.send needs a running event loop (a Jupyter kernel "
+                "has one); in a script use `await view.asend(text)`"
+            ) from None
         self.prompt.value = ""
         self._stop_requested = False
         self._clear_error()
@@ -239,6 +278,9 @@ class BranchView(ipywidgets.VBox):
 
     def close(self) -> None:
         """Unsubscribe from the branch, cancel a run started here, close every widget."""
+        if "_unsubscribe" not in self.__dict__:  # __init__ failed part-way (or GC of one)
+            super().close()
+            return
         if self.closed:
             return
         self.closed = True
@@ -251,8 +293,17 @@ class BranchView(ipywidgets.VBox):
         for _key, widget in self._items:
             widget.close()
         self._items.clear()
-        for widget in (self._style, self._transcript, self._scroller, self._error, self.prompt,
-                       self.send_button, self.stop_button, self.status, *self.children):
+        for widget in (
+            self._style,
+            self._transcript,
+            self._scroller,
+            self._error,
+            self.prompt,
+            self.send_button,
+            self.stop_button,
+            self.status,
+            *self.children,
+        ):
             widget.close()
         self._kit.layout.close()
         self._kit.style.close()
@@ -327,29 +378,47 @@ class BranchView(ipywidgets.VBox):
                 live.finish("failed")
             self._show_error(signal.error)
             self.status.value = self._status_html(
-                "failed", f"{signal.operation} failed after {signal.duration_ms / 1000:.1f} s")
+                "failed", f"{signal.operation} failed after {signal.duration_ms / 1000:.1f} s"
+            )
             self._set_running()
         elif isinstance(signal, RoundStart):
             label = "final answer" if signal.final else f"round {signal.round}"
             self.status.value = self._status_html("running", f"ReAct {label}…")
         elif isinstance(signal, RoundEnd) and signal.error is not None:
             self.status.value = self._status_html(
-                "running", f"round {signal.round} failed: {type(signal.error).__name__}")
+                "running", f"round {signal.round} failed: {type(signal.error).__name__}"
+            )
         elif isinstance(signal, ParseAttempt) and not signal.ok:
             self.status.value = self._status_html(
-                "running", f"parse attempt {signal.attempt + 1} did not validate; retrying…")
+                "running", f"parse attempt {signal.attempt + 1} did not validate; retrying…"
+            )
 
     def _on_delta(self, signal: StreamDelta) -> None:
         live = self._live.get(signal.message_id)
         if live is None:
             if any(key == signal.message_id for key, _ in self._items):
                 return  # a late delta for a message already recorded
-            live = LiveMessage(signal.message_id, self._kit, config=self.config,
-                               clock=self._clock, model=_model_label(self.branch))
-            self._live[signal.message_id] = live
-            self._items.append((("live", signal.message_id), live.box))
-            self._sync_children()
+            mid = signal.message_id
+            live = LiveMessage(
+                mid,
+                self._kit,
+                config=self.config,
+                clock=self._clock,
+                model=_model_label(self.branch),
+                on_widget=lambda widget: self._place(("live", mid), widget),
+            )
+            self._live[mid] = live
         live.feed(signal)
+
+    def _place(self, key: Any, widget: Any) -> None:
+        """Show ``widget`` for ``key``: in its place if it is shown, else at the end."""
+        for i, (k, _) in enumerate(self._items):
+            if k == key:
+                self._items[i] = (key, widget)
+                break
+        else:
+            self._items.append((key, widget))
+        self._sync_children()
 
     def _on_message(self, message: Any) -> None:
         mid = message.id
@@ -357,14 +426,17 @@ class BranchView(ipywidgets.VBox):
             return
         card = message_html(message)
         live = self._live.pop(mid, None)
-        if live is not None:  # the recorded message replaces its live rendering
+        if live is not None and live.widget is not None:
+            # the recorded card replaces the live rendering, in the live widget itself
             index = self._index_of(("live", mid))
-            live.cancel()
-            widget = self._kit.html(card)
+            shown = self._items[index][1]
+            widget = live.adopt(card)
             self._items[index] = (mid, widget)
-            self._sync_children()
-            live.close()
+            if widget is not shown:
+                self._sync_children()
             return
+        if live is not None:
+            live.cancel()
         if self._provisional is not None and message.role == "user":
             index = self._index_of(self._provisional_key)
             self._provisional.value = card  # same widget: no new comm, one update
@@ -373,8 +445,14 @@ class BranchView(ipywidgets.VBox):
             return
         # Operations record the instruction after the reply streamed: keep reading order by
         # placing a new message before the replies still streaming.
-        index = next((i for i, (key, _) in enumerate(self._items)
-                      if isinstance(key, tuple) and key[0] == "live"), len(self._items))
+        index = next(
+            (
+                i
+                for i, (key, _) in enumerate(self._items)
+                if isinstance(key, tuple) and key[0] == "live"
+            ),
+            len(self._items),
+        )
         self._items.insert(index, (mid, self._kit.html(card)))
         self._sync_children()
 
@@ -386,13 +464,14 @@ class BranchView(ipywidgets.VBox):
         else:
             # Replies streamed for turns that are not recorded (parse repairs) are dropped.
             for mid in [m for m, live in self._live.items() if not live.done]:
-                self._drop(("live", mid))
                 self._live.pop(mid).close()
+                self._drop(("live", mid))
             usage = ""
             if signal.output_tokens:
                 usage = f" · {signal.input_tokens or 0:,} in / {signal.output_tokens:,} out tokens"
             self.status.value = self._status_html(
-                "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}")
+                "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}"
+            )
             recorded = [key for key, _ in self._items if isinstance(key, uuid.UUID)]
             if recorded != self._shown_ids():
                 self._rebuild()  # the branch changed without signals (clear_messages)
@@ -404,8 +483,11 @@ class BranchView(ipywidgets.VBox):
         for live in self._live.values():
             live.close()
         self._live.clear()
-        self._items = [(m.id, self._kit.html(message_html(m))) for m in self.branch.messages
-                       if m.id not in self._hidden]
+        self._items = [
+            (m.id, self._kit.html(message_html(m)))
+            for m in self.branch.messages
+            if m.id not in self._hidden
+        ]
         if self._provisional is not None:
             self._items.append((self._provisional_key, self._provisional))
             old = [(k, w) for k, w in old if w is not self._provisional]
@@ -434,9 +516,11 @@ class BranchView(ipywidgets.VBox):
     def _pending_prompt_html(self, text: str) -> str:
         from lion_nb.render.markdown import render_markdown
 
-        return (f'<div class="lion-msg lion-user lion-pending" data-role="user">'
-                f'{head_html("user")}'
-                f'<div class="lion-body lion-md">{render_markdown(text)}</div></div>')
+        return (
+            f'<div class="lion-msg lion-user lion-pending" data-role="user">'
+            f"{head_html('user')}"
+            f'<div class="lion-body lion-md">{render_markdown(text)}</div></div>'
+        )
 
     def _show_error(self, error: BaseException) -> None:
         if id(error) in self._shown_errors:

@@ -43,10 +43,11 @@ __all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
 class LiveConfig:
     max_rate: float = 15.0  # updates per second after the first
     ratio: float = 2.5  # streaming bytes allowed per byte of HTML rendered so far
-    allowance: int = 2048  # bytes allowed before the ratio applies (short replies stay smooth)
+    allowance: int = 4096  # bytes allowed before the ratio applies (short replies stay smooth)
     seal_bytes: int = 4096  # frozen HTML kept in the live widget before it gets its own
     preview_chars: int = 1500  # thinking / tool-argument previews show this many last chars
     overhead: int = 700  # estimated bytes of one comm message's envelope (header, ids, hmac)
+    idle: float = 0.75  # a stream quiet this long shows what it sent, whatever the budget
 
     @property
     def interval(self) -> float:
@@ -66,11 +67,11 @@ class WidgetKit:
         self.style = HTMLStyle()
 
     def html(self, value: str = "", classes: tuple[str, ...] = ()) -> Any:
-        return self.w.HTML(value=value, layout=self.layout, style=self.style,
-                           _dom_classes=classes)
+        return self.w.HTML(value=value, layout=self.layout, style=self.style, _dom_classes=classes)
 
-    def vbox(self, children: list[Any] | tuple[Any, ...] = (), classes: tuple[str, ...] = ()
-             ) -> Any:
+    def vbox(
+        self, children: list[Any] | tuple[Any, ...] = (), classes: tuple[str, ...] = ()
+    ) -> Any:
         return self.w.VBox(children=tuple(children), layout=self.layout, _dom_classes=classes)
 
 
@@ -85,9 +86,13 @@ def _body(blocks_html: str) -> str:
 class LiveMessage:
     """The widgets of one message being streamed, keyed by its ``message_id``.
 
-    ``feed(delta)`` is called for every StreamDelta of the message (cheap: Markdown is parsed
-    incrementally, HTML is rendered only when an update is sent). ``finish(note)`` ends it
-    without a recorded message (stopped or failed run) and leaves the partial text visible.
+    A short reply is one HTML widget holding the whole card. When frozen HTML outgrows
+    ``seal_bytes`` (or a thinking / tool-argument preview appears) the card is *promoted* to a
+    VBox of sealed segments plus the live widget; ``on_widget`` is told so the transcript can
+    swap it in. ``feed`` is called for every StreamDelta (cheap: Markdown is parsed
+    incrementally and HTML rendered only when an update is sent). ``adopt(card)`` turns the
+    rendering into the recorded message's card, reusing the live widget; ``finish(status)``
+    ends it without a recorded message (stopped or failed run) and keeps the partial text.
     """
 
     def __init__(
@@ -98,13 +103,18 @@ class LiveMessage:
         config: LiveConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
+        on_widget: Callable[[Any], None] | None = None,
+        call_later: Callable[[float, Callable[[], None]], Any] | None = None,
     ) -> None:
         self.message_id = message_id
         self.config = config or LiveConfig()
         self._kit = kit
         self._clock = clock
         self._model = model
+        self._on_widget = on_widget
+        self._call_later = call_later  # default: the running loop's (tests pass manual time)
         self._md = MarkdownStream()
+        self._status: Status = "streaming"
         self._open: list[str] = []  # frozen block HTML not yet sealed
         self._open_len = 0
         self._sealed_len = 0
@@ -113,19 +123,23 @@ class LiveMessage:
         self._thinking: list[str] = []
         self._thinking_len = 0
         self._tools: dict[str, tuple[str, list[str], int]] = {}  # call_id -> name, parts, length
-        self._head = kit.html(head_html("assistant", model=model, status="streaming"))
-        self._live = kit.html("")
+        self._live: Any = None  # created by the first flush, with its first value
+        self._box: Any = None
         self._thinking_w: Any = None
         self._tools_w: Any = None
         self._sealed: list[Any] = []
-        self.box = kit.vbox([self._head, self._live],
-                            ("lion-msg", "lion-assistant", "lion-streaming-msg", "lion-live"))
         self.sent_bytes = 0  # estimated: payloads plus one envelope per comm message
         self.updates = 0
         self._last_flush: float | None = None
+        self._last_delta = 0.0
         self._dirty = False
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Any = None  # a handle with .cancel()
         self.done = False
+
+    @property
+    def widget(self) -> Any:
+        """The top-level widget to place in a transcript (None before the first update)."""
+        return self._box if self._box is not None else self._live
 
     # ----- input ----------------------------------------------------------------------------
     def feed(self, signal: StreamDelta) -> None:
@@ -151,21 +165,25 @@ class LiveMessage:
     # ----- throttle and budget ---------------------------------------------------------------
     def rendered_size(self) -> int:
         """HTML bytes this message shows so far (what the budget is proportional to)."""
-        previews = min(self._thinking_len, self.config.preview_chars) + sum(
-            min(length, self.config.preview_chars) for _, _, length in self._tools.values())
-        return self._sealed_len + self._open_len + max(len(self._tail_html),
-                                                       self._tail_chars) + previews
+        limit = self.config.preview_chars
+        previews = min(self._thinking_len, limit)
+        previews += sum(min(n, limit) for _, _, n in self._tools.values())
+        tail = max(len(self._tail_html), self._tail_chars)
+        return _CARD + self._sealed_len + self._open_len + tail + previews
 
     def _estimated_cost(self) -> int:
+        cfg = self.config
         # The tail renders to a little more than its text; the previews are bounded.
-        cost = self._open_len + int(self._tail_chars * 1.3) + self.config.overhead
+        cost = self._open_len + int(self._tail_chars * 1.3) + 300 + cfg.overhead
+        if self._live is None:
+            cost += _NEW_WIDGET
         if self._thinking:
-            cost += min(self._thinking_len, self.config.preview_chars) + self.config.overhead
+            cost += min(self._thinking_len, cfg.preview_chars) + cfg.overhead
         if self._tools:
-            cost += sum(min(n, self.config.preview_chars) for _, _, n in self._tools.values())
-            cost += self.config.overhead
-        if self._open_len >= self.config.seal_bytes:
-            cost += self._open_len + 2 * self.config.overhead + 60 * (len(self._sealed) + 2)
+            cost += sum(min(n, cfg.preview_chars) for _, _, n in self._tools.values())
+            cost += cfg.overhead
+        if self._open_len >= cfg.seal_bytes:
+            cost += self._open_len + _NEW_WIDGET + cfg.overhead * 2 + 50 * len(self._sealed)
         return cost
 
     def _affordable(self, cost: int) -> bool:
@@ -173,14 +191,23 @@ class LiveMessage:
         return self.sent_bytes + cost <= cfg.ratio * self.rendered_size() + cfg.allowance
 
     def _schedule(self) -> None:
+        self._last_delta = now = self._clock()
         if self._timer is not None or not self._dirty:
             return
         if not self._affordable(self._estimated_cost()):
-            return  # the next delta grows the budget and asks again
-        now = self._clock()
+            # The next delta grows the budget and asks again; if the stream pauses instead
+            # (an agent running a tool), what arrived is shown after ``idle`` seconds.
+            self._later(self.config.idle)
+            return
         wait = 0.0 if self._last_flush is None else self._last_flush + self.config.interval - now
         if wait <= 0:
             self.flush()
+            return
+        self._later(wait)
+
+    def _later(self, wait: float) -> None:
+        if self._call_later is not None:
+            self._timer = self._call_later(wait, self._on_timer)
             return
         try:
             loop = asyncio.get_running_loop()
@@ -191,10 +218,24 @@ class LiveMessage:
 
     def _on_timer(self) -> None:
         self._timer = None
-        if self._dirty and not self.done and self._affordable(self._estimated_cost()):
+        if not self._dirty or self.done:
+            return
+        if self._affordable(self._estimated_cost()):
             self.flush()
+            return
+        quiet = self._clock() - self._last_delta
+        if quiet >= self.config.idle:
+            self.flush()
+        else:
+            self._later(self.config.idle - quiet)
 
     # ----- output ----------------------------------------------------------------------------
+    def _head(self) -> str:
+        return head_html("assistant", model=self._model, status=self._status)
+
+    def _count(self, value: str, *, new: bool = False) -> None:
+        self.sent_bytes += len(value) + self.config.overhead + (_NEW_WIDGET if new else 0)
+
     def flush(self) -> None:
         """Send what changed since the last update (ignores the throttle and the budget)."""
         if self._timer is not None:
@@ -203,91 +244,144 @@ class LiveMessage:
         self._dirty = False
         self._last_flush = self._clock()
         self.updates += 1
-        overhead = self.config.overhead
-        if self._open_len >= self.config.seal_bytes:
-            self._seal()
+        cfg = self.config
         self._tail_html = self._md.tail_html()
+        if self._box is None and (
+            self._open_len >= cfg.seal_bytes or self._thinking or self._tools
+        ):
+            self._promote()
+        elif self._box is not None and self._open_len >= cfg.seal_bytes:
+            self._seal()
         if self._thinking:
-            self._set_thinking()
-        value = _body("".join(self._open) + self._tail_html)
-        if value != self._live.value:
+            self._set_preview("_thinking_w", self._thinking_html())
+        if self._box is None:
+            value = _card(self._head() + _body("".join(self._open) + self._tail_html), self._status)
+        else:
+            value = _body("".join(self._open) + self._tail_html)
+        if self._live is None:
+            self._live = self._kit.html(value)
+            self._count(value, new=True)
+            if self._on_widget is not None:
+                self._on_widget(self.widget)
+        elif value != self._live.value:
             self._live.value = value
-            self.sent_bytes += len(value) + overhead
+            self._count(value)
         if self._tools:
-            self._set_tools()
+            self._set_preview("_tools_w", self._tools_html())
+
+    def _promote(self) -> None:
+        """From one card widget to a VBox: [head+sealed frozen HTML, previews, live tail]."""
+        cfg = self.config
+        segment = self._head() + _body("".join(self._open))
+        first = self._kit.html(segment)
+        self._sealed.append(first)
+        self._sealed_len += self._open_len
+        self._open, self._open_len = [], 0
+        self._count(segment, new=True)
+        if self._live is None:
+            self._live = self._kit.html("")
+            self._count("", new=True)
+        self._box = self._kit.vbox(self._children(), _card_classes(self._status))
+        self.sent_bytes += _NEW_WIDGET + cfg.overhead + 50 * len(self._box.children)
+        if self._on_widget is not None:
+            self._on_widget(self._box)
 
     def _seal(self) -> None:
         segment = _body("".join(self._open))
-        widget = self._kit.html(segment)
-        self._sealed.append(widget)
-        self._sealed_len += len(segment)
+        self._sealed.append(self._kit.html(segment))
+        self._sealed_len += self._open_len
         self._open, self._open_len = [], 0
+        self._count(segment, new=True)
         self._set_children()
-        # the widget's state on comm_open, plus the container's new children list
-        self.sent_bytes += len(segment) + 2 * self.config.overhead + 60 * (len(self._sealed) + 2)
 
-    def _set_children(self) -> None:
-        children = [self._head]
+    def _children(self) -> tuple[Any, ...]:
+        children = list(self._sealed[:1])
         if self._thinking_w is not None:
             children.append(self._thinking_w)
-        children += [*self._sealed, self._live]
+        children += [*self._sealed[1:], self._live]
         if self._tools_w is not None:
             children.append(self._tools_w)
-        self.box.children = tuple(children)
+        return tuple(children)
 
-    def _set_thinking(self) -> None:
+    def _set_children(self) -> None:
+        children = self._children()
+        if self._box.children != children:
+            self._box.children = children
+            self.sent_bytes += self.config.overhead + 50 * len(children)
+
+    def _set_preview(self, attr: str, value: str) -> None:
+        widget = getattr(self, attr)
+        if widget is None:
+            setattr(self, attr, self._kit.html(value))
+            self._count(value, new=True)
+            if self._live is not None:
+                self._set_children()
+        elif widget.value != value:
+            widget.value = value
+            self._count(value)
+
+    def _thinking_html(self) -> str:
         limit = self.config.preview_chars
         text = "".join(self._thinking)
         self._thinking = [text]
-        shown = text[-limit:]
         more = "…" if len(text) > limit else ""
-        value = (f'<details class="lion-thinking lion-live-thinking"><summary>thinking '
-                 f"({len(text):,} chars)</summary><pre>{more}{_escape(shown)}</pre></details>")
-        if self._thinking_w is None:
-            self._thinking_w = self._kit.html(value)
-            self._set_children()
-            self.sent_bytes += len(value) + 2 * self.config.overhead
-        elif self._thinking_w.value != value:
-            self._thinking_w.value = value
-            self.sent_bytes += len(value) + self.config.overhead
+        return (
+            f'<details class="lion-thinking lion-live-thinking"><summary>Thinking '
+            f"({len(text):,} chars)</summary><pre>{more}{_escape(text[-limit:])}</pre>"
+            "</details>"
+        )
 
-    def _set_tools(self) -> None:
+    def _tools_html(self) -> str:
         limit = self.config.preview_chars
         rows = []
         for name, parts, length in self._tools.values():
             args = "".join(parts)
             parts[:] = [args]
             shown = ("…" if length > limit else "") + args[-limit:]
-            rows.append(f'<div class="lion-live-tool"><span class="lion-tool-name">'
-                        f"{_escape(name)}</span>(<code>{_escape(shown)}</code>)</div>")
-        value = "".join(rows)
-        if self._tools_w is None:
-            self._tools_w = self._kit.html(value)
-            self._set_children()
-            self.sent_bytes += len(value) + 2 * self.config.overhead
-        elif self._tools_w.value != value:
-            self._tools_w.value = value
-            self.sent_bytes += len(value) + self.config.overhead
+            rows.append(
+                f'<div class="lion-live-tool"><code class="lion-fn">{_escape(name)}'
+                f"</code><code>{_escape(shown)}</code></div>"
+            )
+        return "".join(rows)
 
-    def finish(self, status: Status = "stopped", note_html: str = "") -> None:
+    def finish(self, status: Status = "stopped") -> None:
         """End without a recorded message (a stopped or failed run): render the rest of the
-        text, mark the card ``status``, append ``note_html``, and send it once."""
+        text, mark the card ``status`` and send it once."""
         if self.done:
             return
-        self._head.value = head_html("assistant", model=self._model, status=status)
+        self._status = status
         for block in self._md.finish():
             self._open.append(block)
             self._open_len += len(block)
         self._tail_chars = 0
-        if note_html:
-            self._open.append(note_html)
-            self._open_len += len(note_html)
+        if self._box is not None:
+            first = self._sealed[0]
+            first.value = first.value.replace(
+                head_html("assistant", model=self._model, status="streaming"), self._head(), 1
+            )
+            self._box._dom_classes = _card_classes(status)
         self.flush()
         self.done = True
 
+    def adopt(self, card_html: str) -> Any:
+        """Show the recorded message's card in the live widget (one update, no new widget),
+        close the rest, and return the widget that now holds the card."""
+        self.cancel()
+        widget = self._live if self._live is not None else self._kit.html(card_html)
+        widget.value = card_html
+        extra = [*self._sealed, self._thinking_w, self._tools_w, self._box]
+        self._sealed, self._thinking_w, self._tools_w, self._box = [], None, None, None
+        self._live = None
+        for other in extra:
+            if other is not None:
+                other.close()
+        return widget
+
     def html(self) -> str:
         """What the widgets show, in order (used to compare a live view with a rebuilt one)."""
-        return "".join(w.value for w in self.box.children)
+        if self._box is None:
+            return self._live.value if self._live is not None else ""
+        return "".join(w.value for w in self._box.children)
 
     def cancel(self) -> None:
         """Stop timers (the message was recorded and is rendered whole elsewhere)."""
@@ -299,7 +393,21 @@ class LiveMessage:
     def close(self) -> None:
         """Close the streaming widgets (front-end models are freed too)."""
         self.cancel()
-        for widget in (self._head, *self._sealed, self._live, self._thinking_w, self._tools_w,
-                       self.box):
+        for widget in (*self._sealed, self._live, self._thinking_w, self._tools_w, self._box):
             if widget is not None:
                 widget.close()
+
+
+_CARD = 400  # bytes of a card's wrapper and heading row
+_NEW_WIDGET = 500  # bytes of an HTML widget's own state in its comm_open, besides the value
+
+
+def _card_classes(status: str) -> tuple[str, ...]:
+    return ("lion-msg", "lion-assistant", f"lion-{status}-msg", "lion-live")
+
+
+def _card(inner: str, status: str) -> str:
+    return (
+        f'<div class="lion-msg lion-assistant lion-{status}-msg lion-live" '
+        f'data-role="assistant">{inner}</div>'
+    )

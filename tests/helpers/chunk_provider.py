@@ -27,9 +27,15 @@ class ChunkListProvider:
     name = "chunk_list"
     is_cli = True
 
-    def __init__(self, model: str | None = None, api_key: str | None = None, *,
-                 script: Script | None = None, fail_on_close: bool = False,
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        script: Script | None = None,
+        fail_on_close: bool = False,
+        **options: Any,
+    ) -> None:
         self.model = model
         self.script = script or Script()
         self.fail_on_close = fail_on_close
@@ -52,19 +58,22 @@ class ChunkListProvider:
                     raise item
                 else:
                     yield item
+        except GeneratorExit:
+            if self.fail_on_close:  # fails only when closed early, as a cleanup step
+                raise RuntimeError("closing the fake stream failed") from None
+            raise
         finally:
             self.closed += 1
             self.closed_at = time.monotonic()
-            if self.fail_on_close:
-                raise RuntimeError("closing the fake stream failed")
 
 
 def use_chunk_provider(monkeypatch: Any) -> None:
     """Register ``provider="chunk_list"`` for one test (monkeypatch restores the registry)."""
     from lion_nb.models.imodel import PROVIDERS, ProviderSpec
 
-    monkeypatch.setitem(PROVIDERS, "chunk_list",
-                        ProviderSpec("helpers.chunk_provider", "ChunkListProvider"))
+    monkeypatch.setitem(
+        PROVIDERS, "chunk_list", ProviderSpec("helpers.chunk_provider", "ChunkListProvider")
+    )
 
 
 def chunk_model(*requests: list[Any], **kw: Any) -> Any:

@@ -7,9 +7,9 @@ import logging
 import random
 
 import pytest
-from models.cli_helpers import CLI_FIXTURES, all_recordings, recording
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from models.cli_helpers import CLI_FIXTURES, all_recordings, recording
 
 from lion_nb.errors import MalformedResponse
 from lion_nb.models.jsonl import JSONLinesDecoder, MalformedLine
@@ -25,7 +25,7 @@ def decode(*blocks: bytes, **kw) -> list:
 
 def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     bounds = [0, *sorted(cuts), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def test_lines_split_across_feeds_and_crlf() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import gc
+import itertools
 import json
 import logging
 import socket
@@ -14,6 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lion_nb.errors import (
     AuthenticationError,
@@ -541,3 +545,56 @@ async def test_key_never_appears(server: ChatServer, make, caplog, monkeypatch) 
     for text in shown:
         assert KEY not in text
     assert "[REDACTED]" in str(errors[0])
+
+
+def test_one_provider_across_event_loops_leaks_nothing(server: ChatServer) -> None:
+    # Scripts and sync helpers call asyncio.run repeatedly: each loop gets its own client, and
+    # the client is closed when its loop shuts down even without aclose() (an unclosed socket
+    # would surface here as an unraisable ResourceWarning, an error under this suite's filters).
+    provider = OpenAIProvider("m", base_url=server.base_url)
+    assert asyncio.run(provider.complete(ask("one"))).text == "one"
+    assert asyncio.run(provider.complete(ask("two"))).text == "two"
+    asyncio.run(provider.aclose())
+    del provider
+    gc.collect()
+
+
+FOX = "The quick brown fox — jumps over 🦊 the lazy dog."
+FOX_BODY = b"".join(
+    sse(
+        *(text_chunk(FOX[i : i + 5]) for i in range(0, len(FOX), 5)),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    )
+)
+
+
+@pytest.fixture
+def fox_runner(server: ChatServer) -> Iterator[Callable[[], str]]:
+    """One loop and one provider for all hypothesis examples (a client per example would spend
+    most of the time building TLS contexts)."""
+    with asyncio.Runner() as runner:
+        provider = OpenAIProvider("m", base_url=server.base_url)
+        yield lambda: runner.run(provider.complete(ask())).text
+        runner.run(provider.aclose())
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(cuts=st.lists(st.integers(0, len(FOX_BODY)), max_size=6), end=st.integers(0, len(FOX_BODY)))
+def test_random_splits_and_truncations_over_http(server: ChatServer, fox_runner, cuts, end) -> None:
+    # The body arrives in arbitrary pieces and may be cut anywhere (a clean EOF): the reply is
+    # either complete and exact, or ConnectionLost keeping exactly a prefix of the text.
+    bounds = [0, *sorted(min(c, end) for c in cuts), end]
+    parts = [FOX_BODY[a:b] for a, b in itertools.pairwise(bounds) if a < b]
+    server.script(RawReply(parts, content_type="text/event-stream", drop=True))
+    requests = len(server.requests)
+    try:
+        text = fox_runner()
+    except ConnectionLost as exc:
+        assert FOX.startswith(exc.partial_text)
+        assert end < len(FOX_BODY)
+    else:
+        assert text == FOX
+        assert end >= FOX_BODY.index(b"data: [DONE]")  # only a cut after the finish event
+    assert len(server.requests) == requests + 1 and server.pending == 0  # never retried

@@ -16,16 +16,70 @@ from pathlib import Path
 CORPUS = json.loads((Path(__file__).parents[1] / "fixtures" / "xss_corpus.json").read_text())
 
 TAGS = {
-    "a", "blockquote", "br", "code", "del", "details", "div", "em", "h1", "h2", "h3", "h4", "h5",
-    "h6", "hr", "ins", "li", "ol", "p", "pre", "s", "span", "strong", "summary", "table", "tbody",
-    "td", "th", "thead", "time", "tr", "ul",
+    "a",
+    "blockquote",
+    "br",
+    "code",
+    "del",
+    "details",
+    "div",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "ins",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "s",
+    "span",
+    "strong",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "time",
+    "tr",
+    "ul",
 }
 DOCUMENT_TAGS = {"html", "head", "body", "title"}
-ATTRS = {"class", "data-id", "data-role", "datetime", "title", "href", "target", "rel", "start",
-         "open", "lang"}
+ATTRS = {
+    "class",
+    "data-id",
+    "data-role",
+    "datetime",
+    "title",
+    "href",
+    "target",
+    "rel",
+    "start",
+    "open",
+    "lang",
+}
 HEAD_ATTRS = {"charset", "http-equiv", "content", "name", "data-lion-css"}
-URL_ATTRS = {"href", "src", "xlink:href", "action", "formaction", "data", "background",
-             "poster", "srcset", "cite", "ping", "lowsrc", "dynsrc", "codebase"}
+URL_ATTRS = {
+    "href",
+    "src",
+    "xlink:href",
+    "action",
+    "formaction",
+    "data",
+    "background",
+    "poster",
+    "srcset",
+    "cite",
+    "ping",
+    "lowsrc",
+    "dynsrc",
+    "codebase",
+}
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):")
 
 

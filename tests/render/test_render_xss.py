@@ -35,19 +35,34 @@ def _messages(p: str) -> list[Any]:
     """The payload in every field a model, tool or person controls."""
     return [
         System(system=p, sender=p, created_at=T),
-        Instruction(instruction=p, guidance=p, context=[p, {"nested": p, p: [p]}],
-                    request_fields={p: p}, images=[p], created_at=T),
+        Instruction(
+            instruction=p,
+            guidance=p,
+            context=[p, {"nested": p, p: [p]}],
+            request_fields={p: p},
+            images=[p],
+            created_at=T,
+        ),
         Instruction(plain_content=p, created_at=T),
-        Instruction(instruction={"q": p}, guidance={"g": p}, response_schema={"title": p},
-                    created_at=T),
-        AssistantResponse(response=p, metadata={
-            "thinking": p, "model": p, "usage": {"input_tokens": 1, "output_tokens": 2,
-                                                  "total_cost_usd": 0.5},
-            "result": {"answer": p, "items": [p, {"k": p}]}, "stopped": True}, created_at=T),
+        Instruction(
+            instruction={"q": p}, guidance={"g": p}, response_schema={"title": p}, created_at=T
+        ),
+        AssistantResponse(
+            response=p,
+            metadata={
+                "thinking": p,
+                "model": p,
+                "usage": {"input_tokens": 1, "output_tokens": 2, "total_cost_usd": 0.5},
+                "result": {"answer": p, "items": [p, {"k": p}]},
+                "stopped": True,
+            },
+            created_at=T,
+        ),
         AssistantResponse(response="ok", metadata={"thinking": {"steps": [p]}}, created_at=T),
         ActionRequest(function=p, arguments={"arg": p, p: p}, call_id=p, created_at=T),
-        ActionResponse(function=p, arguments={"arg": p}, output=p, is_error=True, call_id=p,
-                       created_at=T),
+        ActionResponse(
+            function=p, arguments={"arg": p}, output=p, is_error=True, call_id=p, created_at=T
+        ),
         ActionResponse(function="search", output={"html": p, "rows": [[p]]}, created_at=T),
     ]
 
@@ -82,7 +97,7 @@ def test_payload_is_inert_everywhere(case: dict[str, str]) -> None:
     stream = MarkdownStream()
     parts: list[str] = []
     for i in range(0, len(p), 3):
-        parts += stream.feed(p[i:i + 3])
+        parts += stream.feed(p[i : i + 3])
         _inert(stream.tail_html(), "MarkdownStream.tail_html")
     parts += stream.finish()
     _inert("".join(parts), "MarkdownStream blocks")
@@ -95,19 +110,25 @@ def test_payload_is_inert_everywhere(case: dict[str, str]) -> None:
         _inert(PERMISSIVE.render(md), f"message_markdown({m.role}) rendered permissively")
     _inert(streaming_html(uuid.uuid4(), p, p, status="stopped", model=p), "streaming_html")
     _inert(transcript_html(messages, title=p), "transcript_html")
-    _inert(transcript_html(messages, title=p, standalone=True), "standalone export",
-           document=True)
+    _inert(transcript_html(messages, title=p, standalone=True), "standalone export", document=True)
     _inert(PERMISSIVE.render(transcript_markdown(messages, title=p)), "transcript_markdown")
 
 
 def test_checker_catches_what_it_should() -> None:
     """The checker itself must fail on live constructs, or the test above proves nothing."""
     bad = [
-        "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
-        '<a href="jav&#x09;ascript:alert(1)">x</a>', '<a href=" JAVASCRIPT:alert(1)">x</a>',
-        '<a href="data:text/html,x">x</a>', "<style>*{}</style>", "<iframe></iframe>",
-        '<svg><a xlink:href="javascript:alert(1)">x</a></svg>', '<p style="x:y">x</p>',
-        '<form action="https://x"></form>', "<base href=https://x>", "<div onclick=x>",
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        '<a href="jav&#x09;ascript:alert(1)">x</a>',
+        '<a href=" JAVASCRIPT:alert(1)">x</a>',
+        '<a href="data:text/html,x">x</a>',
+        "<style>*{}</style>",
+        "<iframe></iframe>",
+        '<svg><a xlink:href="javascript:alert(1)">x</a></svg>',
+        '<p style="x:y">x</p>',
+        '<form action="https://x"></form>',
+        "<base href=https://x>",
+        "<div onclick=x>",
     ]
     for markup in bad:
         assert html_problems(markup), markup

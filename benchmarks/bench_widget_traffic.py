@@ -1,0 +1,264 @@
+"""B4: kernel -> browser widget traffic of a streamed reply, BranchView vs a naive view.
+
+Starts a real ipykernel, streams scripted Markdown replies of N tokens at R tokens/s through
+``BranchView`` (Send -> background task -> StreamDelta -> widgets), and counts every comm
+message on the kernel's IOPub socket (raw ZeroMQ frames, so envelopes, HMAC and JSON escaping
+are included). The baseline, in the same kernel, is the naive per-token view:
+``HTML.value = accumulated text`` on every delta. The 30,000-token baseline (about 2 GB) is
+computed from the per-message sizes measured at 3,000 tokens instead of being sent.
+
+    .venv/bin/python benchmarks/bench_widget_traffic.py --out test-artifacts/b4.json
+    .venv/bin/python benchmarks/bench_widget_traffic.py --quick   # 300 and 3,000 only
+
+Target: BranchView traffic <= 5x the final HTML of the run's messages at every size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import zmq
+from jupyter_client.manager import start_new_kernel
+
+SETUP = r"""
+import asyncio, html, json
+import ipywidgets
+import lion_nb
+from lion_nb import Branch, BranchView, iModel
+from lion_nb.render.html import message_html
+from lion_nb.signals import StreamDelta
+
+def markdown_reply(tokens):
+    paragraphs, words = [], 0
+    while words < tokens:
+        n = 40 + words % 37
+        paragraphs.append(" ".join(f"w{words + j}" for j in range(n)) + ".")
+        words += n
+        if len(paragraphs) % 5 == 0:
+            paragraphs.append("```python\n" + "\n".join(f"x = {j}" for j in range(8)) + "\n```")
+    text = "\n\n".join(paragraphs)
+    return [t + " " for t in text.split(" ")]
+"""
+
+VIEW_RUN = r"""
+chunks = markdown_reply({tokens})
+branch = Branch(chat_model=iModel(provider="scripted",
+                                  replies=[{{"chunks": chunks, "delay": {delay}}}]))
+view = BranchView(branch)
+view.send("stream please")
+"""
+
+VIEW_DONE = r"""
+await view.wait()
+_final = sum(len(message_html(m)) for m in branch.messages)
+print(json.dumps({"final_html": _final, "updates": None}))
+"""
+
+NAIVE_RUN = r"""
+chunks = markdown_reply({tokens})
+branch = Branch(chat_model=iModel(provider="scripted",
+                                  replies=[{{"chunks": chunks, "delay": {delay}}}]))
+naive = ipywidgets.HTML()
+def _naive(signal):
+    if isinstance(signal, StreamDelta):
+        naive.value = "<pre>" + html.escape(signal.snapshot) + "</pre>"
+branch.observe(StreamDelta, handler=_naive)
+_task = asyncio.get_running_loop().create_task(branch.communicate("stream please"))
+"""
+
+NAIVE_DONE = r"""
+await _task
+_final = len(naive.value)
+print(json.dumps({"final_html": _final}))
+"""
+
+
+class IOPubCounter:
+    """A raw SUB socket on the kernel's IOPub port: counts comm messages and their bytes."""
+
+    def __init__(self, connection: dict[str, Any]) -> None:
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.SUB)
+        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
+        self.sock.connect(f"{connection['transport']}://{connection['ip']}:"
+                          f"{connection['iopub_port']}")
+        self.lock = threading.Lock()
+        self.reset()
+        self.stdout: queue.Queue[str] = queue.Queue()
+        self._stop = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.messages = 0
+            self.bytes = 0
+            self.sizes: list[int] = []
+
+    def _loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        while not self._stop:
+            if not poller.poll(100):
+                continue
+            frames = self.sock.recv_multipart()
+            try:
+                i = frames.index(b"<IDS|MSG>")
+            except ValueError:
+                continue
+            header = json.loads(frames[i + 2])
+            kind = header.get("msg_type")
+            if kind in ("comm_open", "comm_msg", "comm_close"):
+                size = sum(len(f) for f in frames)
+                with self.lock:
+                    self.messages += 1
+                    self.bytes += size
+                    self.sizes.append(size)
+            elif kind == "stream":
+                self.stdout.put(json.loads(frames[i + 5]).get("text", ""))
+
+    def close(self) -> None:
+        self._stop = True
+        self.thread.join(timeout=2)
+        self.sock.close(0)
+        self.ctx.term()
+
+
+def execute(kc: Any, code: str, timeout: float) -> None:
+    reply = kc.execute_interactive(code, timeout=timeout, output_hook=lambda _m: None)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError(f"kernel error: {reply['content'].get('ename')}: "
+                           f"{reply['content'].get('evalue')}")
+
+
+def measure(kc: Any, counter: IOPubCounter, run: str, done: str, tokens: int,
+            rate: float) -> dict[str, Any]:
+    while not counter.stdout.empty():
+        counter.stdout.get_nowait()
+    time.sleep(0.3)
+    counter.reset()
+    started = time.perf_counter()
+    delay = 1.0 / rate
+    execute(kc, run.format(tokens=tokens, delay=delay), timeout=60)
+    execute(kc, done, timeout=tokens / rate * 3 + 120)
+    elapsed = time.perf_counter() - started
+    time.sleep(0.5)  # let the last IOPub frames arrive
+    line = ""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        line += counter.stdout.get(timeout=10)
+        if line.strip().endswith("}"):
+            break
+    info = json.loads(line.strip().splitlines()[-1])
+    with counter.lock:
+        msgs, size = counter.messages, counter.bytes
+    return {"tokens": tokens, "rate": rate, "seconds": round(elapsed, 2), "comm_messages": msgs,
+            "comm_bytes": size, "final_html": info["final_html"],
+            "ratio": round(size / info["final_html"], 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("test-artifacts/bench_widget_traffic.json"))
+    parser.add_argument("--rate", type=float, default=1000.0, help="tokens per second")
+    parser.add_argument("--slow-rate", type=float, default=50.0,
+                        help="a realistic model speed, measured at 3,000 tokens")
+    parser.add_argument("--quick", action="store_true", help="300 and 3,000 tokens only")
+    args = parser.parse_args(argv)
+    sizes = [300, 3000] if args.quick else [300, 3000, 30000]
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    counter = IOPubCounter(km.get_connection_info())
+    rows: list[dict[str, Any]] = []
+    try:
+        execute(kc, SETUP, timeout=60)
+        for tokens in sizes:
+            row = measure(kc, counter, VIEW_RUN, VIEW_DONE, tokens, args.rate)
+            rows.append({"view": "BranchView", **row})
+        if not args.quick:
+            row = measure(kc, counter, VIEW_RUN, VIEW_DONE, 3000, args.slow_rate)
+            rows.append({"view": "BranchView", **row})
+        per_message = 0.0
+        for tokens in sizes:
+            if tokens <= 3000:
+                row = measure(kc, counter, NAIVE_RUN, NAIVE_DONE, tokens, args.rate)
+                rows.append({"view": "naive", **row})
+                # envelope per message = bytes beyond the values themselves
+                acc = _naive_value_bytes(tokens)
+                per_message = (row["comm_bytes"] - acc) / max(row["comm_messages"], 1)
+            else:
+                acc = _naive_value_bytes(tokens)
+                messages = _token_count(tokens)
+                size = int(acc + per_message * messages)
+                final = len(_naive_final(tokens))
+                rows.append({"view": "naive (projected)", "tokens": tokens, "rate": args.rate,
+                             "seconds": None, "comm_messages": messages, "comm_bytes": size,
+                             "final_html": final, "ratio": round(size / final, 2)})
+    finally:
+        counter.close()
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+    print(f"{'view':<20}{'tokens':>8}{'tok/s':>7}{'secs':>8}{'messages':>10}{'bytes':>15}"
+          f"{'final HTML':>12}{'ratio':>9}")
+    for r in rows:
+        secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
+        print(f"{r['view']:<20}{r['tokens']:>8}{r['rate']:>7.0f}{secs:>8}{r['comm_messages']:>10}"
+              f"{r['comm_bytes']:>15,}{r['final_html']:>12,}{r['ratio']:>8.2f}x")
+    view_rows = [r for r in rows if r["view"] == "BranchView"]
+    ok = all(r["ratio"] <= 5 for r in view_rows)
+    print(f"target <= 5x final HTML for BranchView at every size: {'met' if ok else 'NOT met'}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"benchmark": "B4 widget traffic", "rows": rows,
+                                    "target_met": ok}, indent=2), encoding="utf-8")
+    return 0 if ok else 1
+
+
+def _reply_tokens(tokens: int) -> list[str]:
+    namespace: dict[str, Any] = {}
+    exec(SETUP.split("def markdown_reply", 1)[0].split("import asyncio")[0]  # noqa: S102
+         + "def markdown_reply" + SETUP.split("def markdown_reply", 1)[1], namespace)
+    return namespace["markdown_reply"](tokens)
+
+
+def _token_count(tokens: int) -> int:
+    return len(_reply_tokens(tokens))
+
+
+def _naive_value_bytes(tokens: int) -> int:
+    """Bytes of every value the naive view sends (JSON-escaped as on the wire)."""
+    import html
+
+    total, acc = 0, []
+    length = 0
+    for tok in _reply_tokens(tokens):
+        acc.append(tok)
+        length += len(html.escape(tok))
+        total += length + len("<pre></pre>") + _json_extra(tok) * 0
+    # JSON escaping of "\n" adds one byte per newline per message
+    newlines, running = 0, 0
+    for tok in _reply_tokens(tokens):
+        running += tok.count("\n")
+        newlines += running
+    return total + newlines
+
+
+def _json_extra(_tok: str) -> int:
+    return 0
+
+
+def _naive_final(tokens: int) -> str:
+    import html
+
+    return "<pre>" + html.escape("".join(_reply_tokens(tokens))) + "</pre>"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

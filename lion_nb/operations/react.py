@@ -1,0 +1,333 @@
+"""``ReAct`` and ``ReActStream``: reason and act over rounds, then answer.
+
+Round 1 is an analysis turn offered the branch's tools (or ``tools=``); while extensions are
+allowed, budget remains and the last analysis asks for more (``extension_needed``), another
+analysis round runs; a final turn answers (``Analysis.answer``, or the caller's
+``response_format``). Each round is one ``operate`` call, so the model's requested actions are
+executed and recorded between rounds. ``RoundStart``/``RoundEnd`` mark each round (with the
+run's id) so a view can group reasoning, actions and observations per round.
+
+Lifecycle (ADR D4): the facade wraps a whole ReAct in one RunStart/RunEnd (or RunFailed) through
+``observed_call``/``observed_stream`` here; the rounds emit none. The suppression flag and the
+run's usage accumulator are set only while ReAct's own code runs, never left set across a
+``yield``: what the consumer does between two streamed rounds is not part of the run.
+
+A round whose reply was only native tool calls (no structured text, so the model could not say
+``extension_needed``) counts as asking for another round: the model has not seen the results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+import warnings
+from collections.abc import AsyncGenerator, Coroutine, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from lion_nb.operations.operate import operate
+from lion_nb.operations.react_models import Analysis, ReActAnalysis
+from lion_nb.session.lifecycle import RunTracker, lifecycle_suppressed, suppress_lifecycle
+from lion_nb.signals import RoundEnd, RoundStart, RunStart
+from lion_nb.usage import current_run_usage
+
+if TYPE_CHECKING:
+    from lion_nb.models.imodel import iModel
+    from lion_nb.operations.types import Middle
+    from lion_nb.session.branch import Branch
+
+MAX_EXTENSIONS_CAP = 100
+
+_react_run_id: ContextVar[uuid.UUID | None] = ContextVar("lion_nb_react_run_id", default=None)
+
+
+# ----- lifecycle: one pair for the whole ReAct, scoped per step ---------------------------------
+class _Run:
+    __slots__ = ("branch", "tracker")
+
+    def __init__(self, branch: Branch, operation: str) -> None:
+        self.branch = branch
+        self.tracker = None if lifecycle_suppressed(branch) else RunTracker(branch, operation)
+
+    def start(self) -> None:
+        t = self.tracker
+        if t is not None:  # not RunTracker.start(): that leaves the usage variable set
+            self.branch._emit(
+                RunStart(branch_id=self.branch.id, run_id=t.run_id, operation=t.operation)
+            )
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """While ReAct's own code runs: nested verbs silent, usage counted, run id known."""
+        t = self.tracker
+        if t is None:
+            yield
+            return
+        usage = current_run_usage.set(t.usage)
+        run_id = _react_run_id.set(t.run_id)
+        try:
+            with suppress_lifecycle(self.branch):
+                yield
+        finally:
+            _react_run_id.reset(run_id)
+            current_run_usage.reset(usage)
+
+    async def end(self, result: Any, *, stopped: bool = False) -> None:
+        if self.tracker is not None:
+            if not stopped:
+                await self.branch._drain()
+            self.tracker.end(result, stopped=stopped)
+
+    async def fail(self, error: BaseException) -> None:
+        if self.tracker is not None:
+            await self.branch._drain()
+            self.tracker.fail(error)
+
+
+async def observed_call(branch: Branch, operation: str, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Await ``coro`` under one lifecycle (like ``Branch._observed_run``), exposing the run id
+    to the round signals."""
+    run = _Run(branch, operation)
+    run.start()
+    try:
+        with run.step():
+            result = await coro
+    except asyncio.CancelledError:
+        await run.end(None, stopped=True)
+        raise
+    except BaseException as exc:
+        await run.fail(exc)
+        raise
+    await run.end(result)
+    return result
+
+
+async def observed_stream(
+    branch: Branch, operation: str, stream: AsyncGenerator[Any, None]
+) -> AsyncGenerator[Any, None]:
+    """Re-yield ``stream`` under one lifecycle for the whole iteration. A consumer that stops
+    early (``break``, ``aclose()``) or is cancelled ends the run with ``RunEnd(stopped=True)``."""
+    run = _Run(branch, operation)
+    run.start()
+    last: Any = None
+    try:
+        while True:
+            with run.step():
+                try:
+                    item = await anext(stream)
+                except StopAsyncIteration:
+                    break
+            last = item
+            yield item
+    except (GeneratorExit, asyncio.CancelledError):
+        with run.step():
+            await stream.aclose()
+        await run.end(None, stopped=True)
+        raise
+    except BaseException as exc:
+        await run.fail(exc)
+        raise
+    await run.end(last)
+
+
+# ----- rounds --------------------------------------------------------------------------------
+def clamp_extensions(max_extensions: int | None) -> int:
+    """None/zero/negative -> 0 (no extension rounds); above 100 -> UserWarning and 100."""
+    if not max_extensions or max_extensions < 0:
+        return 0
+    if max_extensions > MAX_EXTENSIONS_CAP:
+        warnings.warn(
+            f"max_extensions={max_extensions} is above {MAX_EXTENSIONS_CAP}; clamped to "
+            f"{MAX_EXTENSIONS_CAP}",
+            UserWarning,
+            stacklevel=4,
+        )
+        return MAX_EXTENSIONS_CAP
+    return int(max_extensions)
+
+
+def needs_extension(analysis: Any) -> bool:
+    """Whether an analysis round asks for another round (see the module doc)."""
+    if isinstance(analysis, BaseModel):
+        if "extension_needed" in analysis.model_fields_set:
+            return bool(getattr(analysis, "extension_needed", False))
+        responses = getattr(analysis, "action_responses", None) or []
+        return any(getattr(r, "call_id", None) for r in responses)
+    if isinstance(analysis, dict):
+        if "extension_needed" in analysis:
+            return bool(analysis["extension_needed"])
+        return any(r.get("call_id") for r in analysis.get("action_responses") or [])
+    return False
+
+
+def _as_text(instruction: Any) -> str:
+    if instruction is None:
+        return ""
+    if isinstance(instruction, str):
+        return instruction
+    if isinstance(instruction, BaseModel):
+        return instruction.model_dump_json()
+    return json.dumps(instruction, ensure_ascii=False, default=str)
+
+
+async def _round(
+    branch: Branch, number: int, final: bool, **operate_kw: Any
+) -> tuple[Any, bool | None]:
+    """One round through ``operate``, between RoundStart and RoundEnd."""
+    run_id = _react_run_id.get()
+    branch._emit(RoundStart(branch_id=branch.id, run_id=run_id, round=number, final=final))
+    started = time.perf_counter()
+    try:
+        out = await operate(branch, **operate_kw)
+    except BaseException as exc:
+        branch._emit(
+            RoundEnd(
+                branch_id=branch.id,
+                run_id=run_id,
+                round=number,
+                final=final,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                error=exc,
+            )
+        )
+        raise
+    more = None if final else needs_extension(out)
+    branch._emit(
+        RoundEnd(
+            branch_id=branch.id,
+            run_id=run_id,
+            round=number,
+            final=final,
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+            extension_needed=more,
+        )
+    )
+    return out, more
+
+
+async def ReActStream(  # the ADR's name
+    branch: Branch,
+    instruction: Any = None,
+    *,
+    guidance: Any = None,
+    context: Any = None,
+    tools: Any = None,
+    response_format: type[BaseModel] | None = None,
+    extension_allowed: bool = True,
+    max_extensions: int | None = 0,
+    chat_model: iModel | None = None,
+    parse_model: iModel | None = None,
+    reason: bool = False,
+    handle_validation: str = "return_value",
+    action_strategy: str = "concurrent",
+    middle: Middle | None = None,
+    clear_messages: bool = False,
+    interpret: bool = False,
+    interpret_domain: str | None = None,
+    interpret_style: str | None = None,
+    interpret_model: iModel | None = None,
+    **kwargs: Any,
+) -> AsyncGenerator[Any, None]:
+    """Yield each analysis round's result, then the final answer object (``Analysis`` unless
+    ``response_format`` was given). Emits no run lifecycle (the facade owns it). Extra
+    keywords go to every round's ``operate`` (model options such as temperature)."""
+    extensions = clamp_extensions(max_extensions)
+    text = _as_text(instruction)
+    if interpret:
+        from lion_nb.operations.interpret import interpret as rewrite
+        from lion_nb.operations.types import ChatParam
+
+        rewritten = await rewrite(
+            branch,
+            text,
+            ChatParam(imodel=interpret_model),
+            domain=interpret_domain,
+            style=interpret_style,
+        )
+        text = f"{text}\n\nInterpreted instruction: {rewritten}"
+    offered = branch.tools.resolve(tools)
+    common: dict[str, Any] = dict(
+        chat_model=chat_model,
+        parse_model=parse_model,
+        handle_validation=handle_validation,
+        middle=middle,
+        **kwargs,
+    )
+    analysis_kw: dict[str, Any] = dict(
+        response_format=ReActAnalysis,
+        reason=reason,
+        actions=bool(offered),
+        tools=[t.name for t in offered] if offered else None,
+        action_strategy=action_strategy,
+        **common,
+    )
+    first = text
+    if extension_allowed and extensions:
+        first += "\n\n" + ReActAnalysis.FIRST_EXT_PROMPT.format(extensions=extensions)
+    number = 1
+    analysis, more = await _round(
+        branch,
+        number,
+        False,
+        instruction=first.strip(),
+        guidance=guidance,
+        context=context,
+        clear_messages=clear_messages,
+        **analysis_kw,
+    )
+    yield analysis
+    remaining = extensions
+    while extension_allowed and remaining > 0 and more:
+        number += 1
+        prompt = ReActAnalysis.CONTINUE_EXT_PROMPT.format(extensions=remaining)
+        analysis, more = await _round(branch, number, False, instruction=prompt, **analysis_kw)
+        remaining -= 1
+        yield analysis
+    final, _ = await _round(
+        branch,
+        number + 1,
+        True,
+        instruction=ReActAnalysis.ANSWER_PROMPT.format(instruction=text),
+        response_format=response_format or Analysis,
+        **common,
+    )
+    yield final
+
+
+async def ReAct(  # the ADR's name
+    branch: Branch,
+    instruction: Any = None,
+    *,
+    max_extensions: int | None = 3,
+    return_analysis: bool = False,
+    response_format: type[BaseModel] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run every round and return the answer text (``Analysis.answer``), the final object
+    when ``response_format`` is given (or the raw reply when it did not validate), or with
+    ``return_analysis=True`` the list of every round's result, final included. Keywords are
+    ``ReActStream``'s."""
+    outs: list[Any] = []
+    stream = ReActStream(
+        branch,
+        instruction,
+        max_extensions=max_extensions,
+        response_format=response_format,
+        **kwargs,
+    )
+    try:
+        async for item in stream:
+            outs.append(item)
+    finally:
+        await stream.aclose()
+    if return_analysis:
+        return outs
+    final = outs[-1]
+    if response_format is None and isinstance(final, Analysis):
+        return final.answer
+    return final

@@ -1,0 +1,521 @@
+"""``ProgressionInspector``: a navigable, collapsible, paginated timeline of a branch.
+
+    inspector = ProgressionInspector(branch)      # or lion_nb.widgets.inspector.inspect(branch)
+    inspector
+
+Each row is one message (index, role, preview, usage, run, notebook cell, time); expanding it
+shows the card, what the model saw for that turn (the compiled request, as JSON) and the
+message's provenance; "Fork here" forks the branch at that message and shows the fork. The
+header sums the branch and says what the next turn will send, in tokens against the model's
+context window (exact with an offline tokenizer, otherwise a labelled estimate).
+
+Only the visible page has widgets: ``page_size`` rows are built once and re-filled when the
+page changes, so a 10,000-message branch opens as fast as a 50-message one. All HTML comes from
+``lion_nb.render.timeline`` (pure functions, tested without a kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets
+
+from lion_nb.provenance import provenance_of
+from lion_nb.render import timeline as tl
+from lion_nb.render.text import transcript_plain
+from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart, Signal
+from lion_nb.widgets.live import WidgetKit
+from lion_nb.widgets.style import stylesheet_html
+from lion_nb.widgets.viewbase import StaticFallback, Throttle
+
+if TYPE_CHECKING:
+    from lion_nb.session.branch import Branch
+
+__all__ = ["ROLE_FILTERS", "ProgressionInspector", "inspect"]
+
+ROLE_FILTERS: dict[str, tuple[str, ...] | None] = {
+    "all": None,
+    "user": ("user",),
+    "assistant": ("assistant",),
+    "actions": ("action_request", "action_response"),
+    "system": ("system",),
+}
+
+_CSS = (
+    ".lion-inspector .lion-tl-row{display:flex;gap:0.5rem;align-items:baseline;"
+    "font-size:0.88em;white-space:nowrap;overflow:hidden}"
+    ".lion-tl-idx{font-variant-numeric:tabular-nums;color:var(--lion-fg-muted);min-width:3.5em}"
+    ".lion-tl-row .lion-role{min-width:6.5em;color:var(--lion-accent,inherit)}"
+    ".lion-tl-preview{flex:1 1 auto;overflow:hidden;text-overflow:ellipsis}"
+    ".lion-tl-run,.lion-tl-cell{font-size:0.9em;color:var(--lion-fg-muted)}"
+    ".lion-tl-runhead{font-size:0.8em;color:var(--lion-fg-muted);margin-top:0.3rem}"
+    ".lion-tl-detail{margin:0.2rem 0 0.6rem 2.6rem}"
+    ".lion-tl-detail details.lion-payload{margin:0.4rem 0}"
+    ".lion-tl-detail .lion-json{max-height:28rem;overflow:auto;font-size:0.85em}"
+    ".lion-facts{font-size:0.82em;border-collapse:collapse}"
+    ".lion-facts th{text-align:left;padding-right:0.8rem;vertical-align:top}"
+    ".lion-runs{font-size:0.82em;border-collapse:collapse}"
+    ".lion-runs td,.lion-runs th{padding:0.1rem 0.6rem;text-align:left}"
+    ".lion-tl-title{font-weight:600}"
+)
+
+
+class _Row:
+    """The widgets of one visible row, reused across pages."""
+
+    __slots__ = ("box", "detail", "fork", "index", "summary", "toggle")
+
+    def __init__(self, owner: ProgressionInspector) -> None:
+        kit = owner._kit
+        self.index = -1
+        self.toggle = ipywidgets.Button(
+            description="▸",
+            tooltip="Expand",
+            layout=owner._toggle_layout,
+            style=owner._button_style,
+            _dom_classes=("lion-tl-toggle",),
+        )
+        self.summary = kit.html("", ("lion-tl-summary",))
+        self.fork = ipywidgets.Button(
+            description="Fork here",
+            icon="code-fork",
+            tooltip="Fork the branch at this message",
+            layout=owner._fork_layout,
+            style=owner._button_style,
+            _dom_classes=("lion-tl-fork",),
+        )
+        self.detail = kit.html("", ("lion-tl-detail-w",))
+        self.box = ipywidgets.HBox(
+            [self.toggle, self.summary, self.fork],
+            layout=owner._row_layout,
+            _dom_classes=("lion-tl-line",),
+        )
+        self.toggle.on_click(lambda _b: owner.toggle(self.index))
+        self.fork.on_click(lambda _b: owner.fork(self.index))
+
+    def close(self) -> None:
+        for w in (self.toggle, self.summary, self.fork, self.detail, self.box):
+            w.close()
+
+
+class ProgressionInspector(StaticFallback, ipywidgets.VBox):
+    """The timeline of ``branch``. ``page_size`` rows per page; the view opens on the last
+    page and follows new messages while it is there (``follow``). ``on_fork(fork)`` replaces
+    the default of showing a fork panel (chat view + compare button) under the timeline."""
+
+    def __init__(
+        self,
+        branch: Branch,
+        *,
+        page_size: int = 50,
+        title: str | None = None,
+        follow: bool = True,
+        on_fork: Callable[[Branch], Any] | None = None,
+        refresh_interval: float = 0.25,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.branch = branch
+        self.page_size = page_size
+        self.title = title or branch.name or f"Branch {str(branch.id)[:8]}"
+        self.follow = follow
+        self.on_fork = on_fork
+        self.provenance = provenance_of(branch)
+        self.expanded: set[int] = set()
+        self.forks: list[Branch] = []
+        self.closed = False
+        self._indices: Sequence[int] = range(len(branch.messages))  # the filter's positions
+        self._turn: tl.NextTurn | None = None
+        w = ipywidgets
+        self._kit = WidgetKit()
+        self._button_style = w.ButtonStyle()
+        self._toggle_layout = w.Layout(width="2.4em", min_width="2.4em", padding="0")
+        self._fork_layout = w.Layout(width="auto", flex="0 0 auto")
+        self._row_layout = w.Layout(width="100%", align_items="center")
+        self._rows: list[_Row] = []
+        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
+        self._header = self._kit.html("")
+        self._next = self._kit.html("")
+        self._runs = self._kit.html("")
+        self._runs_box = w.Accordion(children=(self._runs,), selected_index=None)
+        self._runs_box.set_title(0, "Runs")
+        self._first = w.Button(
+            icon="angle-double-left",
+            tooltip="First page",
+            layout=self._toggle_layout,
+            style=self._button_style,
+        )
+        self._prev = w.Button(
+            icon="angle-left",
+            tooltip="Previous page",
+            layout=self._toggle_layout,
+            style=self._button_style,
+        )
+        self._next_btn = w.Button(
+            icon="angle-right",
+            tooltip="Next page",
+            layout=self._toggle_layout,
+            style=self._button_style,
+        )
+        self._last = w.Button(
+            icon="angle-double-right",
+            tooltip="Last page",
+            layout=self._toggle_layout,
+            style=self._button_style,
+        )
+        self._page_label = self._kit.html("", ("lion-tl-page",))
+        self._goto = w.BoundedIntText(
+            value=0,
+            min=0,
+            max=max(0, len(branch.messages) - 1),
+            description="#",
+            layout=w.Layout(width="9em"),
+        )
+        self._go = w.Button(
+            description="Go",
+            tooltip="Show and expand this message",
+            layout=self._fork_layout,
+            style=self._button_style,
+        )
+        self._filter = w.Dropdown(
+            options=list(ROLE_FILTERS), value="all", layout=w.Layout(width="9em"), description=""
+        )
+        self._collapse = w.Button(
+            description="Collapse all", layout=self._fork_layout, style=self._button_style
+        )
+        self._first.on_click(lambda _b: self.show_page(0))
+        self._prev.on_click(lambda _b: self.show_page(self.page - 1))
+        self._next_btn.on_click(lambda _b: self.show_page(self.page + 1))
+        self._last.on_click(lambda _b: self.show_page(self.pages - 1))
+        self._go.on_click(lambda _b: self.go_to(self._goto.value))
+        self._filter.observe(lambda ch: self._apply_filter(ch["new"]), names="value")
+        self._collapse.on_click(lambda _b: self.collapse_all())
+        pager = w.HBox(
+            [
+                self._first,
+                self._prev,
+                self._page_label,
+                self._next_btn,
+                self._last,
+                self._goto,
+                self._go,
+                self._filter,
+                self._collapse,
+            ],
+            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+        )
+        self._rows_box = w.VBox(layout=w.Layout(width="100%"), _dom_classes=("lion-tl-rows",))
+        self.status = self._kit.html("")
+        self._forks_box = w.VBox()
+        super().__init__(
+            children=(
+                self._style,
+                self._header,
+                self._next,
+                self._runs_box,
+                pager,
+                self._rows_box,
+                self.status,
+                self._forks_box,
+            ),
+            _dom_classes=("lion-view", "lion-inspector"),
+        )
+        self.page = self.pages - 1
+        self._refresh = Throttle(self._refresh_now, refresh_interval)
+        self._unsubscribe = self._subscribe()
+        self._refresh_header(next_turn=True)
+        self._render_page()
+        self._ready = True
+
+    # ----- paging ------------------------------------------------------------------------
+    @property
+    def total(self) -> int:
+        return len(self._indices)
+
+    @property
+    def pages(self) -> int:
+        return tl.page_count(self.total, self.page_size)
+
+    def visible_indices(self) -> Sequence[int]:
+        start, stop = tl.page_bounds(self.page, self.page_size, self.total)
+        return self._indices[start:stop]
+
+    def show_page(self, page: int) -> None:
+        page = min(max(0, page), self.pages - 1)
+        if page != self.page:
+            self.page = page
+            self._render_page()
+
+    def go_to(self, index: int) -> None:
+        """Show the page holding message ``index`` (a progression position) and expand it."""
+        if not 0 <= index < len(self.branch.messages):
+            raise IndexError(f"no message #{index} (the branch has {len(self.branch.messages)})")
+        if index not in self._indices:
+            self.set_filter("all")
+        position = self._indices.index(index)
+        self.expanded.add(index)
+        self.page = position // self.page_size
+        self._render_page()
+
+    def set_filter(self, name: str) -> None:
+        """Show only some roles: one of ``ROLE_FILTERS`` ("all", "user", "assistant",
+        "actions", "system")."""
+        if name not in ROLE_FILTERS:
+            raise ValueError(f"unknown filter {name!r}; use one of {', '.join(ROLE_FILTERS)}")
+        if self._filter.value != name:
+            self._filter.value = name  # the dropdown's observer applies it
+        else:
+            self._apply_filter(name)
+
+    def _apply_filter(self, name: str) -> None:
+        roles = ROLE_FILTERS[name]
+        if roles is None:
+            self._indices = range(len(self.branch.messages))
+        else:
+            self._indices = [i for i, m in enumerate(self.branch.messages) if m.role in roles]
+        self.page = self.pages - 1 if self.follow else 0
+        self._render_page()
+
+    def toggle(self, index: int) -> None:
+        if index in self.expanded:
+            self.expanded.discard(index)
+        else:
+            self.expanded.add(index)
+        self._render_page()
+
+    def collapse_all(self) -> None:
+        self.expanded.clear()
+        self._render_page()
+
+    # ----- forking -----------------------------------------------------------------------
+    def fork(self, index: int, *, name: str | None = None) -> Branch:
+        """Fork the branch at message ``index`` (kept in the branch's session, linked to its
+        origin through ``metadata["forked_from"]``) and show it."""
+        origin = self.branch
+        forked = origin.fork(index, name=name or f"{origin.name or 'branch'} @{index}")
+        self.forks.append(forked)
+        self.status.value = (
+            f'<div class="lion-view-status">Forked at #{index} → '
+            f"{tl._e(forked.name)} ({len(forked.messages)} messages, id "
+            f"{tl._e(str(forked.id)[:8])}).</div>"
+        )
+        if self.on_fork is not None:
+            self.on_fork(forked)
+        else:
+            self._forks_box.children = (*self._forks_box.children, self._fork_panel(forked))
+        return forked
+
+    def _fork_panel(self, forked: Branch) -> Any:
+        from lion_nb.widgets.chat_view import BranchView
+
+        w = ipywidgets
+        compare = w.Button(
+            description="Compare with origin",
+            icon="columns",
+            layout=self._fork_layout,
+            style=self._button_style,
+            _dom_classes=("lion-tl-compare",),
+        )
+        panel = w.VBox(
+            [
+                self._kit.html(
+                    f'<div class="lion-meta">Fork {tl._e(forked.name)} — continue it here:</div>'
+                ),
+                BranchView(forked, height="320px"),
+                compare,
+            ],
+            _dom_classes=("lion-tl-fork-panel",),
+        )
+
+        def show_compare(_b: Any) -> None:
+            from lion_nb.widgets.compare_view import CompareView
+
+            compare.disabled = True
+            panel.children = (*panel.children, CompareView(self.branch, forked))
+
+        compare.on_click(show_compare)
+        return panel
+
+    # ----- live --------------------------------------------------------------------------
+    def _subscribe(self) -> Callable[[], None]:
+        table = self.provenance
+        assert table is not None
+        table.add_listener(self._on_signal)  # after the table recorded the signal
+        return lambda: table.remove_listener(self._on_signal)
+
+    def _on_signal(self, signal: Signal) -> None:
+        if self.closed:
+            return
+        if isinstance(signal, MessageAdded):
+            self._pending_messages = True
+            self._refresh.request()
+        elif isinstance(signal, RunStart | RunEnd | RunFailed):
+            self._refresh.request()
+            if not isinstance(signal, RunStart):
+                self._refresh.flush()
+                self._refresh_header(next_turn=True)
+                self.refresh_static()
+
+    _pending_messages = False
+
+    def _refresh_now(self) -> None:
+        if self.closed:
+            return
+        was_last = self.page >= self.pages - 1
+        if self._pending_messages:
+            self._pending_messages = False
+            name = self._filter.value
+            roles = ROLE_FILTERS[name]
+            if roles is None:
+                self._indices = range(len(self.branch.messages))
+            else:  # only the new messages need a look
+                known = self._indices[-1] + 1 if self._indices else 0
+                msgs = self.branch.messages
+                self._indices = [
+                    *self._indices,
+                    *(i for i in range(known, len(msgs)) if msgs[i].role in roles),
+                ]
+            self._goto.max = max(0, len(self.branch.messages) - 1)
+            if self.follow and was_last:
+                self.page = self.pages - 1
+        self._refresh_header(next_turn=False)
+        self._render_page()
+
+    def refresh(self) -> None:
+        """Recompute everything from the branch now (e.g. after ``clear_messages``)."""
+        self._pending_messages = False
+        self.set_filter(self._filter.value)
+        self._refresh_header(next_turn=True)
+
+    # ----- rendering ---------------------------------------------------------------------
+    def _refresh_header(self, *, next_turn: bool) -> None:
+        messages = self.branch.messages
+        runs = len(self.provenance.runs) if self.provenance else 0
+        self._header.value = tl.header_html(
+            self.title, len(messages), tl.branch_totals(messages), runs
+        )
+        if next_turn or self._turn is None:
+            self._turn = tl.next_turn(messages, self.branch._chat_model)
+            self._next.value = tl.next_turn_html(self._turn)
+        self._runs.value = tl.runs_html(self.provenance)
+        self._runs_box.set_title(0, f"Runs ({runs})")
+
+    def _render_page(self) -> None:
+        indices = self.visible_indices()
+        rows = tl.timeline_rows(self.branch.messages, indices, self.provenance)
+        while len(self._rows) < len(rows):
+            self._rows.append(_Row(self))
+        cli = tl.is_cli_model(self.branch._chat_model)
+        children: list[Any] = []
+        for widgets_row, row in zip(self._rows, rows, strict=False):
+            widgets_row.index = row.index
+            open_ = row.index in self.expanded
+            summary = tl.row_summary_html(row)
+            if widgets_row.summary.value != summary:
+                widgets_row.summary.value = summary
+            description = "▾" if open_ else "▸"
+            if widgets_row.toggle.description != description:
+                widgets_row.toggle.description = description
+            children.append(widgets_row.box)
+            if open_:
+                detail = tl.row_detail_html(row, self.branch.messages, cli=cli)
+                if widgets_row.detail.value != detail:
+                    widgets_row.detail.value = detail
+                children.append(widgets_row.detail)
+        self._rows_box.children = tuple(children)
+        start, stop = tl.page_bounds(self.page, self.page_size, self.total)
+        filtered = "" if self._filter.value == "all" else f" ({self._filter.value})"
+        text = (
+            (
+                f"{start + 1:,}–{stop:,} of {self.total:,}{filtered} · page {self.page + 1:,}"
+                f"/{self.pages:,}"
+            )
+            if self.total
+            else "no messages"
+        )
+        self._page_label.value = f'<span class="lion-meta">{tl._e(text)}</span>'
+        self._first.disabled = self._prev.disabled = self.page == 0
+        self._next_btn.disabled = self._last.disabled = self.page >= self.pages - 1
+
+    def rows_html(self) -> list[str]:
+        """The summary HTML of the visible rows, in order (tests and debugging)."""
+        return [r.summary.value for r in self._rows[: len(self.visible_indices())]]
+
+    def detail_html(self, index: int) -> str:
+        """The expanded HTML of message ``index`` (whether or not it is expanded)."""
+        row = tl.timeline_rows(self.branch.messages, [index], self.provenance)[0]
+        return tl.row_detail_html(
+            row, self.branch.messages, cli=tl.is_cli_model(self.branch._chat_model)
+        )
+
+    # ----- static fallback ---------------------------------------------------------------
+    def _static_bounds(self) -> tuple[int, int]:
+        """The page a saved notebook shows: the current one, or the last page of all messages
+        when a filter is on or the view follows the end."""
+        total = len(self.branch.messages)
+        page = self.page
+        if self._filter.value != "all" or self.page >= self.pages - 1:
+            page = tl.page_count(total, self.page_size) - 1
+        return tl.page_bounds(page, self.page_size, total)
+
+    def static_html(self) -> str:
+        start, stop = self._static_bounds()
+        return tl.static_html(
+            self.title, self.branch.messages, start, stop, self.provenance, self._turn
+        )
+
+    def static_text(self) -> str:
+        messages = self.branch.messages
+        start, stop = self._static_bounds()
+        head = f"{self.title}: {len(messages):,} messages"
+        if stop - start < len(messages):
+            head += f" (#{start}–#{stop - 1} shown)"
+        return head + "\n\n" + transcript_plain(messages[start:stop])
+
+    def close(self) -> None:
+        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
+            super().close()
+            return
+        if self.closed:
+            return
+        self.closed = True
+        self._unsubscribe()
+        self._refresh.cancel()
+        for row in self._rows:
+            row.close()
+        for widget in (
+            self._style,
+            self._header,
+            self._next,
+            self._runs,
+            self._runs_box,
+            self._first,
+            self._prev,
+            self._next_btn,
+            self._last,
+            self._page_label,
+            self._goto,
+            self._go,
+            self._filter,
+            self._collapse,
+            self._rows_box,
+            self.status,
+            self._forks_box,
+            self._button_style,
+            self._toggle_layout,
+            self._fork_layout,
+            self._row_layout,
+            self._kit.layout,
+            self._kit.style,
+        ):
+            widget.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"<ProgressionInspector of {self.branch!r} page {self.page + 1}/{self.pages}>"
+
+
+def inspect(branch: Branch, **kwargs: Any) -> ProgressionInspector:
+    """``ProgressionInspector(branch, **kwargs)``."""
+    return ProgressionInspector(branch, **kwargs)

@@ -1,0 +1,251 @@
+"""``ParseView``: a structured result as a tree table, its validation errors per field, and the
+parse attempts that led to it — filled in live while a structured reply streams.
+
+    ParseView(order)                               # a validated result
+    ParseView(Order, branch=branch)                # live: follows the branch's next reply
+    ParseView(Order, errors=exc)                   # a ValidationError / ParseError, per field
+
+Live mode validates each JSON value as it completes (``render.live_parse.LiveParse``), never
+the accumulated text per chunk; the table re-renders at most ``1 / refresh_interval`` times a
+second. HTML comes from ``render.parse_tree``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets
+from pydantic import BaseModel, ValidationError
+
+from lion_nb.render.live_parse import LiveParse
+from lion_nb.render.parse_tree import (
+    _e,
+    attempts_html,
+    errors_by_path,
+    errors_html,
+    tree_html,
+    tree_rows,
+    type_name,
+)
+from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, Signal, StreamDelta
+from lion_nb.widgets.live import WidgetKit
+from lion_nb.widgets.style import stylesheet_html
+from lion_nb.widgets.viewbase import StaticFallback, Throttle
+
+if TYPE_CHECKING:
+    from lion_nb.session.branch import Branch
+
+__all__ = ["ParseView"]
+
+_CSS = (
+    ".lion-parse-tree,.lion-parse-errors{border-collapse:collapse;font-size:0.88em;width:100%}"
+    ".lion-parse-tree td,.lion-parse-tree th,.lion-parse-errors td,.lion-parse-errors th"
+    "{border-bottom:1px solid var(--lion-border);padding:0.15rem 0.5rem;text-align:left;"
+    "vertical-align:top}"
+    ".lion-parse-pending td{color:var(--lion-fg-muted)}"
+    ".lion-parse-invalid td{background:var(--lion-error-bg)}"
+    ".lion-parse-value{white-space:pre-wrap}"
+    ".lion-parse-partial{white-space:pre-wrap;font-style:italic}"
+    ".lion-parse-attempts{padding-left:1.2rem;font-size:0.9em}"
+)
+
+
+def _error_dicts(errors: Any) -> list[dict[str, Any]]:
+    """A ValidationError, a ParseError caused by one, or a list of error dicts."""
+    if errors is None:
+        return []
+    if isinstance(errors, list):
+        return [dict(e) for e in errors]
+    exc: BaseException | None = errors
+    while exc is not None and not isinstance(exc, ValidationError):
+        exc = exc.__cause__
+    if isinstance(exc, ValidationError):
+        return [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False)
+        ]
+    return [{"loc": [], "msg": str(errors), "type": type(errors).__name__}]
+
+
+class ParseView(StaticFallback, ipywidgets.VBox):
+    """A result (pydantic model instance, dict or list) or, given a model *type*, a live view
+    of the reply being parsed into it. ``branch`` feeds live mode from its signals (the next
+    reply's text deltas, its ParseAttempt rounds); ``errors`` and ``attempts`` can be given
+    for a finished parse."""
+
+    def __init__(
+        self,
+        result_or_model_type: Any,
+        *,
+        branch: Branch | None = None,
+        errors: Any = None,
+        attempts: list[dict[str, Any]] | None = None,
+        title: str | None = None,
+        refresh_interval: float = 0.1,
+    ) -> None:
+        target = result_or_model_type
+        self.live = isinstance(target, type) and issubclass(target, BaseModel)
+        self.model_type: type[BaseModel] | None = (
+            target if self.live else (type(target) if isinstance(target, BaseModel) else None)
+        )
+        self.result: Any = None if self.live else target
+        self.errors = _error_dicts(errors)
+        self.attempts: list[dict[str, Any]] = list(attempts or [])
+        self.title = title or (type_name(self.model_type) if self.model_type else "Result")
+        self.parser = LiveParse(self.model_type) if self.live else None
+        self.branch = branch
+        self._message_id: Any = None
+        self.closed = False
+        self._kit = WidgetKit()
+        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
+        self._header = self._kit.html("")
+        self._tree = self._kit.html("")
+        self._errors = self._kit.html("")
+        self._attempts = self._kit.html("")
+        super().__init__(
+            children=(self._style, self._header, self._tree, self._errors, self._attempts),
+            _dom_classes=("lion-view", "lion-parse"),
+        )
+        self._refresh = Throttle(self._render, refresh_interval)
+        self._unsubscribe: Callable[[], None] = lambda: None
+        if branch is not None:
+            self._unsubscribe = branch._observers.subscribe(
+                (StreamDelta, MessageAdded, ParseAttempt, RunEnd, RunFailed), self._on_signal
+            )
+        self._render()
+        self._ready = True
+
+    # ----- input -------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        if self.parser is not None and self.result is None:
+            return self.parser.status
+        return "invalid" if self.errors else "valid"
+
+    def feed(self, delta: str) -> None:
+        """Add text of the structured reply (live mode)."""
+        if self.parser is None:
+            raise TypeError("feed() needs a live ParseView (made from a model type)")
+        self.parser.feed(delta)
+        self._refresh.request()
+
+    def finish(self) -> Any:
+        """The reply ended: validate it whole; returns the result (or None)."""
+        if self.parser is None:
+            return self.result
+        result = self.parser.finish()
+        if isinstance(result, BaseModel):
+            self.result = result
+        self._refresh.flush()
+        return result
+
+    def set_result(self, result: Any, errors: Any = None) -> None:
+        """Show a finished result (and its errors, if any)."""
+        self.result = result
+        self.errors = _error_dicts(errors)
+        self._refresh.flush()
+
+    def _on_signal(self, signal: Signal) -> None:
+        if self.closed or self.parser is None:
+            return
+        if isinstance(signal, StreamDelta):
+            if signal.kind != "text":
+                return
+            if signal.message_id != self._message_id:
+                if self.parser.status in ("valid", "invalid") and self.result is not None:
+                    return  # keep a finished result; a later reply is someone else's
+                self._message_id = signal.message_id  # a new reply: start over
+                self.parser.reset()
+            self.feed(signal.delta)
+        elif isinstance(signal, MessageAdded):
+            if signal.message.id == self._message_id:
+                self.finish()
+        elif isinstance(signal, ParseAttempt):
+            self.attempts.append(
+                {
+                    "attempt": signal.attempt,
+                    "ok": signal.ok,
+                    "raw": signal.raw,
+                    "errors": list(signal.errors),
+                    "target": signal.target,
+                }
+            )
+            self._refresh.flush()
+        elif isinstance(signal, RunEnd | RunFailed):
+            self._refresh.flush()
+            self.refresh_static()
+
+    # ----- output ------------------------------------------------------------------------
+    def rows(self) -> list[Any]:
+        if self.parser is not None and self.result is None:
+            return self.parser.rows()
+        return tree_rows(
+            self.result, model_type=self.model_type, errors=errors_by_path(self.errors)
+        )
+
+    def current_errors(self) -> list[dict[str, Any]]:
+        if self.parser is not None and self.result is None:
+            return self.parser.all_errors()
+        return self.errors
+
+    def header_html(self) -> str:
+        status = self.status
+        detail = ""
+        if self.parser is not None and self.parser.error and status == "not-json":
+            detail = f" — {self.parser.error}"
+        return (
+            f'<div class="lion-round-head"><span class="lion-round-title">'
+            f'{_e(self.title)}</span><span class="lion-status lion-parse-{_e(status)}">'
+            f'{_e(status)}</span><span class="lion-meta">{_e(detail)}</span></div>'
+        )
+
+    def _render(self) -> None:
+        if self.closed:
+            return
+        self._header.value = self.header_html()
+        self._tree.value = tree_html(self.rows())
+        self._errors.value = errors_html(self.current_errors())
+        self._attempts.value = attempts_html(self.attempts)
+
+    def static_html(self) -> str:
+        return (
+            f'<div class="lion-view lion-parse"><style>{_CSS}</style>{self.header_html()}'
+            f"{tree_html(self.rows())}{errors_html(self.current_errors())}"
+            f"{attempts_html(self.attempts)}</div>"
+        )
+
+    def static_text(self) -> str:
+        lines = [f"{self.title}: {self.status}"]
+        for row in self.rows():
+            value = "" if row.value is None else f" = {row.value}"
+            lines.append(f"{'  ' * row.depth}{row.key}: {row.type}{value}")
+        lines.extend(
+            f"error at {'.'.join(map(str, e.get('loc') or [])) or '(root)'}: {e.get('msg')}"
+            for e in self.current_errors()
+        )
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
+            super().close()
+            return
+        if self.closed:
+            return
+        self.closed = True
+        self._unsubscribe()
+        self._refresh.cancel()
+        for widget in (
+            self._style,
+            self._header,
+            self._tree,
+            self._errors,
+            self._attempts,
+            self._kit.layout,
+            self._kit.style,
+        ):
+            widget.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"<ParseView {self.title} {self.status}>"

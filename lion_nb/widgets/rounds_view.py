@@ -1,0 +1,199 @@
+"""``ReActRoundsView``: a ReAct / ReActStream run grouped into rounds as they happen.
+
+    view = ReActRoundsView(branch)
+    view                                   # then, in this or another cell:
+    await branch.ReAct("...", tools=...)
+
+Round N shows its analysis (streaming while the model writes it), the tool calls it asked for
+side by side with their results as they arrive, and its status, duration and token usage. The
+branch's earlier messages are shown as inferred rounds (``history=False`` hides them).
+
+One HTML widget per round: a change re-sends only the round that changed, and streamed text is
+re-rendered at most ``1 / refresh_interval`` times a second. The view model is
+``render.rounds.RoundsModel``; this class only maps its objects to widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets
+
+from lion_nb.render.rounds import (
+    Round,
+    RoundsModel,
+    RunGroup,
+    round_html,
+    rounds_html,
+    run_head_html,
+)
+from lion_nb.render.text import format_usage
+from lion_nb.signals import (
+    MessageAdded,
+    RoundEnd,
+    RoundStart,
+    RunEnd,
+    RunFailed,
+    RunStart,
+    Signal,
+    StreamDelta,
+)
+from lion_nb.widgets.live import WidgetKit
+from lion_nb.widgets.style import stylesheet_html
+from lion_nb.widgets.viewbase import StaticFallback, Throttle
+
+if TYPE_CHECKING:
+    from lion_nb.session.branch import Branch
+
+__all__ = ["ReActRoundsView"]
+
+_SIGNALS = (RunStart, RunEnd, RunFailed, RoundStart, RoundEnd, MessageAdded, StreamDelta)
+_CSS = (
+    ".lion-rounds .lion-action{display:flex;flex-direction:column;gap:0.3rem}"
+    ".lion-rounds .lion-run-head{margin-top:0.6rem}"
+    ".lion-rounds details.lion-round-instruction{font-size:0.9em;margin:0.2rem 0}"
+)
+
+
+class ReActRoundsView(StaticFallback, ipywidgets.VBox):
+    def __init__(
+        self,
+        branch: Branch,
+        *,
+        history: bool = True,
+        title: str | None = None,
+        refresh_interval: float = 0.1,
+    ) -> None:
+        self.branch = branch
+        self.title = title or f"ReAct rounds — {branch.name or str(branch.id)[:8]}"
+        self.model = RoundsModel.from_messages(branch.messages) if history else RoundsModel()
+        self.closed = False
+        self._kit = WidgetKit()
+        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
+        self._header = self._kit.html("")
+        self._box = ipywidgets.VBox(_dom_classes=("lion-rounds-list",))
+        self._widgets: dict[int, Any] = {}  # id(Round | RunGroup) -> HTML widget
+        self._dirty: dict[int, Round | RunGroup] = {}
+        super().__init__(
+            children=(self._style, self._header, self._box),
+            _dom_classes=("lion-view", "lion-rounds"),
+        )
+        self._refresh = Throttle(self._flush, refresh_interval)
+        for group in self.model.runs:
+            self._mark(group)
+            for rnd in group.rounds:
+                self._mark(rnd)
+        self._unsubscribe: Callable[[], None] = branch._observers.subscribe(
+            _SIGNALS, self._on_signal
+        )
+        self._refresh.flush()
+        self._ready = True
+
+    # ----- live --------------------------------------------------------------------------
+    def _mark(self, obj: Round | RunGroup) -> None:
+        self._dirty[id(obj)] = obj
+
+    def _on_signal(self, signal: Signal) -> None:
+        if self.closed:
+            return
+        changed = self.model.on_signal(signal)
+        if not changed:
+            return
+        for obj in changed:
+            self._mark(obj)
+        if isinstance(signal, StreamDelta):
+            self._refresh.request()  # throttled: streamed analysis text
+        else:
+            self._refresh.flush()  # structure changed: show it now
+            if isinstance(signal, RunEnd | RunFailed):
+                self.refresh_static()
+
+    def _flush(self) -> None:
+        if self.closed:
+            return
+        dirty, self._dirty = self._dirty, {}
+        new = False
+        for key, obj in dirty.items():
+            value = run_head_html(obj) if isinstance(obj, RunGroup) else round_html(obj)
+            widget = self._widgets.get(key)
+            if widget is None:
+                self._widgets[key] = self._kit.html(value)
+                new = True
+            elif widget.value != value:
+                widget.value = value
+        if new:
+            self._box.children = tuple(
+                self._widgets[id(obj)] for obj in self._ordered() if id(obj) in self._widgets
+            )
+        self._header.value = self._header_html()
+
+    def _ordered(self) -> list[Round | RunGroup]:
+        out: list[Round | RunGroup] = []
+        for group in self.model.runs:
+            out.append(group)
+            out.extend(group.rounds)
+        return out
+
+    def _header_html(self) -> str:
+        from lion_nb.render.rounds import _e
+
+        rounds = [r for g in self.model.runs for r in g.rounds]
+        running = any(r.status == "running" for r in rounds)
+        usage: dict[str, Any] = {}
+        for rnd in rounds:
+            for k, v in rnd.usage.items():
+                usage[k] = usage.get(k, 0) + v
+        bits = [f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}"]
+        if running:
+            bits.append("running")
+        if usage:
+            bits.append(format_usage(usage))
+        return (
+            f'<div class="lion-round-head"><span class="lion-round-title">{_e(self.title)}'
+            f'</span><span class="lion-meta">{_e(" · ".join(bits))}</span></div>'
+        )
+
+    # ----- reading -----------------------------------------------------------------------
+    @property
+    def rounds(self) -> list[Round]:
+        return [r for g in self.model.runs for r in g.rounds]
+
+    def static_html(self) -> str:
+        return self._header_html() + rounds_html(self.model)
+
+    def static_text(self) -> str:
+        lines = [self.title]
+        for group in self.model.runs:
+            lines.append(f"{group.operation}: {group.status}")
+            for rnd in group.rounds:
+                title = "Answer" if rnd.final else f"Round {rnd.number}"
+                actions = ", ".join(p.request.function for s in rnd.steps for p in s.actions)
+                text = " ".join(s.analysis.response for s in rnd.steps if s.analysis)
+                lines.append(
+                    f"  {title} [{rnd.status}] {text[:200]}" + (f" -> {actions}" if actions else "")
+                )
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
+            super().close()
+            return
+        if self.closed:
+            return
+        self.closed = True
+        self._unsubscribe()
+        self._refresh.cancel()
+        for widget in (
+            *self._widgets.values(),
+            self._style,
+            self._header,
+            self._box,
+            self._kit.layout,
+            self._kit.style,
+        ):
+            widget.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"<ReActRoundsView of {self.branch!r} rounds={len(self.rounds)}>"
