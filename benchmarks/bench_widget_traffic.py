@@ -47,11 +47,14 @@ def markdown_reply(tokens):
     return [t + " " for t in text.split(" ")]
 """
 
-VIEW_RUN = r"""
+VIEW_SETUP = r"""
 chunks = markdown_reply({tokens})
 branch = Branch(chat_model=iModel(provider="scripted",
                                   replies=[{{"chunks": chunks, "delay": {delay}}}]))
 view = BranchView(branch)
+"""
+
+VIEW_RUN = r"""
 view.send("stream please")
 """
 
@@ -61,7 +64,7 @@ _final = sum(len(message_html(m)) for m in branch.messages)
 print(json.dumps({"final_html": _final, "updates": None}))
 """
 
-NAIVE_RUN = r"""
+NAIVE_SETUP = r"""
 chunks = markdown_reply({tokens})
 branch = Branch(chat_model=iModel(provider="scripted",
                                   replies=[{{"chunks": chunks, "delay": {delay}}}]))
@@ -70,6 +73,9 @@ def _naive(signal):
     if isinstance(signal, StreamDelta):
         naive.value = "<pre>" + html.escape(signal.snapshot) + "</pre>"
 branch.observe(StreamDelta, handler=_naive)
+"""
+
+NAIVE_RUN = r"""
 _task = asyncio.get_running_loop().create_task(branch.communicate("stream please"))
 """
 
@@ -138,15 +144,17 @@ def execute(kc: Any, code: str, timeout: float) -> None:
                            f"{reply['content'].get('evalue')}")
 
 
-def measure(kc: Any, counter: IOPubCounter, run: str, done: str, tokens: int,
+def measure(kc: Any, counter: IOPubCounter, setup: str, run: str, done: str, tokens: int,
             rate: float) -> dict[str, Any]:
+    """Traffic from Send to the end of the run (making the view itself is not counted)."""
+    delay = 1.0 / rate
+    execute(kc, setup.format(tokens=tokens, delay=delay), timeout=60)
+    time.sleep(0.3)
     while not counter.stdout.empty():
         counter.stdout.get_nowait()
-    time.sleep(0.3)
     counter.reset()
     started = time.perf_counter()
-    delay = 1.0 / rate
-    execute(kc, run.format(tokens=tokens, delay=delay), timeout=60)
+    execute(kc, run, timeout=60)
     execute(kc, done, timeout=tokens / rate * 3 + 120)
     elapsed = time.perf_counter() - started
     time.sleep(0.5)  # let the last IOPub frames arrive
@@ -180,15 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         execute(kc, SETUP, timeout=60)
         for tokens in sizes:
-            row = measure(kc, counter, VIEW_RUN, VIEW_DONE, tokens, args.rate)
+            row = measure(kc, counter, VIEW_SETUP, VIEW_RUN, VIEW_DONE, tokens, args.rate)
             rows.append({"view": "BranchView", **row})
         if not args.quick:
-            row = measure(kc, counter, VIEW_RUN, VIEW_DONE, 3000, args.slow_rate)
+            row = measure(kc, counter, VIEW_SETUP, VIEW_RUN, VIEW_DONE, 3000,
+                          args.slow_rate)
             rows.append({"view": "BranchView", **row})
         per_message = 0.0
         for tokens in sizes:
             if tokens <= 3000:
-                row = measure(kc, counter, NAIVE_RUN, NAIVE_DONE, tokens, args.rate)
+                row = measure(kc, counter, NAIVE_SETUP, NAIVE_RUN, NAIVE_DONE, tokens,
+                              args.rate)
                 rows.append({"view": "naive", **row})
                 # envelope per message = bytes beyond the values themselves
                 acc = _naive_value_bytes(tokens)

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from lion_nb.errors import MalformedResponse, ProviderError
+from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaKind, DeltaSink, ModelResponse, ToolCall
 from lion_nb.usage import Usage
 
@@ -32,7 +32,7 @@ def format_tool(tool: dict[str, Any]) -> dict[str, Any]:
     if "type" in tool and "name" not in tool:
         return tool
     if not isinstance(tool.get("name"), str):
-        raise ValueError(f"a tool needs a 'name' or a 'function' entry: {sorted(tool)}")
+        raise ConfigurationError(f"a tool needs a 'name' or a 'function' entry: {sorted(tool)}")
     function: dict[str, Any] = {"name": tool["name"]}
     if tool.get("description"):
         function["description"] = tool["description"]

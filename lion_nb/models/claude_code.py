@@ -85,16 +85,26 @@ class ClaudeEventMapper:
     def _system(self, event: dict[str, Any]) -> list[Chunk]:
         subtype = event.get("subtype")
         if subtype == "init":
-            meta = {k: event[k] for k in ("model", "cwd", "tools", "permissionMode",
-                                           "claude_code_version") if k in event}
-            return [Chunk(type="system", session_id=event.get("session_id"), metadata=meta,
-                          raw=event)]
+            meta: dict[str, Any] = {
+                k: event[k]
+                for k in ("model", "cwd", "tools", "permissionMode", "claude_code_version")
+                if k in event
+            }
+            return [
+                Chunk(type="system", session_id=event.get("session_id"), metadata=meta, raw=event)
+            ]
         if subtype == "api_retry":
-            meta = {k: event.get(k) for k in ("attempt", "max_retries", "retry_delay_ms",
-                                               "error_status", "error")}
-            logger.info("claude_code: API retry %s/%s after status %s", meta["attempt"],
-                        meta["max_retries"], meta["error_status"])
-            return [Chunk(type="system", metadata={"subtype": "api_retry", **meta}, raw=event)]
+            retry: dict[str, Any] = {
+                k: event.get(k)
+                for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+            }
+            logger.info(
+                "claude_code: API retry %s/%s after status %s",
+                retry["attempt"],
+                retry["max_retries"],
+                retry["error_status"],
+            )
+            return [Chunk(type="system", metadata={"subtype": "api_retry", **retry}, raw=event)]
         return []
 
     def _stream_event(self, event: dict[str, Any]) -> list[Chunk]:
@@ -106,8 +116,9 @@ class ClaudeEventMapper:
             self._message_id = (sse.get("message") or {}).get("id")
         elif sse_type == "content_block_start":
             block = sse.get("content_block") or {}
-            self._blocks.append(_Streamed(self._message_id, sse.get("index", -1),
-                                          str(block.get("type"))))
+            self._blocks.append(
+                _Streamed(self._message_id, sse.get("index", -1), str(block.get("type")))
+            )
         elif sse_type == "content_block_delta":
             delta = sse.get("delta") or {}
             streamed = self._open_block(sse.get("index", -1))
@@ -138,9 +149,16 @@ class ClaudeEventMapper:
             btype = block.get("type")
             if btype == "tool_use":
                 meta = {"parent_tool_use_id": parent} if parent else {}
-                chunks.append(Chunk(type="tool_use", tool_id=block.get("id"),
-                                    name=block.get("name"), arguments=block.get("input") or {},
-                                    metadata=meta, raw=event))
+                chunks.append(
+                    Chunk(
+                        type="tool_use",
+                        tool_id=block.get("id"),
+                        name=block.get("name"),
+                        arguments=block.get("input") or {},
+                        metadata=meta,
+                        raw=event,
+                    )
+                )
             elif btype in ("text", "thinking") and not parent:
                 full = block.get(btype) or ""
                 rest = self._unstreamed(message.get("id"), btype, full)
@@ -151,13 +169,15 @@ class ClaudeEventMapper:
     def _unstreamed(self, message_id: str | None, kind: str, full: str) -> str:
         """The part of a complete block not already emitted from deltas."""
         for streamed in self._blocks:
-            if not streamed.matched and streamed.message_id == message_id and \
-                    streamed.kind == kind:
+            if not streamed.matched and streamed.message_id == message_id and streamed.kind == kind:
                 streamed.matched = True
                 if full.startswith(streamed.text):
-                    return full[len(streamed.text):]
-                logger.warning("claude_code: %s block %s differs from its deltas; kept deltas",
-                               kind, message_id)
+                    return full[len(streamed.text) :]
+                logger.warning(
+                    "claude_code: %s block %s differs from its deltas; kept deltas",
+                    kind,
+                    message_id,
+                )
                 return ""
         return full
 
@@ -170,18 +190,31 @@ class ClaudeEventMapper:
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 meta = {"parent_tool_use_id": parent} if parent else {}
-                chunks.append(Chunk(type="tool_result", tool_id=block.get("tool_use_id"),
-                                    output=_tool_output(block.get("content")),
-                                    is_error=bool(block.get("is_error")), metadata=meta,
-                                    raw=event))
+                chunks.append(
+                    Chunk(
+                        type="tool_result",
+                        tool_id=block.get("tool_use_id"),
+                        output=_tool_output(block.get("content")),
+                        is_error=bool(block.get("is_error")),
+                        metadata=meta,
+                        raw=event,
+                    )
+                )
         return chunks
 
     def _result(self, event: dict[str, Any]) -> list[Chunk]:
         usage = event.get("usage") or {}
         meta: dict[str, Any] = {
-            "usage": {k: usage[k] for k in ("input_tokens", "output_tokens",
-                                             "cache_read_input_tokens",
-                                             "cache_creation_input_tokens") if k in usage},
+            "usage": {
+                k: usage[k]
+                for k in (
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                )
+                if k in usage
+            },
             "total_cost_usd": event.get("total_cost_usd"),
             "num_turns": event.get("num_turns"),
             "duration_ms": event.get("duration_ms"),
@@ -199,8 +232,7 @@ class ClaudeEventMapper:
             logger.warning("claude_code: API error reported, but the run ended successfully")
         return chunks
 
-    def _error_from(self, result: dict[str, Any] | None,
-                    synthetic: dict[str, Any] | None) -> Chunk:
+    def _error_from(self, result: dict[str, Any] | None, synthetic: dict[str, Any] | None) -> Chunk:
         text = ""
         if result is not None:
             text = result.get("result") or "; ".join(map(str, result.get("errors") or []))
@@ -211,16 +243,20 @@ class ClaudeEventMapper:
             text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict))
         status = (result or {}).get("api_error_status")
         kind = (synthetic or {}).get("error")
-        error = classify_error(text, provider=self.provider,
-                               status=status if isinstance(status, int) else None,
-                               kind=kind if isinstance(kind, str) else None)
+        error = classify_error(
+            text,
+            provider=self.provider,
+            status=status if isinstance(status, int) else None,
+            kind=kind if isinstance(kind, str) else None,
+        )
         return error_chunk(error, result if result is not None else synthetic)
 
 
 def _tool_output(content: Any) -> Any:
     """A tool result's content as text when it is text blocks (the common case)."""
     if isinstance(content, list) and all(
-            isinstance(b, dict) and b.get("type") == "text" for b in content):
+        isinstance(b, dict) and b.get("type") == "text" for b in content
+    ):
         return "\n".join(b.get("text", "") for b in content)
     return content
 
@@ -242,8 +278,14 @@ class ClaudeCodeProvider(CLIProviderBase):
     def build_argv(self, request: CLIRequest) -> list[str]:
         opt = lambda key, default=None: self._option(request, key, default)  # noqa: E731
         prompt_arg = [] if _looks_like_flag(request.prompt) else [request.prompt]
-        argv = [self.cli_path or self.executable, "-p", *prompt_arg,
-                "--output-format", "stream-json", "--verbose"]
+        argv = [
+            self.cli_path or self.executable,
+            "-p",
+            *prompt_arg,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
         if opt("include_partial_messages", True):
             argv.append("--include-partial-messages")
         if request.resume:

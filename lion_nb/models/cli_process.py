@@ -48,8 +48,9 @@ def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:
     return env
 
 
-def resolve_executable(name: str, env: Mapping[str, str], *, package: str | None,
-                       provider: str | None) -> str:
+def resolve_executable(
+    name: str, env: Mapping[str, str], *, package: str | None, provider: str | None
+) -> str:
     """The absolute path to run, or ``CLINotFound`` naming the npm package to install."""
     hint = f"; install it with `npm install -g {package}`" if package else ""
     if os.sep in name or (os.altsep and os.altsep in name):
@@ -57,12 +58,15 @@ def resolve_executable(name: str, env: Mapping[str, str], *, package: str | None
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
         problem = "is not executable" if path.is_file() else "does not exist"
-        raise CLINotFound(f"CLI executable {str(path)!r} {problem}{hint} or pass cli_path=",
-                          provider=provider)
+        raise CLINotFound(
+            f"CLI executable {str(path)!r} {problem}{hint} or pass cli_path=", provider=provider
+        )
     found = shutil.which(name, path=env.get("PATH", os.defpath))
     if found is None:
-        raise CLINotFound(f"CLI executable {name!r} was not found on PATH{hint} or pass "
-                          f"cli_path=", provider=provider)
+        raise CLINotFound(
+            f"CLI executable {name!r} was not found on PATH{hint} or pass cli_path=",
+            provider=provider,
+        )
     return found
 
 
@@ -73,7 +77,7 @@ def _proc_state(pid: int) -> tuple[str, int] | None:
     except OSError:
         return None
     # The command name may contain spaces and parentheses: fields start after the last ")".
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     return fields[0].decode(), int(fields[2])
 
 
@@ -85,12 +89,8 @@ def group_alive(pgid: int) -> bool:
     keep a group "alive" forever. On Linux the group's members are therefore read from /proc;
     elsewhere the signal probe is the answer.
     """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
+    if not _group_exists(pgid):
         return False
-    except PermissionError:
-        return True
     if not os.path.isdir("/proc/self"):
         return True
     with os.scandir("/proc") as entries:
@@ -100,6 +100,16 @@ def group_alive(pgid: int) -> bool:
                 if state is not None and state[1] == pgid and state[0] not in ("Z", "X"):
                     return True
     return False
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -148,13 +158,11 @@ class CLIProcess:
     async def start(self) -> None:
         if self._proc is not None:
             raise RuntimeError("CLIProcess.start() called twice")
-        if self.cwd is not None and not Path(self.cwd).is_dir():
-            raise CLIError(f"working directory {str(self.cwd)!r} does not exist",
-                           provider=self.provider)
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv,
-                stdin=asyncio.subprocess.PIPE if self.stdin_data is not None
+                stdin=asyncio.subprocess.PIPE
+                if self.stdin_data is not None
                 else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -163,12 +171,19 @@ class CLIProcess:
                 start_new_session=True,  # own process group: aclose() signals all of it
             )
         except FileNotFoundError as exc:
+            if self.cwd is not None and exc.filename == os.fspath(self.cwd):
+                raise CLIError(
+                    f"working directory {os.fspath(self.cwd)!r} does not exist",
+                    provider=self.provider,
+                ) from exc
             hint = f"; install it with `npm install -g {self.package}`" if self.package else ""
-            raise CLINotFound(f"CLI executable {self.argv[0]!r} was not found{hint}",
-                              provider=self.provider) from exc
+            raise CLINotFound(
+                f"CLI executable {self.argv[0]!r} was not found{hint}", provider=self.provider
+            ) from exc
         except OSError as exc:
-            raise CLIError(f"could not start {self.argv[0]!r}: {exc.strerror or exc}",
-                           provider=self.provider) from exc
+            raise CLIError(
+                f"could not start {self.argv[0]!r}: {exc.strerror or exc}", provider=self.provider
+            ) from exc
         self.pid = self.pgid = self._proc.pid  # a new session's leader: pgid == pid
         logger.debug("%s: started pid %d", self.provider or self.argv[0], self.pid)
         self._wait_task = asyncio.create_task(self._wait_exit())
@@ -241,15 +256,18 @@ class CLIProcess:
         block_task = asyncio.ensure_future(reader.read(READ_SIZE))
         try:
             if not self._wait_task.done():
-                await asyncio.wait({block_task, self._wait_task},
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    {block_task, self._wait_task}, return_when=asyncio.FIRST_COMPLETED
+                )
             if not block_task.done():
                 # The leader is gone; whatever it wrote is already in the pipe. Only a
                 # grandchild can still be writing, and silence from it ends the stream.
                 done, _ = await asyncio.wait({block_task}, timeout=EXIT_DRAIN)
                 if not done:
-                    logger.debug("%s: stdout still open after exit; ending the stream",
-                                 self.provider or self.argv[0])
+                    logger.debug(
+                        "%s: stdout still open after exit; ending the stream",
+                        self.provider or self.argv[0],
+                    )
                     return b""
             return block_task.result()
         finally:
@@ -283,11 +301,15 @@ class CLIProcess:
         pgid = self.pgid
         assert pgid is not None and self._wait_task is not None
         try:
-            if group_alive(pgid):
+            if _group_exists(pgid):  # cheap probe; signalling zombies is harmless
                 _signal_group(pgid, signal.SIGTERM)
                 if not await self._until_gone(pgid, self.terminate_grace):
-                    logger.debug("%s: process group %d survived SIGTERM for %.2fs; SIGKILL",
-                                 self.provider or self.argv[0], pgid, self.terminate_grace)
+                    logger.debug(
+                        "%s: process group %d survived SIGTERM for %.2fs; SIGKILL",
+                        self.provider or self.argv[0],
+                        pgid,
+                        self.terminate_grace,
+                    )
                     _signal_group(pgid, signal.SIGKILL)
                     await self._until_gone(pgid, 5.0)
             else:
@@ -300,10 +322,10 @@ class CLIProcess:
         finally:
             await self._release_pipes()
 
-    async def _until_gone(self, pgid: int, timeout: float) -> bool:
-        """Poll until the leader is reaped and no live member remains, or ``timeout`` passes."""
+    async def _until_gone(self, pgid: int, within: float) -> bool:
+        """Poll until the leader is reaped and no live member remains, or ``within`` passes."""
         assert self._wait_task is not None
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         delay = 0.001
         while True:
             if self._wait_task.done() and not group_alive(pgid):

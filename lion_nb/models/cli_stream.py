@@ -67,21 +67,37 @@ _STATUS_IN_TEXT = re.compile(
     r"|service unavailable|bad gateway|gateway timeout|overloaded)"
 )
 _TEXT_RULES: tuple[tuple[type[ProviderError], re.Pattern[str]], ...] = (
-    (RateLimitError, re.compile(
-        r"rate.?limit|too many requests|quota|resource has been exhausted|resource_exhausted")),
-    (AuthenticationError, re.compile(
-        r"unauthori[sz]ed|invalid api key|api key not valid|incorrect api key|authentication"
-        r"|permission_denied|unauthenticated|forbidden|invalid x-api-key")),
-    (ServerError, re.compile(
-        r"overloaded|internal (?:server )?error|server error|server had an error|high demand"
-        r"|service unavailable|bad gateway|unavailable")),
+    (
+        RateLimitError,
+        re.compile(
+            r"rate.?limit|too many requests|quota|resource has been exhausted|resource_exhausted"
+        ),
+    ),
+    (
+        AuthenticationError,
+        re.compile(
+            r"unauthori[sz]ed|invalid api key|api key not valid|incorrect api key|authentication"
+            r"|permission_denied|unauthenticated|forbidden|invalid x-api-key"
+        ),
+    ),
+    (
+        ServerError,
+        re.compile(
+            r"overloaded|internal (?:server )?error|server error|server had an error|high demand"
+            r"|service unavailable|bad gateway|unavailable"
+        ),
+    ),
     (ProviderTimeout, re.compile(r"timed out|timeout|deadline exceeded")),
 )
 _KINDS: dict[str, type[ProviderError]] = {
-    "rate_limit": RateLimitError, "rate_limit_error": RateLimitError,
-    "authentication_failed": AuthenticationError, "authentication_error": AuthenticationError,
+    "rate_limit": RateLimitError,
+    "rate_limit_error": RateLimitError,
+    "authentication_failed": AuthenticationError,
+    "authentication_error": AuthenticationError,
     "permission_error": AuthenticationError,
-    "server_error": ServerError, "api_error": ServerError, "overloaded_error": ServerError,
+    "server_error": ServerError,
+    "api_error": ServerError,
+    "overloaded_error": ServerError,
     "overloaded": ServerError,
 }
 
@@ -202,8 +218,12 @@ class CLIProviderBase:
         """The error for a non-zero exit that the stream itself did not explain."""
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         detail = last_line(stderr)
-        return CLIError(f"{self.name} {how}" + (f": {detail}" if detail else ""),
-                        provider=self.name, status=code, stderr=stderr)
+        return CLIError(
+            f"{self.name} {how}" + (f": {detail}" if detail else ""),
+            provider=self.name,
+            status=code,
+            stderr=stderr,
+        )
 
     # -- shared machinery -------------------------------------------------------------------
 
@@ -234,8 +254,15 @@ class CLIProviderBase:
         argv = self.build_argv(request)
         argv[0] = resolve_executable(argv[0], env, package=self.package, provider=self.name)
         grace = self._option(request, "terminate_grace", DEFAULT_GRACE)
-        proc = CLIProcess(argv, stdin=self.stdin_for(request), env=env, cwd=self.cwd,
-                          terminate_grace=grace, package=self.package, provider=self.name)
+        proc = CLIProcess(
+            argv,
+            stdin=self.stdin_for(request),
+            env=env,
+            cwd=self.cwd,
+            terminate_grace=grace,
+            package=self.package,
+            provider=self.name,
+        )
         run = _Run(self, self.new_mapper(), self._secrets())
         decoder = JSONLinesDecoder(source=self.name)
         try:
@@ -251,7 +278,10 @@ class CLIProviderBase:
                     error = ConnectionLost(
                         f"{self.name} output ended in the middle of a line (exit code {code})"
                         + (f": {last_line(stderr)}" if last_line(stderr) else ""),
-                        provider=self.name, status=code, body=stderr or item.preview)
+                        provider=self.name,
+                        status=code,
+                        body=stderr or item.preview,
+                    )
                     for chunk in run.post([error_chunk(error, item.as_event())]):
                         yield chunk
                 else:
@@ -260,9 +290,10 @@ class CLIProviderBase:
             for chunk in run.post(run.mapper.finish()):
                 yield chunk
             if code != 0 and not run.failed:
-                error = self.exit_error(code, stderr)
-                for chunk in run.post([error_chunk(error, {"type": "process_exit",
-                                                           "exit_code": code})]):
+                exit_error = self.exit_error(code, stderr)
+                for chunk in run.post(
+                    [error_chunk(exit_error, {"type": "process_exit", "exit_code": code})]
+                ):
                     yield chunk
         finally:
             await proc.aclose()
@@ -271,8 +302,7 @@ class CLIProviderBase:
 class _Run:
     """Per-stream state of ``CLIProviderBase.stream``."""
 
-    def __init__(self, provider: CLIProviderBase, mapper: EventMapper,
-                 secrets: list[str]) -> None:
+    def __init__(self, provider: CLIProviderBase, mapper: EventMapper, secrets: list[str]) -> None:
         self.provider = provider
         self.mapper = mapper
         self.secrets = secrets
@@ -283,8 +313,13 @@ class _Run:
     def convert(self, item: dict[str, Any] | MalformedLine) -> list[Chunk]:
         if isinstance(item, MalformedLine):
             self.malformed += 1
-            logger.warning("%s: skipped malformed output line %d (%s): %.120r",
-                           self.provider.name, item.line_no, item.reason, item.preview)
+            logger.warning(
+                "%s: skipped malformed output line %d (%s): %.120r",
+                self.provider.name,
+                item.line_no,
+                item.reason,
+                item.preview,
+            )
             return []
         return self.post(self.mapper.map(item))
 
@@ -294,7 +329,8 @@ class _Run:
                 self.provider.session_id = chunk.session_id
             if chunk.type == "result":
                 chunk.metadata.setdefault(
-                    "duration_ms", round((time.monotonic() - self.started) * 1000))
+                    "duration_ms", round((time.monotonic() - self.started) * 1000)
+                )
                 if self.malformed:
                     chunk.metadata["malformed_lines"] = self.malformed
             elif chunk.type == "error":

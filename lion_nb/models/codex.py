@@ -29,14 +29,19 @@ import json
 import logging
 from typing import Any
 
-from lion_nb.models.base import Chunk, CLIRequest
+from lion_nb.models.base import Chunk, ChunkType, CLIRequest
 from lion_nb.models.cli_stream import CLIProviderBase, EventMapper, classify_error, error_chunk
 
 logger = logging.getLogger(__name__)
 
 PROVIDER = "codex"
-_USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens",
-               "output_tokens", "reasoning_output_tokens")
+_USAGE_KEYS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
 
 
@@ -47,13 +52,14 @@ class CodexEventMapper:
     dict so a resumed thread's usage is reported as marginal. It is updated in place.
     """
 
-    def __init__(self, provider: str = PROVIDER,
-                 thread_totals: dict[str, dict[str, int]] | None = None) -> None:
+    def __init__(
+        self, provider: str = PROVIDER, thread_totals: dict[str, dict[str, int]] | None = None
+    ) -> None:
         self.provider = provider
         self.thread_totals = thread_totals if thread_totals is not None else {}
         self._thread_id: str | None = None
         self._started: set[str] = set()
-        self._prose: set[str] = set()  # chunk kinds emitted since the last tool call
+        self._prose: set[ChunkType] = set()  # chunk kinds emitted since the last tool call
         self._pending_error: dict[str, Any] | None = None
         self._errored = False
 
@@ -81,8 +87,9 @@ class CodexEventMapper:
         if self._pending_error is not None and not self._errored:
             self._errored = True
             event, self._pending_error = self._pending_error, None
-            return [error_chunk(classify_error(event.get("message"), provider=self.provider),
-                                event)]
+            return [
+                error_chunk(classify_error(event.get("message"), provider=self.provider), event)
+            ]
         return []
 
     # -- items -----------------------------------------------------------------------------
@@ -93,7 +100,7 @@ class CodexEventMapper:
         if itype in ("agent_message", "reasoning"):
             if phase != "item.completed" or not item.get("text"):
                 return []
-            kind = "text" if itype == "agent_message" else "thinking"
+            kind: ChunkType = "text" if itype == "agent_message" else "thinking"
             # Complete messages, not deltas: keep two in a row from running together.
             text = ("\n\n" if kind in self._prose else "") + item["text"]
             self._prose.add(kind)
@@ -103,12 +110,27 @@ class CodexEventMapper:
             if item_id not in self._started:
                 self._started.add(item_id)
                 self._prose.clear()
-                chunks.append(Chunk(type="tool_use", tool_id=item_id, name=_tool_name(item),
-                                    arguments=_tool_arguments(item), raw=event))
+                chunks.append(
+                    Chunk(
+                        type="tool_use",
+                        tool_id=item_id,
+                        name=_tool_name(item),
+                        arguments=_tool_arguments(item),
+                        raw=event,
+                    )
+                )
             if phase == "item.completed":
                 output, failed = _tool_outcome(item)
-                chunks.append(Chunk(type="tool_result", tool_id=item_id, name=_tool_name(item),
-                                    output=output, is_error=failed, raw=event))
+                chunks.append(
+                    Chunk(
+                        type="tool_result",
+                        tool_id=item_id,
+                        name=_tool_name(item),
+                        output=output,
+                        is_error=failed,
+                        raw=event,
+                    )
+                )
             return chunks
         if itype == "error" and phase == "item.completed":
             logger.warning("codex: %s", item.get("message"))
@@ -122,8 +144,13 @@ class CodexEventMapper:
         marginal = {k: total[k] - before.get(k, 0) for k in _USAGE_KEYS if k in total}
         if self._thread_id:
             self.thread_totals[self._thread_id] = total
-        meta = {"usage": marginal, "thread_usage": total, "num_turns": 1,
-                "session_id": self._thread_id, "is_error": False}
+        meta = {
+            "usage": marginal,
+            "thread_usage": total,
+            "num_turns": 1,
+            "session_id": self._thread_id,
+            "is_error": False,
+        }
         return Chunk(type="result", metadata=meta, raw=event)
 
     def _error_line(self, event: dict[str, Any]) -> list[Chunk]:
@@ -191,8 +218,7 @@ class CodexProvider(CLIProviderBase):
     package = "@openai/codex"
     api_key_env = ("CODEX_API_KEY", "OPENAI_API_KEY")
 
-    def __init__(self, model: str | None = None, api_key: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, model: str | None = None, api_key: str | None = None, **kwargs: Any) -> None:
         super().__init__(model, api_key, **kwargs)
         self.thread_totals: dict[str, dict[str, int]] = {}
 

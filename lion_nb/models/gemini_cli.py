@@ -55,16 +55,28 @@ class GeminiEventMapper:
         kind = event.get("type")
         if kind == "init":
             self._session_id = event.get("session_id")
-            return [Chunk(type="system", session_id=event.get("session_id"),
-                          metadata={"model": event.get("model")}, raw=event)]
+            return [
+                Chunk(
+                    type="system",
+                    session_id=event.get("session_id"),
+                    metadata={"model": event.get("model")},
+                    raw=event,
+                )
+            ]
         if kind == "message":
             if event.get("role") == "assistant" and event.get("content"):
                 return [Chunk(type="text", text=str(event["content"]), raw=event)]
             return []
         if kind == "tool_use":
-            return [Chunk(type="tool_use", tool_id=event.get("tool_id"),
-                          name=event.get("tool_name"), arguments=event.get("parameters") or {},
-                          raw=event)]
+            return [
+                Chunk(
+                    type="tool_use",
+                    tool_id=event.get("tool_id"),
+                    name=event.get("tool_name"),
+                    arguments=event.get("parameters") or {},
+                    raw=event,
+                )
+            ]
         if kind == "tool_result":
             return [self._tool_result(event)]
         if kind == "result":
@@ -81,8 +93,9 @@ class GeminiEventMapper:
     def finish(self) -> list[Chunk]:
         if self._pending_error is not None and not self._finished:
             event, self._pending_error = self._pending_error, None
-            return [error_chunk(classify_error(event.get("message"), provider=self.provider),
-                                event)]
+            return [
+                error_chunk(classify_error(event.get("message"), provider=self.provider), event)
+            ]
         return []
 
     def _tool_result(self, event: dict[str, Any]) -> Chunk:
@@ -92,15 +105,24 @@ class GeminiEventMapper:
         if failed and not output and error:
             output = error.get("message")
         meta = {"error": error} if error else {}
-        return Chunk(type="tool_result", tool_id=event.get("tool_id"), output=output,
-                     is_error=failed, metadata=meta, raw=event)
+        return Chunk(
+            type="tool_result",
+            tool_id=event.get("tool_id"),
+            output=output,
+            is_error=failed,
+            metadata=meta,
+            raw=event,
+        )
 
     def _result(self, event: dict[str, Any]) -> list[Chunk]:
         self._finished = True
         stats = event.get("stats") or {}
         meta: dict[str, Any] = {
-            "usage": {k: stats[k] for k in ("input_tokens", "output_tokens", "cached")
-                      if isinstance(stats.get(k), int)},
+            "usage": {
+                k: stats[k]
+                for k in ("input_tokens", "output_tokens", "cached")
+                if isinstance(stats.get(k), int)
+            },
             "duration_ms": stats.get("duration_ms"),
             "tool_calls": stats.get("tool_calls"),
             "models": stats.get("models"),
@@ -151,21 +173,30 @@ class GeminiCLIProvider(CLIProviderBase):
     def exit_error(self, code: int, stderr: str) -> ProviderError:
         detail = _error_line(stderr)
         if code == EXIT_AUTH:
-            return AuthenticationError(f"gemini_cli could not authenticate: {detail}".rstrip(": "),
-                                       provider=self.name, status=code, body=stderr)
+            return AuthenticationError(
+                f"gemini_cli could not authenticate: {detail}".rstrip(": "),
+                provider=self.name,
+                status=code,
+                body=stderr,
+            )
         if code in EXIT_TO_HTTP:
             status = EXIT_TO_HTTP[code]
             message = f"gemini_cli exited with code {code} (HTTP {status})"
-            return classify_error(f"{message}: {detail}" if detail else message,
-                                  provider=self.name, status=status, body=stderr)
+            return classify_error(
+                f"{message}: {detail}" if detail else message,
+                provider=self.name,
+                status=status,
+                body=stderr,
+            )
         return super().exit_error(code, stderr)
 
 
 def _error_line(stderr: str) -> str:
     """The most telling stderr line: the last one reporting an error or failure, skipping
     stack frames; else the last line that is not a stack frame."""
-    lines = [ln.strip() for ln in stderr.splitlines()
-             if ln.strip() and not ln.strip().startswith("at ")]
+    lines = [
+        ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.strip().startswith("at ")
+    ]
     for line in reversed(lines):
         lower = line.lower()
         if "error" in lower or "fail" in lower:

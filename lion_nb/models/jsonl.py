@@ -45,8 +45,12 @@ class MalformedLine:
 
     def as_event(self) -> dict[str, Any]:
         """A JSON-safe description, for stream persistence (``Chunk.raw``)."""
-        return {"type": "malformed_line", "reason": self.reason, "line_no": self.line_no,
-                "preview": self.preview}
+        return {
+            "type": "malformed_line",
+            "reason": self.reason,
+            "line_no": self.line_no,
+            "preview": self.preview,
+        }
 
 
 DecodedItem = dict[str, Any] | MalformedLine
@@ -122,35 +126,49 @@ class JSONLinesDecoder:
         except UnicodeDecodeError:
             text = line.decode("utf-8", errors="replace")
             self.replaced_lines += 1
-            logger.warning("%s: line %d is not valid UTF-8; invalid bytes replaced",
-                           self.source or "JSON lines", self.lines)
+            logger.warning(
+                "%s: line %d is not valid UTF-8; invalid bytes replaced",
+                self.source or "JSON lines",
+                self.lines,
+            )
         if not text.strip():
             return
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             reason: MalformedReason = "truncated" if final else "invalid_json"
-            what = ("stream ended in the middle of a line" if final
-                    else f"line is not valid JSON ({exc.msg} at column {exc.colno})")
+            if final:
+                what = "stream ended in the middle of a line"
+            elif isinstance(exc, json.JSONDecodeError):
+                what = f"line is not valid JSON ({exc.msg} at column {exc.colno})"
+            else:  # absurdly deep nesting must not crash the stream
+                what = "line is nested too deeply to decode"
             out.append(self._marker(reason, text, what))
             return
         if not isinstance(value, dict):
-            out.append(self._marker("not_object", text,
-                                    f"line is JSON {type(value).__name__}, not an object"))
+            out.append(
+                self._marker(
+                    "not_object", text, f"line is JSON {type(value).__name__}, not an object"
+                )
+            )
             return
         out.append(value)
 
     def _too_long(self, line: bytes, *, line_no: int | None = None) -> MalformedLine:
         preview = line[:PREVIEW_CHARS].decode("utf-8", errors="replace")
-        return self._marker("too_long", preview,
-                            f"line exceeds {self.max_line_bytes} bytes", line_no=line_no)
+        return self._marker(
+            "too_long", preview, f"line exceeds {self.max_line_bytes} bytes", line_no=line_no
+        )
 
-    def _marker(self, reason: MalformedReason, text: str, what: str,
-                *, line_no: int | None = None) -> MalformedLine:
+    def _marker(
+        self, reason: MalformedReason, text: str, what: str, *, line_no: int | None = None
+    ) -> MalformedLine:
         number = self.lines if line_no is None else line_no
         preview = text[:PREVIEW_CHARS]
         error = MalformedResponse(
             f"malformed output line {number}: {what}: {preview!r}",
-            provider=self.source, body=preview, retryable=reason == "truncated",
+            provider=self.source,
+            body=preview,
+            retryable=reason == "truncated",
         )
         return MalformedLine(reason, number, preview, error)

@@ -210,14 +210,14 @@ class OpenAIProvider:
             try:
                 return await self._attempt(body, headers, timeout, on_delta)
             except _RetrySafe as wrapped:
-                error = _scrub(wrapped.error, secrets)
-                if not error.retryable or attempt >= self.max_retries:
-                    raise error from wrapped.__cause__
-                delay = self._retry_delay(attempt, getattr(error, "retry_after", None))
+                retry = _scrub(wrapped.error, secrets)
+                if not retry.retryable or attempt >= self.max_retries:
+                    raise retry from wrapped.__cause__
+                delay = self._retry_delay(attempt, getattr(retry, "retry_after", None))
             except ProviderError as error:
                 raise _scrub(error, secrets) from error.__cause__
             attempt += 1
-            log.info("%s; retry %d of %d in %.2f s", error, attempt, self.max_retries, delay)
+            log.info("%s; retry %d of %d in %.2f s", retry, attempt, self.max_retries, delay)
             await self._sleep(delay)
 
     def _retry_delay(self, attempt: int, retry_after: float | None) -> float:
@@ -273,6 +273,8 @@ class OpenAIProvider:
             hint = ""
             if self._api_key() is None:
                 where = f" or set ${self.api_key_env}" if self.api_key_env else ""
+                if self._loopback:  # see the module docstring
+                    where = "; a key from the environment is not sent to a loopback server"
                 hint = f" (no API key was sent: pass api_key={where})"
             return AuthenticationError(f"authentication failed: {detail}{hint}", **kw)
         if status == 429:

@@ -69,7 +69,9 @@ def as_action_request(item: Any) -> ActionRequest:
     ``{"id", "function": {"name", "arguments"}}``) or a model with ``function``/``arguments``."""
     if isinstance(item, ActionRequest):
         return item
-    call_id = None
+    function: Any
+    arguments: Any
+    call_id: Any = None
     if isinstance(item, ToolCall):
         function, arguments, call_id = item.name, item.arguments, item.id
     elif isinstance(item, dict):

@@ -125,7 +125,7 @@ async def _validate(
     """``raw`` as ``fmt`` (a model class or a JSON-schema dict), or ``_FAILED``."""
     from lion_nb.operations.parse import parse
 
-    model_cls = fmt if isinstance(fmt, type) else None
+    model_cls: type[BaseModel] | None = fmt if isinstance(fmt, type) else None
     if model_cls is not None and isinstance(raw, model_cls):
         return raw
     if isinstance(raw, BaseModel):
@@ -260,16 +260,17 @@ async def operate(
         )
     chat_param = param_cls(**param_kw)
 
-    if middle is None:
+    exchange: Any = middle
+    if exchange is None:
         if is_cli or persist:
-            from lion_nb.operations.run import run_and_collect as middle
+            from lion_nb.operations.run import run_and_collect as exchange
         else:
-            from lion_nb.operations.communicate import communicate as middle
+            from lion_nb.operations.communicate import communicate as exchange
 
     before = set(branch.progression)
     own_model = branch._chat_model  # restored below, see the module doc
     try:
-        raw = await middle(
+        raw = await exchange(
             branch,
             instruction,
             chat_param,
@@ -283,7 +284,8 @@ async def operate(
     if skip_validation:
         return raw
 
-    tool_turn, native = False, []
+    tool_turn = False
+    native: list[ActionRequest] = []
     if actions:
         new_ids = {i for i in branch.progression if i not in before}
         tool_turn, native = _exchange_tool_calls(branch, new_ids)

@@ -11,6 +11,7 @@ tool results), so a view attached late still shows rounds.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from lion_nb.messages import (
 )
 from lion_nb.render.html import head_html, message_html, streaming_html
 from lion_nb.render.markdown import render_markdown
+from lion_nb.render.partial_json import PartialJSON, PartialJSONError
 from lion_nb.render.text import format_usage, visible_controls
 from lion_nb.signals import (
     MessageAdded,
@@ -43,6 +45,7 @@ __all__ = [
     "RoundsModel",
     "RunGroup",
     "Step",
+    "analysis_text",
     "round_html",
     "rounds_html",
     "run_head_html",
@@ -51,6 +54,44 @@ __all__ = [
 
 def _e(value: Any) -> str:
     return html.escape(visible_controls(str(value)), quote=True)
+
+
+class LiveReply:
+    """A round's reply while it streams. ReAct replies are JSON; a person wants to read the
+    ``analysis`` (or ``answer``) string growing, not the JSON around it, so the text is also
+    fed to an incremental ``PartialJSON`` scanner (linear: each delta is scanned once)."""
+
+    __slots__ = ("_pieces", "_scanner")
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._scanner: PartialJSON | None = PartialJSON()
+
+    def feed(self, delta: str) -> None:
+        self._pieces.append(delta)
+        if self._scanner is not None:
+            try:
+                self._scanner.feed(delta)
+            except PartialJSONError:
+                self._scanner = None  # not JSON: show the text as it is
+
+    @property
+    def text(self) -> str:
+        if len(self._pieces) > 1:
+            self._pieces[:] = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    def display_text(self) -> str:
+        scanner = self._scanner
+        if scanner is not None and isinstance(scanner.value, dict):
+            value = scanner.value
+            partial = scanner.partial_string()
+            for key in ("analysis", "answer"):
+                if isinstance(value.get(key), str):
+                    return value[key]
+                if partial is not None and partial[0] == (key,):
+                    return partial[1]
+        return self.text
 
 
 @dataclass(slots=True)
@@ -76,7 +117,7 @@ class Round:
     error: str | None = None
     instructions: list[Instruction] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    live: dict[Any, list[str]] = field(default_factory=dict)  # message id -> text deltas
+    live: dict[Any, LiveReply] = field(default_factory=dict)  # message id -> streamed reply
     live_thinking: dict[Any, list[str]] = field(default_factory=dict)
 
     @property
@@ -183,11 +224,16 @@ class RoundsModel:
                 return []
             rnd.duration_ms = signal.duration_ms
             rnd.extension_needed = signal.extension_needed
-            if signal.error is not None:
+            if isinstance(signal.error, asyncio.CancelledError):
+                rnd.status = "stopped"  # Stop, not a failure
+            elif signal.error is not None:
                 rnd.status = "failed"
                 rnd.error = f"{type(signal.error).__name__}: {signal.error}"
             else:
                 rnd.status = "done"
+            if rnd.status == "done":  # replies streamed but not recorded (parse repairs)
+                rnd.live.clear()
+                rnd.live_thinking.clear()
             if rnd is self._round:
                 self._round = None
             return [rnd]
@@ -206,8 +252,13 @@ class RoundsModel:
         if isinstance(signal, StreamDelta):
             if self._round is None or signal.kind == "tool_args":
                 return []
-            bucket = self._round.live if signal.kind == "text" else self._round.live_thinking
-            bucket.setdefault(signal.message_id, []).append(signal.delta)
+            if signal.kind == "text":
+                reply = self._round.live.get(signal.message_id)
+                if reply is None:
+                    reply = self._round.live[signal.message_id] = LiveReply()
+                reply.feed(signal.delta)
+            else:
+                self._round.live_thinking.setdefault(signal.message_id, []).append(signal.delta)
             return [self._round]
         if isinstance(signal, RunEnd | RunFailed):
             group = self._current
@@ -230,10 +281,8 @@ class RoundsModel:
                     if v is not None
                 }
             for rnd in group.rounds:  # a round still open when its run ended did not finish
-                if rnd.status == "running":
+                if rnd.status == "running":  # its partial text stays, marked
                     rnd.status = "failed" if group.status == "failed" else "stopped"
-                    rnd.live.clear()
-                    rnd.live_thinking.clear()
                     changed.append(rnd)
             self._current = None
             self._round = None
@@ -286,9 +335,9 @@ def _duration(ms: float | None) -> str:
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
 
 
-def _analysis(message: AssistantResponse) -> str:
-    """The analysis card: a ReAct reply is JSON; its ``analysis`` (or ``answer``) text is
-    what a person wants to read, with the rest of the fields under it."""
+def reply_fields(message: AssistantResponse) -> dict[str, Any] | None:
+    """A ReAct reply's structured fields (its parsed result, or its JSON text), if it has
+    an ``analysis`` or ``answer``."""
     data = message.metadata.get("result")
     if data is None:
         try:
@@ -298,6 +347,24 @@ def _analysis(message: AssistantResponse) -> str:
     if hasattr(data, "model_dump"):
         data = data.model_dump(mode="json")
     if not isinstance(data, dict) or not any(k in data for k in ("analysis", "answer")):
+        return None
+    return data
+
+
+def analysis_text(message: AssistantResponse) -> str:
+    """What a person reads of a round's reply: its analysis or answer, else the text."""
+    data = reply_fields(message)
+    if data is None:
+        return message.response
+    text = data.get("analysis") or data.get("answer") or ""
+    return text if isinstance(text, str) else json.dumps(text, default=str)
+
+
+def _analysis(message: AssistantResponse) -> str:
+    """The analysis card: a ReAct reply is JSON; its ``analysis`` (or ``answer``) text is
+    what a person wants to read, with the rest of the fields under it."""
+    data = reply_fields(message)
+    if data is None:
         return message_html(message)
     text = data.get("analysis") or data.get("answer") or ""
     rest = {
@@ -376,9 +443,10 @@ def round_html(rnd: Round) -> str:
                 + "".join(_pair_html(p) for p in step.actions)
                 + "</div>"
             )
-    for mid, pieces in rnd.live.items():
+    for mid, reply in rnd.live.items():
         thinking = "".join(rnd.live_thinking.get(mid, ()))
-        parts.append(streaming_html(mid, "".join(pieces), thinking))
+        status = "streaming" if rnd.status == "running" else rnd.status
+        parts.append(streaming_html(mid, reply.display_text(), thinking, status=status))
     if rnd.error:
         parts.append(f'<div class="lion-field-error">{_e(rnd.error)}</div>')
     return (

@@ -56,7 +56,7 @@ class Tool:
         if not callable(func):
             raise TypeError(f"a tool must be a function, not {func!r}")
         self.func = func
-        self.name = name or getattr(func, "__name__", "")
+        self.name: str = name or str(getattr(func, "__name__", ""))
         if not _VALID_NAME.match(self.name):
             raise ValueError(
                 f"tool name {self.name!r} is not usable by model APIs (letters, digits, _ and -, "

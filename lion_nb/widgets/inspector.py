@@ -100,9 +100,10 @@ class _Row:
 
 
 class ProgressionInspector(StaticFallback, ipywidgets.VBox):
-    """The timeline of ``branch``. ``page_size`` rows per page; the view opens on the last
-    page and follows new messages while it is there (``follow``). ``on_fork(fork)`` replaces
-    the default of showing a fork panel (chat view + compare button) under the timeline."""
+    """The timeline of ``branch``, ``page_size`` rows at a time. It opens on the newest
+    messages and follows new ones while it shows the end (``follow``); paging back keeps the
+    rows still as messages arrive. ``on_fork(fork)`` replaces the default of showing a fork
+    panel (chat view + compare button) under the timeline."""
 
     def __init__(
         self,
@@ -184,10 +185,10 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self._collapse = w.Button(
             description="Collapse all", layout=self._fork_layout, style=self._button_style
         )
-        self._first.on_click(lambda _b: self.show_page(0))
-        self._prev.on_click(lambda _b: self.show_page(self.page - 1))
-        self._next_btn.on_click(lambda _b: self.show_page(self.page + 1))
-        self._last.on_click(lambda _b: self.show_page(self.pages - 1))
+        self._first.on_click(lambda _b: self.show_start(0))
+        self._prev.on_click(lambda _b: self.show_start(self.start - self.page_size))
+        self._next_btn.on_click(lambda _b: self.show_start(self.start + self.page_size))
+        self._last.on_click(lambda _b: self.show_end())
         self._go.on_click(lambda _b: self.go_to(self._goto.value))
         self._filter.observe(lambda ch: self._apply_filter(ch["new"]), names="value")
         self._collapse.on_click(lambda _b: self.collapse_all())
@@ -221,7 +222,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             ),
             _dom_classes=("lion-view", "lion-inspector"),
         )
-        self.page = self.pages - 1
+        self.start = self._end_start()  # position (in the filtered list) of the first row
         self._refresh = Throttle(self._refresh_now, refresh_interval)
         self._unsubscribe = self._subscribe()
         self._refresh_header(next_turn=True)
@@ -231,21 +232,41 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     # ----- paging ------------------------------------------------------------------------
     @property
     def total(self) -> int:
+        """Messages the timeline lists (all of them, or those the role filter keeps)."""
         return len(self._indices)
 
     @property
     def pages(self) -> int:
         return tl.page_count(self.total, self.page_size)
 
+    @property
+    def page(self) -> int:
+        """The page number of the first visible row (0-based)."""
+        return self.start // self.page_size
+
+    @property
+    def at_end(self) -> bool:
+        return self.start >= self._end_start()
+
+    def _end_start(self) -> int:
+        return max(0, self.total - self.page_size)
+
     def visible_indices(self) -> Sequence[int]:
-        start, stop = tl.page_bounds(self.page, self.page_size, self.total)
-        return self._indices[start:stop]
+        return self._indices[self.start : self.start + self.page_size]
+
+    def show_start(self, start: int) -> None:
+        """Show ``page_size`` rows from position ``start`` (clamped to the last full window)."""
+        start = min(max(0, start), self._end_start())
+        if start != self.start:
+            self.start = start
+            self._render_page()
 
     def show_page(self, page: int) -> None:
-        page = min(max(0, page), self.pages - 1)
-        if page != self.page:
-            self.page = page
-            self._render_page()
+        self.show_start(page * self.page_size)
+
+    def show_end(self) -> None:
+        """Show the newest messages (the view then follows new ones)."""
+        self.show_start(self._end_start())
 
     def go_to(self, index: int) -> None:
         """Show the page holding message ``index`` (a progression position) and expand it."""
@@ -255,7 +276,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self.set_filter("all")
         position = self._indices.index(index)
         self.expanded.add(index)
-        self.page = position // self.page_size
+        self.start = min((position // self.page_size) * self.page_size, self._end_start())
         self._render_page()
 
     def set_filter(self, name: str) -> None:
@@ -274,7 +295,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self._indices = range(len(self.branch.messages))
         else:
             self._indices = [i for i, m in enumerate(self.branch.messages) if m.role in roles]
-        self.page = self.pages - 1 if self.follow else 0
+        self.start = self._end_start() if self.follow else 0
         self._render_page()
 
     def toggle(self, index: int) -> None:
@@ -362,7 +383,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     def _refresh_now(self) -> None:
         if self.closed:
             return
-        was_last = self.page >= self.pages - 1
+        was_at_end = self.at_end
         if self._pending_messages:
             self._pending_messages = False
             name = self._filter.value
@@ -377,8 +398,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                     *(i for i in range(known, len(msgs)) if msgs[i].role in roles),
                 ]
             self._goto.max = max(0, len(self.branch.messages) - 1)
-            if self.follow and was_last:
-                self.page = self.pages - 1
+            if self.follow and was_at_end:
+                self.start = self._end_start()
         self._refresh_header(next_turn=False)
         self._render_page()
 
@@ -424,19 +445,15 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                     widgets_row.detail.value = detail
                 children.append(widgets_row.detail)
         self._rows_box.children = tuple(children)
-        start, stop = tl.page_bounds(self.page, self.page_size, self.total)
+        stop = min(self.total, self.start + self.page_size)
         filtered = "" if self._filter.value == "all" else f" ({self._filter.value})"
-        text = (
-            (
-                f"{start + 1:,}–{stop:,} of {self.total:,}{filtered} · page {self.page + 1:,}"
-                f"/{self.pages:,}"
-            )
-            if self.total
-            else "no messages"
-        )
+        text = "no messages"
+        if self.total:
+            text = f"{self.start + 1:,}–{stop:,} of {self.total:,}{filtered}"
+            text += " · latest" if self.at_end else f" · page {self.page + 1:,}/{self.pages:,}"
         self._page_label.value = f'<span class="lion-meta">{tl._e(text)}</span>'
-        self._first.disabled = self._prev.disabled = self.page == 0
-        self._next_btn.disabled = self._last.disabled = self.page >= self.pages - 1
+        self._first.disabled = self._prev.disabled = self.start == 0
+        self._next_btn.disabled = self._last.disabled = self.at_end
 
     def rows_html(self) -> list[str]:
         """The summary HTML of the visible rows, in order (tests and debugging)."""
@@ -451,13 +468,12 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
     # ----- static fallback ---------------------------------------------------------------
     def _static_bounds(self) -> tuple[int, int]:
-        """The page a saved notebook shows: the current one, or the last page of all messages
-        when a filter is on or the view follows the end."""
+        """The rows a saved notebook shows: the visible ones, or the newest ``page_size``
+        messages when a filter is on or the view shows the end."""
         total = len(self.branch.messages)
-        page = self.page
-        if self._filter.value != "all" or self.page >= self.pages - 1:
-            page = tl.page_count(total, self.page_size) - 1
-        return tl.page_bounds(page, self.page_size, total)
+        if self._filter.value != "all" or self.at_end:
+            return max(0, total - self.page_size), total
+        return self.start, min(total, self.start + self.page_size)
 
     def static_html(self) -> str:
         start, stop = self._static_bounds()
@@ -513,7 +529,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         super().close()
 
     def __repr__(self) -> str:
-        return f"<ProgressionInspector of {self.branch!r} page {self.page + 1}/{self.pages}>"
+        return f"<ProgressionInspector of {self.branch!r} rows from #{self.start}>"
 
 
 def inspect(branch: Branch, **kwargs: Any) -> ProgressionInspector:

@@ -128,6 +128,10 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         if self.parser is None:
             raise TypeError("feed() needs a live ParseView (made from a model type)")
         self.parser.feed(delta)
+        if self.parser.status == "valid":  # the object closed and validated
+            self.result = self.parser.result
+            self._refresh.flush()
+            return
         self._refresh.request()
 
     def finish(self) -> Any:

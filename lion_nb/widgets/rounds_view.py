@@ -24,6 +24,7 @@ from lion_nb.render.rounds import (
     Round,
     RoundsModel,
     RunGroup,
+    analysis_text,
     round_html,
     rounds_html,
     run_head_html,
@@ -169,7 +170,7 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
             for rnd in group.rounds:
                 title = "Answer" if rnd.final else f"Round {rnd.number}"
                 actions = ", ".join(p.request.function for s in rnd.steps for p in s.actions)
-                text = " ".join(s.analysis.response for s in rnd.steps if s.analysis)
+                text = " ".join(analysis_text(s.analysis) for s in rnd.steps if s.analysis)
                 lines.append(
                     f"  {title} [{rnd.status}] {text[:200]}" + (f" -> {actions}" if actions else "")
                 )

@@ -24,8 +24,9 @@ def recording(name: str) -> Path:
 
 
 def all_recordings() -> list[str]:
-    return sorted(str(p.relative_to(CLI_FIXTURES).with_suffix(""))
-                  for p in CLI_FIXTURES.glob("*/*.jsonl"))
+    return sorted(
+        str(p.relative_to(CLI_FIXTURES).with_suffix("")) for p in CLI_FIXTURES.glob("*/*.jsonl")
+    )
 
 
 @dataclass
@@ -35,12 +36,24 @@ class FakeCLI:
     path: Path
     record_path: Path
 
-    def env(self, recording_path: Path | None = None, *, delay: float = 0.002,
-            exit_code: int | None = None, stderr: str | None = None, mode: str = "",
-            lines: int = 1, env_keys: tuple[str, ...] = ()) -> dict[str, str]:
-        env = {"FAKE_CLI_RECORD": str(self.record_path), "FAKE_CLI_DELAY": str(delay),
-               "FAKE_CLI_MODE": mode, "FAKE_CLI_LINES": str(lines),
-               "FAKE_CLI_ENV_KEYS": ",".join(env_keys)}
+    def env(
+        self,
+        recording_path: Path | None = None,
+        *,
+        delay: float = 0.002,
+        exit_code: int | None = None,
+        stderr: str | None = None,
+        mode: str = "",
+        lines: int = 1,
+        env_keys: tuple[str, ...] = (),
+    ) -> dict[str, str]:
+        env = {
+            "FAKE_CLI_RECORD": str(self.record_path),
+            "FAKE_CLI_DELAY": str(delay),
+            "FAKE_CLI_MODE": mode,
+            "FAKE_CLI_LINES": str(lines),
+            "FAKE_CLI_ENV_KEYS": ",".join(env_keys),
+        }
         if recording_path is not None:
             env["FAKE_CLI_RECORDING"] = str(recording_path)
         if exit_code is not None:
@@ -53,12 +66,11 @@ class FakeCLI:
         return json.loads(self.record_path.read_text(encoding="utf-8"))
 
 
-
-
 def make_fake_cli(tmp_path: Path) -> FakeCLI:
     wrapper = tmp_path / "fake-cli"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_AGENT}" "$@"\n',
-                       encoding="utf-8")
+    wrapper.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_AGENT}" "$@"\n', encoding="utf-8"
+    )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return FakeCLI(wrapper, tmp_path / "fake-cli-record.json")
 
@@ -75,4 +87,4 @@ def process_alive(pid: int) -> bool:
         except ProcessLookupError:
             return False
         return True
-    return data[data.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
+    return data[data.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")

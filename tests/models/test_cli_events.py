@@ -54,12 +54,18 @@ HELLO = ["Hello! How can I help you today?"]
 NICE = ["Hello there, nice to meet you!"]
 CLAUDE_THINK = "The user just wants a short greeting. One friendly sentence is enough."
 READ = ["I'll read the file.", "The file hello.txt contains: hello from file"]
-TWO = ["I'll read the file and also print it with cat.",
-       "Both the Read tool and cat show: hello from file"]
-SUB = ["I'll delegate this to a subagent.",
-       "The subagent reports that hello.txt says: hello from file"]
-STEP1, STEP2 = ["Got it, I'll remember the word pineapple."], [
-    "You asked me to remember the word pineapple."]
+TWO = [
+    "I'll read the file and also print it with cat.",
+    "Both the Read tool and cat show: hello from file",
+]
+SUB = [
+    "I'll delegate this to a subagent.",
+    "The subagent reports that hello.txt says: hello from file",
+]
+STEP1, STEP2 = (
+    ["Got it, I'll remember the word pineapple."],
+    ["You asked me to remember the word pineapple."],
+)
 
 EXPECTED: dict[str, Expect] = {
     "claude/text": Expect(HELLO),
@@ -72,10 +78,12 @@ EXPECTED: dict[str, Expect] = {
     "claude/tool_two": Expect(TWO, [("Read", False), ("Bash", False)]),
     "claude/tool_two_partial": Expect(TWO, [("Read", False), ("Bash", False)]),
     "claude/tool_two_bypass": Expect(TWO, [("Read", False), ("Bash", False)]),
-    "claude/tool_denied": Expect(["I was not allowed to write bye.txt, so I stopped."],
-                                 [("Write", True)]),
-    "claude/tool_disallowed": Expect(["The Bash tool is not available to me here."],
-                                     [("Bash", True)]),
+    "claude/tool_denied": Expect(
+        ["I was not allowed to write bye.txt, so I stopped."], [("Write", True)]
+    ),
+    "claude/tool_disallowed": Expect(
+        ["The Bash tool is not available to me here."], [("Bash", True)]
+    ),
     "claude/subagent": Expect(SUB, [("Agent", False), ("Read", False)]),
     "claude/subagent_partial": Expect(SUB, [("Agent", False), ("Read", False)]),
     "claude/error_429": Expect([], error=RateLimitError, status=429),
@@ -87,19 +95,23 @@ EXPECTED: dict[str, Expect] = {
     "claude/resume_step1": Expect(STEP1),
     "claude/resume_step2": Expect(STEP2),
     "codex/text": Expect(HELLO),
-    "codex/reasoning": Expect(NICE, thinking="**Greeting the user**\n\nThe user only wants a "
-                              "short hello, so one sentence will do."),
-    "codex/shell": Expect(["hello.txt contains: hello from file"],
-                          [("command_execution", False)]),
+    "codex/reasoning": Expect(
+        NICE,
+        thinking="**Greeting the user**\n\nThe user only wants a "
+        "short hello, so one sentence will do.",
+    ),
+    "codex/shell": Expect(["hello.txt contains: hello from file"], [("command_execution", False)]),
     "codex/reasoning_shell": Expect(
         ["I'll print the file.", "hello.txt contains: hello from file"],
         [("command_execution", False)],
-        thinking="**Reading the file**\n\nI should look at hello.txt with cat."),
+        thinking="**Reading the file**\n\nI should look at hello.txt with cat.",
+    ),
     "codex/shell_fail": Expect(["missing.txt does not exist."], [("command_execution", True)]),
     "codex/shell_denied": Expect(["The sandbox did not let me create bye.txt."]),
-    "codex/patch": Expect(["I'll create bye.txt and edit hello.txt.",
-                           "Done: added bye.txt and updated hello.txt."],
-                          [("file_change", False)]),
+    "codex/patch": Expect(
+        ["I'll create bye.txt and edit hello.txt.", "Done: added bye.txt and updated hello.txt."],
+        [("file_change", False)],
+    ),
     "codex/error_500": Expect([], error=ServerError, result=False),
     "codex/error_429": Expect([], error=RateLimitError, status=429, result=False),
     "codex/error_401": Expect([], error=AuthenticationError, status=401, result=False),
@@ -111,11 +123,11 @@ EXPECTED: dict[str, Expect] = {
     "gemini/text": Expect(HELLO),
     "gemini/thinking": Expect(NICE),  # Gemini CLI does not print thoughts
     "gemini/tool_read": Expect(READ, [("read_file", False)]),
-    "gemini/tool_shell": Expect(["cat printed: hello from file"],
-                                [("run_shell_command", False)]),
+    "gemini/tool_shell": Expect(["cat printed: hello from file"], [("run_shell_command", False)]),
     "gemini/tool_error": Expect(["missing.txt does not exist."], [("read_file", True)]),
-    "gemini/tool_denied": Expect(["I could not run the shell command."],
-                                 [("run_shell_command", True)]),
+    "gemini/tool_denied": Expect(
+        ["I could not run the shell command."], [("run_shell_command", True)]
+    ),
     "gemini/error_400": Expect([], error=AuthenticationError, status=400),
     "gemini/error_429": Expect([], error=RateLimitError),
     "gemini/error_500": Expect([], error=ServerError, status=500),
@@ -201,8 +213,9 @@ def test_byte_split_gives_the_same_chunks(name: str) -> None:
         assert [_key(c) for c in chunks_of(name, blocks)] == whole
 
 
-@pytest.mark.parametrize("name", ["codex/reasoning_shell", "codex/error_500", "gemini/error_429",
-                                  "claude/thinking"])
+@pytest.mark.parametrize(
+    "name", ["codex/reasoning_shell", "codex/error_500", "gemini/error_429", "claude/thinking"]
+)
 def test_byte_split_at_every_offset(name: str) -> None:
     data = recording(name).read_bytes()
     whole = [_key(c) for c in chunks_of(name)]
@@ -211,24 +224,40 @@ def test_byte_split_at_every_offset(name: str) -> None:
 
 
 def _key(chunk: Chunk) -> tuple:
-    return (chunk.type, chunk.text, chunk.session_id, chunk.tool_id, chunk.name,
-            json.dumps(chunk.arguments, sort_keys=True), json.dumps(chunk.output),
-            chunk.is_error, chunk.benign_eos, type(chunk.error).__name__,
-            json.dumps(chunk.metadata, sort_keys=True, default=str))
+    return (
+        chunk.type,
+        chunk.text,
+        chunk.session_id,
+        chunk.tool_id,
+        chunk.name,
+        json.dumps(chunk.arguments, sort_keys=True),
+        json.dumps(chunk.output),
+        chunk.is_error,
+        chunk.benign_eos,
+        type(chunk.error).__name__,
+        json.dumps(chunk.metadata, sort_keys=True, default=str),
+    )
 
 
 # -- Claude Code specifics ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", ["text", "thinking", "tool_read", "tool_two", "subagent",
-                                  "error_429"])
+@pytest.mark.parametrize(
+    "case", ["text", "thinking", "tool_read", "tool_two", "subagent", "error_429"]
+)
 def test_claude_partial_messages_do_not_double_emit(case: str) -> None:
     plain, partial = chunks_of(f"claude/{case}"), chunks_of(f"claude/{case}_partial")
 
     def summary(chunks: list[Chunk]) -> tuple:
-        return (text_stretches(chunks), "".join(c.text for c in chunks if c.type == "thinking"),
-                [(c.type, c.name, c.tool_id is not None) for c in chunks
-                 if c.type in ("tool_use", "tool_result", "error")])
+        return (
+            text_stretches(chunks),
+            "".join(c.text for c in chunks if c.type == "thinking"),
+            [
+                (c.type, c.name, c.tool_id is not None)
+                for c in chunks
+                if c.type in ("tool_use", "tool_result", "error")
+            ],
+        )
 
     assert summary(partial) == summary(plain)
 
@@ -336,9 +365,18 @@ def test_codex_turn_failed_without_message_is_empty_error() -> None:
 
 def test_codex_tool_items_without_a_start_line() -> None:
     mapper = CodexEventMapper()
-    event = {"type": "item.completed", "item": {
-        "id": "item_5", "type": "mcp_tool_call", "server": "docs", "tool": "search",
-        "arguments": {"q": "x"}, "status": "failed", "error": {"message": "boom"}}}
+    event = {
+        "type": "item.completed",
+        "item": {
+            "id": "item_5",
+            "type": "mcp_tool_call",
+            "server": "docs",
+            "tool": "search",
+            "arguments": {"q": "x"},
+            "status": "failed",
+            "error": {"message": "boom"},
+        },
+    }
     use, result = mapper.map(event)
     assert (use.type, use.name, use.arguments) == ("tool_use", "docs.search", {"q": "x"})
     assert (result.type, result.is_error, result.output) == ("tool_result", True, "boom")
@@ -346,9 +384,12 @@ def test_codex_tool_items_without_a_start_line() -> None:
 
 def test_codex_consecutive_messages_are_separated() -> None:
     mapper = CodexEventMapper()
-    texts = [mapper.map({"type": "item.completed",
-                         "item": {"id": f"i{n}", "type": "agent_message", "text": t}})[0].text
-             for n, t in enumerate(["One.", "Two."])]
+    texts = [
+        mapper.map(
+            {"type": "item.completed", "item": {"id": f"i{n}", "type": "agent_message", "text": t}}
+        )[0].text
+        for n, t in enumerate(["One.", "Two."])
+    ]
     assert "".join(texts) == "One.\n\nTwo."
 
 
@@ -386,20 +427,23 @@ def test_gemini_error_event_only_counts_without_a_good_result() -> None:
 # -- classification -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("message", "kw", "cls", "status"), [
-    ("anything", {"status": 429}, RateLimitError, 429),
-    ("anything", {"status": 403}, AuthenticationError, 403),
-    ("anything", {"status": 503}, ServerError, 503),
-    ("anything", {"status": 408}, ProviderTimeout, 408),
-    ("Bad request", {"status": 400}, ProviderError, 400),
-    ("API Error: Overloaded", {"kind": "unknown"}, ServerError, None),
-    ("whatever", {"kind": "rate_limit"}, RateLimitError, None),
-    ("unexpected status 401 Unauthorized: nope", {}, AuthenticationError, 401),
-    ("Request rejected (429) · slow down", {}, RateLimitError, 429),
-    ('[API Error: {"error":{"code":503,"message":"x"}}]', {}, ServerError, 503),
-    ("request timed out", {}, ProviderTimeout, None),
-    ("something odd", {}, ProviderError, None),
-])
+@pytest.mark.parametrize(
+    ("message", "kw", "cls", "status"),
+    [
+        ("anything", {"status": 429}, RateLimitError, 429),
+        ("anything", {"status": 403}, AuthenticationError, 403),
+        ("anything", {"status": 503}, ServerError, 503),
+        ("anything", {"status": 408}, ProviderTimeout, 408),
+        ("Bad request", {"status": 400}, ProviderError, 400),
+        ("API Error: Overloaded", {"kind": "unknown"}, ServerError, None),
+        ("whatever", {"kind": "rate_limit"}, RateLimitError, None),
+        ("unexpected status 401 Unauthorized: nope", {}, AuthenticationError, 401),
+        ("Request rejected (429) · slow down", {}, RateLimitError, 429),
+        ('[API Error: {"error":{"code":503,"message":"x"}}]', {}, ServerError, 503),
+        ("request timed out", {}, ProviderTimeout, None),
+        ("something odd", {}, ProviderError, None),
+    ],
+)
 def test_classify_error(message: str, kw: dict, cls: type, status: int | None) -> None:
     error = classify_error(message, provider="p", **kw)
     assert type(error) is cls and error.status == status and error.provider == "p"

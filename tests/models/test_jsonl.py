@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import random
@@ -57,10 +58,14 @@ def test_truncated_last_line_is_reported() -> None:
 def test_malformed_line_is_a_marker_and_neighbours_survive() -> None:
     items = decode(b'{"a": 1}\nnot json\n[1, 2]\n{"b": 2}\n')
     assert items[0] == {"a": 1} and items[3] == {"b": 2}
-    assert [(m.reason, m.line_no) for m in items[1:3]] == [("invalid_json", 2),
-                                                            ("not_object", 3)]
+    assert [(m.reason, m.line_no) for m in items[1:3]] == [("invalid_json", 2), ("not_object", 3)]
     assert "not valid JSON" in items[1].error.message
     assert items[1].preview == "not json"
+
+
+def test_deeply_nested_line_is_malformed_not_a_crash() -> None:
+    items = decode(b"[" * 100_000 + b"]" * 100_000 + b"\n" + b'{"ok": true}\n')
+    assert items[0].reason == "invalid_json" and items[1] == {"ok": True}
 
 
 def test_invalid_utf8_is_replaced_and_logged(caplog: pytest.LogCaptureFixture) -> None:
@@ -85,7 +90,7 @@ def test_line_length_guard(block: int) -> None:
     decoder = JSONLinesDecoder(max_line_bytes=100)
     items = []
     for i in range(0, len(data), block):
-        items += decoder.feed(data[i:i + block])
+        items += decoder.feed(data[i : i + block])
         assert len(decoder._buffer) <= 100 + block  # memory stays bounded
     items += decoder.finish()
     too_long = [i for i in items if isinstance(i, MalformedLine)]

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from lion_nb.errors import (
     AuthenticationError,
+    ConfigurationError,
     ConnectionLost,
     MalformedResponse,
     ProviderError,
@@ -192,6 +193,12 @@ async def test_environment_key_is_sent_to_a_remote_base_url(monkeypatch) -> None
     assert str(seen[0].url) == "https://api.example.com/v1/chat/completions"
 
 
+async def test_a_tool_without_a_name_is_rejected_before_sending(server: ChatServer, make) -> None:
+    with pytest.raises(ConfigurationError, match="needs a 'name'"):
+        await make().complete(ask(tools=[{"description": "nameless", "parameters": {}}]))
+    assert server.requests == []
+
+
 # -- replies ---------------------------------------------------------------------------------
 
 
@@ -309,7 +316,7 @@ async def test_401_is_authentication_error_not_retried(server: ChatServer, make)
     with pytest.raises(AuthenticationError) as info:
         await make().complete(ask())
     assert info.value.status == 401 and "Invalid key" in str(info.value)
-    assert "OPENAI_API_KEY" in str(info.value)  # says how to provide a key
+    assert "pass api_key=" in str(info.value)  # says how to provide a key
     assert len(server.requests) == 1 and make.sleeps == []
 
 
@@ -393,7 +400,7 @@ async def test_stall_mid_stream_keeps_partial_text_and_is_not_retried(server, ma
     server.script(Reply("abcdefgh", chunk_size=2, stall_after=2))
     sink = Sink()
     with pytest.raises(ProviderTimeout) as info:
-        await make(timeout=0.3).complete(ask(), sink)
+        await make(timeout=0.5).complete(ask(), sink)
     assert info.value.partial_text == "abcd" == sink.joined("text")
     assert len(server.requests) == 1
 

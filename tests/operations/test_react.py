@@ -210,6 +210,21 @@ async def test_a_failing_round_is_one_run_failed():
     assert last.round == 2 and isinstance(last.error, ServerError)
 
 
+@pytest.mark.parametrize("cli", [False, True], ids=["api", "cli"])
+async def test_a_failing_stream_is_one_run_failed(cli):
+    failure = {"text": "partial", "error": "overloaded"}  # a ServerError after some text
+    branch = Branch(chat_model=scripted(analysis("a", True), failure, cli=cli))
+    seen = observed(branch)
+    got: list = []
+    with pytest.raises(ServerError, match="overloaded"):
+        async for item in branch.ReActStream("q"):
+            got.append(item)
+    assert len(got) == 1
+    start, failed = lifecycle(seen)  # the nested run() of the CLI path stayed silent
+    assert start.operation == "ReActStream" and isinstance(failed, RunFailed)
+    assert isinstance(failed.error, ServerError)
+
+
 async def test_nested_verbs_inside_tools_stay_silent():
     branch = Branch()
 

@@ -151,11 +151,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # tests stay quiet
 
     def do_GET(self) -> None:
-        owner = self.server.owner
-        models = {"object": "list", "data": [{"id": owner.model, "object": "model"}]}
-        self._send_json(200, models) if self.path.rstrip("/").endswith("/models") else (
-            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
-        )
+        if self.path.rstrip("/").endswith("/models"):
+            model = {"id": self.server.owner.model, "object": "model"}
+            return self._send_json(200, {"object": "list", "data": [model]})
+        return self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
 
     def do_POST(self) -> None:
         owner = self.server.owner

@@ -227,8 +227,8 @@ def test_a_10000_message_branch_opens_in_under_a_second_with_one_page_of_rows() 
     elapsed = time.perf_counter() - start
     assert elapsed < 1.0, f"opening took {elapsed:.2f} s"
     assert len(view._rows) == 50  # widgets exist for the visible page only
-    assert view.page == view.pages - 1 == 200  # opens on the newest messages
-    assert view.visible_indices() == range(10_000, 10_001)
+    assert view.visible_indices() == range(9_951, 10_001)  # opens on the newest messages
+    assert view.at_end and "9,952–10,001 of 10,001 · latest" in view._page_label.value
     assert "10,001 messages" in view._header.value
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "answer 4999" in bundle["text/html"] and "lion-msg" in bundle["text/html"]
@@ -247,8 +247,13 @@ def test_paging_reuses_the_row_widgets() -> None:
     view._next_btn.click()
     assert view.page == 1 and 'data-index="50"' in view.rows_html()[0]
     view._last.click()
-    assert view.visible_indices() == range(300, 301) and view._next_btn.disabled
-    assert "301–301 of 301" in view._page_label.value
+    assert view.visible_indices() == range(251, 301) and view._next_btn.disabled
+    assert "252–301 of 301 · latest" in view._page_label.value
+    view._prev.click()
+    assert view.visible_indices() == range(201, 251)
+    assert "202–251 of 301 · page 5/7" in view._page_label.value
+    view._first.click()
+    assert view.visible_indices() == range(0, 50) and view._prev.disabled
     view.close()
 
 
@@ -318,14 +323,14 @@ async def test_the_view_follows_new_messages_and_runs() -> None:
     view = ProgressionInspector(branch, page_size=2, refresh_interval=0)
     assert "no messages" in view._page_label.value
     await branch.communicate("a")
-    assert view.total == 2 and view.page == 0
+    assert view.total == 2 and view.visible_indices() == range(0, 2)
     await branch.communicate("b")
-    assert view.total == 4 and view.page == 1  # it was on the last page: it follows
+    assert view.total == 4 and view.visible_indices() == range(2, 4)  # it follows the end
     assert "Runs (2)" in view._runs_box.get_title(0)
     assert "communicate" in view._runs.value and "Next turn sends 4 messages" in view._next.value
     view.show_page(0)
     await branch.communicate("c")
-    assert view.page == 0  # the reader went back: it stays there
+    assert view.visible_indices() == range(0, 2)  # the reader went back: the rows stay
     assert "6 messages" in view._header.value
     view.close()
     await_closed = len(branch.messages)
@@ -337,9 +342,11 @@ def test_static_text_and_html_name_the_shown_range() -> None:
     branch = big_branch(121)
     view = ProgressionInspector(branch, page_size=50)
     text = view.static_text()
-    assert text.startswith(f"{view.title}: 121 messages (#100–#120 shown)")
+    assert text.startswith(f"{view.title}: 121 messages (#71–#120 shown)")
     html = view.static_html()
-    assert "messages 101–121 of 121" in html and html.count('class="lion-msg ') == 21
+    assert "messages 72–121 of 121" in html and html.count('class="lion-msg ') == 50
+    view.show_page(1)
+    assert "messages 51–100 of 121" in view.static_html()
     view.close()
 
 

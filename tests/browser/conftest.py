@@ -1,0 +1,206 @@
+"""JupyterLab on 127.0.0.1 and Debian chromium through playwright, for real-browser tests.
+
+Fixtures (reusable by any browser test module):
+
+- ``jupyter_lab`` (session): a JupyterLab server started by the tests - a free loopback port,
+  ``--ServerApp.port_retries=0``, a known token, a temporary root directory, no update or news
+  checks. ``jupyter_lab.root`` is where notebooks go; ``jupyter_lab.url(path)``.
+- ``browser`` (session): ``/usr/bin/chromium`` (``apt-get install chromium``; playwright cannot
+  download its own browser here) with sandbox, GPU, sync and background networking off.
+- ``page`` (function): a fresh page that records dialogs (``page.dialogs``, dismissed),
+  console errors (``page.console_errors``) and every request to a host other than 127.0.0.1 /
+  localhost (``page.external_requests``, aborted).
+
+Helpers: ``write_notebook(lab, name, cells)`` and ``run_notebook_in_lab(page, lab, path)``,
+which opens the notebook, waits for the status bar to say the kernel is idle (the idle dot lies
+while the kernel starts) and runs it from the Run menu.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+@dataclass
+class JupyterLab:
+    port: int
+    token: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str = "lab") -> str:
+        sep = "&" if "?" in path else "?"
+        return f"{self.base}/{path.lstrip('/')}{sep}token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_ready(lab: JupyterLab, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lab.process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited early:\n{lab.log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(lab.url("api/status"), timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"JupyterLab did not start:\n{lab.log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def jupyter_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    root = tmp_path_factory.mktemp("lab-root")
+    home = tmp_path_factory.mktemp("lab-home")
+    log = root.parent / "jupyterlab.log"
+    port, token = _free_port(), secrets.token_hex(16)
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(repo),
+                                                        os.environ.get("PYTHONPATH")]))}
+    argv = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                   cwd=root, start_new_session=True)
+    lab = JupyterLab(port, token, root, process, log)
+    try:
+        _wait_ready(lab)
+        yield lab
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def browser(jupyter_lab: JupyterLab) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--disable-dev-shm-usage"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@dataclass
+class Watched:
+    dialogs: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def page(browser: Any, jupyter_lab: JupyterLab) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    watched = Watched()
+
+    def on_dialog(dialog: Any) -> None:
+        watched.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def on_console(msg: Any) -> None:
+        if msg.type == "error":
+            watched.console_errors.append(msg.text)
+
+    def route(route_: Any) -> None:
+        host = urlparse(route_.request.url).hostname or ""
+        if route_.request.url.startswith(("data:", "blob:", "about:")) or host in LOOPBACK:
+            route_.continue_()
+        else:
+            watched.external_requests.append(route_.request.url)
+            route_.abort()
+
+    pg.on("dialog", on_dialog)
+    pg.on("console", on_console)
+    pg.on("pageerror", lambda exc: watched.console_errors.append(f"pageerror: {exc}"))
+    context.route("**/*", route)
+    pg.watched = watched
+    pg.set_default_timeout(30_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def write_notebook(lab: JupyterLab, name: str, cells: list[str]) -> str:
+    """Write a notebook of code cells into the Lab root; returns its path relative to it."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, lab.root / name)
+    return name
+
+
+def run_notebook_in_lab(page: Any, lab: JupyterLab, notebook_path: str) -> None:
+    """Open ``notebook_path`` in Lab, wait until its kernel is idle, then Run > Run All Cells."""
+    page.goto(lab.url(f"lab/tree/{notebook_path}"))
+    page.get_by_text("ipykernel) | Idle").wait_for(timeout=60_000)
+    page.locator(".jp-Notebook").first.wait_for()
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+
+def screenshot(page: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
+def shutdown_kernels(lab: JupyterLab) -> None:
+    """Stop every kernel of the server (tests leave no work running between them)."""
+    import json
+
+    with urllib.request.urlopen(lab.url("api/kernels"), timeout=5) as response:
+        kernels = json.loads(response.read())
+    for k in kernels:
+        request = urllib.request.Request(lab.url(f"api/kernels/{k['id']}"), method="DELETE")
+        urllib.request.urlopen(request, timeout=10).close()

@@ -1,0 +1,108 @@
+"""A real ipykernel per test module, and helpers to run cells and watch IOPub comm traffic."""
+
+from __future__ import annotations
+
+import json
+import queue
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Cell:
+    status: str
+    stdout: str = ""
+    stderr: str = ""
+    error: str = ""
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Kernel:
+    """A started ipykernel plus a blocking client. ``comm`` collects every comm message seen
+    on IOPub (from any cell, also between cells) as ``(time, msg_type, content)``."""
+
+    def __init__(self, km: Any, kc: Any) -> None:
+        self.km, self.kc = km, kc
+        self.comm: list[tuple[float, str, dict[str, Any]]] = []
+
+    def _drain_iopub(self, until_idle_of: str | None, timeout: float, cell: Cell | None) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("kernel did not finish the cell in time")
+            try:
+                msg = self.kc.get_iopub_msg(timeout=min(remaining, 0.2))
+            except queue.Empty:
+                if until_idle_of is None:
+                    return
+                continue
+            kind = msg["header"]["msg_type"]
+            parent = msg["parent_header"].get("msg_id")
+            if kind in ("comm_open", "comm_msg", "comm_close"):
+                self.comm.append((time.monotonic(), kind, msg["content"]))
+            if cell is not None and parent == until_idle_of:
+                if kind == "stream":
+                    name = msg["content"]["name"]
+                    if name == "stdout":
+                        cell.stdout += msg["content"]["text"]
+                    else:
+                        cell.stderr += msg["content"]["text"]
+                elif kind in ("display_data", "execute_result"):
+                    cell.outputs.append(msg["content"]["data"])
+                elif kind == "error":
+                    cell.error = "\n".join(msg["content"]["traceback"])
+            if kind == "status" and parent == until_idle_of and (
+                msg["content"]["execution_state"] == "idle"
+            ):
+                return
+
+    def run(self, code: str, timeout: float = 60, *, check: bool = True) -> Cell:
+        msg_id = self.kc.execute(code)
+        cell = Cell(status="?")
+        self._drain_iopub(msg_id, timeout, cell)
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=timeout)
+        cell.status = reply["content"]["status"]
+        if check and cell.status != "ok":
+            raise AssertionError(f"cell failed:\n{code}\n{cell.error}")
+        return cell
+
+    def value(self, expr: str, timeout: float = 60) -> Any:
+        """``expr`` evaluated in the kernel, returned through JSON."""
+        cell = self.run(f"import json as _j; print(_j.dumps({expr}))", timeout)
+        return json.loads(cell.stdout.strip().splitlines()[-1])
+
+    def pump(self, seconds: float) -> None:
+        """Collect IOPub traffic for ``seconds`` without running anything."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._drain_iopub(None, end - time.monotonic(), None)
+
+    def click(self, model_id: str) -> None:
+        """What a browser sends when a Button is clicked: a comm message to its model."""
+        content = {"comm_id": model_id, "data": {"method": "custom", "content": {"event": "click"}}}
+        msg = self.kc.session.msg("comm_msg", content)
+        self.kc.shell_channel.send(msg)
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    k = Kernel(km, kc)
+    try:
+        k.run(f"import sys; sys.path.insert(0, {str(TESTS)!r})")
+        yield k
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -1,0 +1,143 @@
+"""BranchView, Stop, the %%lion magic and the sync helpers inside a real ipykernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
+
+SCRIPTED = """
+from lion_nb import Branch, BranchView, iModel
+from lion_nb.render.html import message_html
+words = [f"word{{i}} " for i in range({n})]
+branch = Branch(chat_model=iModel(provider="scripted",
+                                  replies=[{{"chunks": words, "delay": {delay}}}]))
+view = BranchView(branch)
+display(view)
+"""
+
+
+def values_sent(kernel, since: float) -> list[str]:
+    out = []
+    for at, kind, content in kernel.comm:
+        if at >= since and kind == "comm_msg":
+            state = content.get("data", {}).get("state", {})
+            if isinstance(state.get("value"), str):
+                out.append(state["value"])
+    return out
+
+
+def test_a_streamed_reply_updates_the_view_progressively(kernel):
+    kernel.run(SCRIPTED.format(n=150, delay=0.01))
+    start = time.monotonic()
+    kernel.run("task = view.send('stream please')")  # the cell returns at once
+    assert kernel.value("view.running") is True
+    kernel.pump(0.6)
+    partial = [v for v in values_sent(kernel, start) if "word3 " in v and "word149" not in v]
+    assert len(partial) >= 3, "the view should update several times while the reply streams"
+    assert kernel.value("view.send_button.disabled") is True
+    kernel.run("await view.wait()")
+    assert kernel.value("view.send_button.disabled") is False
+    same = kernel.value("view.rendered_html() == BranchView(branch).rendered_html()")
+    assert same is True
+    # the last value the browser got for the reply is the recorded card
+    final = kernel.value("message_html(branch.messages[-1])")
+    assert final in values_sent(kernel, start)
+
+
+def test_comm_traffic_is_linear_not_per_token(kernel):
+    results = {}
+    for n in (400, 4000):
+        kernel.run(SCRIPTED.format(n=n, delay=0.0005))
+        kernel.pump(0.3)
+        start = time.monotonic()
+        kernel.run("view.send('go')")
+        kernel.run("await view.wait()")
+        kernel.pump(0.5)
+        traffic = [(k, json.dumps(c)) for at, k, c in kernel.comm if at >= start]
+        final = kernel.value("sum(len(message_html(m)) for m in branch.messages)")
+        results[n] = (len(traffic), sum(len(c) for _, c in traffic), final)
+    (m_small, b_small, f_small), (m_big, b_big, f_big) = results[400], results[4000]
+    assert m_big < 4000 / 20, f"{m_big} comm messages for 4,000 tokens: not throttled"
+    # payload bytes (envelopes excluded here; the benchmark counts them) stay a small
+    # multiple of the final HTML at both sizes, so 10x the reply costs ~10x the bytes
+    assert b_big <= 4 * f_big, (b_big, f_big)
+    assert b_small <= 4 * f_small, (b_small, f_small)
+
+
+def test_stop_click_during_a_fake_cli_run_ends_the_process_group(kernel, tmp_path):
+    record = tmp_path / "record.json"
+    kernel.run(f"""
+from models.cli_helpers import make_fake_cli, recording
+from pathlib import Path
+fake = make_fake_cli(Path({str(tmp_path)!r}))
+env = fake.env(recording("claude/text_partial"), delay=0.4)
+env["FAKE_CLI_RECORD"] = {str(record)!r}
+cli_branch = Branch(chat_model=iModel(provider="claude_code", cli_path=str(fake.path), env=env))
+cli_view = BranchView(cli_branch, verb="run")
+display(cli_view)
+cli_view.send("say hello")
+print(cli_view.stop_button.model_id)
+""")
+    stop_id = kernel.run("print(cli_view.stop_button.model_id)").stdout.strip()
+    start = time.monotonic()
+    deadline = start + 20
+    while time.monotonic() < deadline:
+        kernel.pump(0.1)
+        if any("Hello! How can" in v for v in values_sent(kernel, start - 5)):
+            break
+    else:
+        pytest.fail("the first text delta never reached the view")
+    pgid = json.loads(record.read_text())["pgid"]
+    kernel.click(stop_id)  # a real comm click, handled while the run streams
+    kernel.pump(1.0)
+    kernel.run("await cli_view.wait()")
+    assert "stopped" in kernel.value("cli_view.status.value")
+    last = kernel.value("[cli_branch.messages[-1].response, cli_branch.messages[-1].metadata]")
+    assert last[0].startswith("Hello! How can") and "today?" not in last[0]
+    assert last[1].get("stopped") is True
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert kernel.value("cli_view.send_button.disabled") is False
+
+
+def test_the_cell_magic_interpolates_and_shows_a_live_view(kernel):
+    kernel.run("""
+%load_ext lion_nb
+topic = "otters"
+notes = Branch(chat_model=iModel(provider="scripted", replies=["Otters hold hands."]))
+""")
+    cell = kernel.run("%%lion --branch notes --wait\nTell me about {topic} (JSON like {\"a\": 1} stays)")
+    assert cell.outputs, "the magic displays the view"
+    bundle = cell.outputs[0]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "text/html" in bundle  # static fallback for saved notebooks
+    sent = kernel.value("notes.messages[0].text")
+    assert sent == 'Tell me about otters (JSON like {"a": 1} stays)'
+    assert kernel.value("notes.messages[-1].response") == "Otters hold hands."
+    bad = kernel.run("%%lion --branch notes\n{missing}", check=False)
+    assert bad.status == "error" and "no variable 'missing'" in bad.error + bad.stderr
+
+
+def test_sync_helpers_work_under_queued_cells(kernel):
+    """Run All: several cells queued at once; blocking helpers must not hang the next ones."""
+    cells = [
+        "from lion_nb.sync import communicate_sync, run_sync\n"
+        "qb = Branch(chat_model=iModel(provider='scripted', replies=['one', 'two'], delay=0.01))\n"
+        "r1 = communicate_sync(qb, 'first')",
+        "r2 = communicate_sync(qb, 'second')",
+        "import asyncio\nr3 = run_sync(asyncio.sleep(0.05, result='three'))",
+        "await asyncio.sleep(0.01)\nprint(r1, r2, r3, len(qb.messages))",
+    ]
+    ids = [kernel.kc.execute(code) for code in cells]
+    replies = {}
+    deadline = time.monotonic() + 60
+    while len(replies) < len(ids) and time.monotonic() < deadline:
+        msg = kernel.kc.get_shell_msg(timeout=deadline - time.monotonic())
+        replies[msg["parent_header"]["msg_id"]] = msg["content"]["status"]
+    assert [replies.get(i) for i in ids] == ["ok"] * 4
+    assert kernel.run("print(r1, r2, r3, len(qb.messages))").stdout.strip() == "one two three 4"

@@ -1,0 +1,211 @@
+"""ParseView, LiveParse and the parse tree: results, per-field errors, attempts, live JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError
+
+from lion_nb import Branch, iModel
+from lion_nb.errors import ParseError
+from lion_nb.render.live_parse import LiveParse
+from lion_nb.render.parse_tree import attempts_html, errors_html, tree_html, tree_rows
+from lion_nb.widgets.parse_view import ParseView
+
+
+class Item(BaseModel):
+    name: str
+    price: float = Field(gt=0)
+
+
+class Order(BaseModel):
+    customer: str = Field(max_length=10)
+    items: list[Item]
+    note: str | None = None
+    meta: dict[str, int] = {}
+
+
+ORDER = {
+    "customer": "Alice",
+    "items": [{"name": "tea", "price": 2.5}, {"name": "cake", "price": 4.0}],
+    "note": "ring twice",
+    "meta": {"table": 4},
+}
+
+
+def rows_by_path(rows):
+    return {r.path: r for r in rows}
+
+
+# ----- the tree ------------------------------------------------------------------------------
+def test_a_nested_result_becomes_rows_with_paths_types_and_values() -> None:
+    rows = tree_rows(Order.model_validate(ORDER))
+    by = rows_by_path(rows)
+    assert [r.path for r in rows] == [
+        ("customer",),
+        ("items",),
+        ("items", 0),
+        ("items", 0, "name"),
+        ("items", 0, "price"),
+        ("items", 1),
+        ("items", 1, "name"),
+        ("items", 1, "price"),
+        ("note",),
+        ("meta",),
+        ("meta", "table"),
+    ]
+    assert by[("items",)].type == "list[Item]" and by[("items",)].kind == "list"
+    assert by[("items", 0)].type == "Item" and by[("items", 0)].depth == 1
+    assert by[("items", 1, "price")].value == "4.0" and by[("items", 1, "price")].type == "float"
+    assert by[("note",)].type == "str | None"
+    assert by[("meta", "table")].type == "int"
+    html = tree_html(rows)
+    assert 'data-path="items.[1].price"' in html and "list[Item]" in html
+
+
+def test_huge_results_are_cut_with_a_note() -> None:
+    rows = tree_rows({"xs": list(range(5000))}, max_rows=100)
+    assert len(rows) == 101 and rows[-1].kind == "more"
+
+
+def test_values_are_escaped() -> None:
+    html = tree_html(tree_rows({"x": "<img src=x onerror=alert(1)>", "<b>k</b>": 1}))
+    assert "<img" not in html and "<b>" not in html and "&lt;img" in html
+
+
+def test_validation_errors_per_field() -> None:
+    bad = {**ORDER, "customer": "A much too long name", "items": [{"name": "tea", "price": -1}]}
+    with pytest.raises(ValidationError) as info:
+        Order.model_validate(bad)
+    view = ParseView(Order.model_validate(ORDER), errors=info.value)
+    assert view.status == "invalid"
+    assert {tuple(e["loc"]) for e in view.errors} == {("customer",), ("items", 0, "price")}
+    html = errors_html(view.errors)
+    assert "customer" in html and "items.[0].price" in html and "greater than 0" in html
+    # a ParseError caused by a ValidationError works the same
+    err = ParseError("could not parse", target=Order, raw="{}")
+    err.__cause__ = info.value
+    assert ParseView(bad, errors=err).errors == view.errors
+    view.set_result(bad, errors=info.value)
+    by = rows_by_path(view.rows())
+    assert by[("customer",)].status == "invalid" and by[("customer",)].errors
+    assert by[("items", 0, "price")].errors == ["Input should be greater than 0"]
+    assert "lion-parse-invalid" in view._tree.value
+
+
+# ----- live ----------------------------------------------------------------------------------
+def test_fields_validate_as_their_values_complete() -> None:
+    live = LiveParse(Order)
+    text = json.dumps({**ORDER, "customer": "A much too long name"})
+    cut = text.index('"items"')
+    live.feed(text[:cut])
+    assert live.status == "streaming"
+    assert live.field_status == {("customer",): "invalid"}
+    assert "at most 10 characters" in live.all_errors()[0]["msg"]
+    cut2 = text.index('{"name": "cake"')
+    live.feed(text[cut:cut2])
+    assert live.field_status[("items", 0)] == "ok"
+    assert ("items",) not in live.field_status  # the list is still open
+    by = rows_by_path(live.rows())
+    assert by[("note",)].kind == "pending" and by[("items", 0, "name")].value == "tea"
+    live.feed(text[cut2:])
+    live.finish()
+    assert live.status == "invalid" and live.result is None
+    assert [tuple(e["loc"]) for e in live.errors] == [("customer",)]
+
+
+def test_a_string_still_streaming_shows_as_partial() -> None:
+    live = LiveParse(Order)
+    live.feed('{"customer": "Al", "note": "ring tw')
+    by = rows_by_path(live.rows())
+    assert by[("note",)].kind == "partial" and by[("note",)].value == "ring tw"
+    assert by[("customer",)].status == "ok"
+    assert "lion-parse-partial" in tree_html(live.rows())
+
+
+def test_not_json_and_cut_off_replies_are_reported() -> None:
+    prose = LiveParse(Order)
+    prose.feed("I cannot answer that.")
+    prose.finish()
+    assert prose.status == "not-json" and "no JSON" in prose.error
+    broken = LiveParse(Order)
+    broken.feed('{"customer": tru')
+    broken.feed("x}")
+    assert broken.status == "not-json" and "invalid literal" in broken.error
+    cut = LiveParse(Order)
+    cut.feed('{"customer": "x", "items": [')
+    cut.finish()
+    assert cut.status == "not-json" and "ended before" in cut.error
+
+
+def test_live_validation_work_is_linear_not_per_chunk() -> None:
+    """A 42 KB object in 4-character chunks: every character scanned once, every value
+    validated a bounded number of times (re-parsing per chunk would be ~10,000 parses)."""
+    items = [{"name": f"item {i} " + "x" * 30, "price": i + 1.0} for i in range(700)]
+    text = json.dumps({"customer": "Bob", "items": items, "note": "n" * 200})
+    assert len(text) > 42_000
+    live = LiveParse(Order)
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    started = time.process_time()
+    for chunk in chunks:
+        live.feed(chunk)
+    live.finish()
+    cpu = time.process_time() - started
+    assert live.status == "valid" and len(live.result.items) == 700
+    assert live.scanner.work == len(text)
+    # 3 top-level fields (the items list among them) + 700 items + the whole object once
+    assert live.validations == 3 + 700 + 1
+    assert len(chunks) > 10_000
+    assert cpu < 2.0  # generous; the measured per-chunk re-parse costs seconds
+
+
+async def test_the_view_follows_a_streaming_reply_on_the_branch() -> None:
+    chunks = [json.dumps(ORDER)[i : i + 5] for i in range(0, len(json.dumps(ORDER)), 5)]
+    branch = Branch(chat_model=iModel(provider="scripted", replies=[{"chunks": chunks}]))
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    trees = []
+    view._tree.observe(lambda change: trees.append(change["new"]), names="value")
+    result = await branch.communicate("order", response_format=Order)
+    assert result == Order.model_validate(ORDER)
+    assert view.result == result and view.status == "valid"
+    assert any("not received yet" in t for t in trees)  # it filled in progressively
+    assert any("lion-parse-partial" in t for t in trees)
+    assert [(a["attempt"], a["ok"]) for a in view.attempts] == [(0, True)]
+    assert "Attempt 0" in view._attempts.value and "local extraction" in view._attempts.value
+    assert "ring twice" in view._tree.value and "not received yet" not in view._tree.value
+    view.close()
+
+
+async def test_repair_rounds_show_and_the_view_follows_the_repaired_reply() -> None:
+    bad = json.dumps({**ORDER, "customer": "A much too long name"})
+    branch = Branch(chat_model=iModel(provider="scripted", replies=[bad, json.dumps(ORDER)]))
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    result = await branch.communicate("order", response_format=Order)
+    assert result == Order.model_validate(ORDER)
+    assert [(a["attempt"], a["ok"]) for a in view.attempts] == [(0, False), (1, True)]
+    assert view.attempts[0]["errors"][0]["loc"] == ["customer"]
+    html = view._attempts.value
+    assert "repair turn 1" in html and "1 error" in html and "at most 10 characters" in html
+    assert view.status == "valid" and view.result == result
+    view.close()
+
+
+def test_static_representations() -> None:
+    view = ParseView(Order.model_validate(ORDER))
+    bundle = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "lion-parse-tree" in bundle["text/html"] and "ring twice" in bundle["text/html"]
+    text = bundle["text/plain"]
+    assert (
+        text.startswith("Order: valid") and "  [0]: Item" in text and "price: float = 2.5" in text
+    )
+    assert "VBox(" not in text
+    attempts = attempts_html(
+        [{"attempt": 0, "ok": False, "raw": "<x>", "errors": [], "target": "Order"}]
+    )
+    assert "&lt;x&gt;" in attempts and "<x>" not in attempts
+    with pytest.raises(TypeError):
+        view.feed("{}")
+    view.close()

@@ -1,0 +1,264 @@
+"""ReActRoundsView and RoundsModel: real ReAct runs on the scripted model, no kernel."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lion_nb import Branch, iModel
+from lion_nb.render.rounds import RoundsModel, round_html, rounds_html
+from lion_nb.signals import RoundEnd, RoundStart, StreamDelta
+from lion_nb.widgets.rounds_view import ReActRoundsView
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def mul(a: int, b: int) -> int:
+    """Multiply two numbers."""
+    return a * b
+
+
+def shout(text: str) -> str:
+    """Return hostile output."""
+    return "<img src=x onerror=alert(1)> " + text
+
+
+def replies(delay: float = 0.0) -> list:
+    usage = {"input_tokens": 100, "output_tokens": 20}
+    return [
+        {
+            "json": {
+                "analysis": "I need **two** results",
+                "extension_needed": True,
+                "action_requests": [
+                    {"function": "add", "arguments": {"a": 1, "b": 2}},
+                    {"function": "mul", "arguments": {"a": 3, "b": 4}},
+                ],
+            },
+            "usage": usage,
+            "delay": delay,
+        },
+        {
+            "json": {"analysis": "Got 3 and 12", "extension_needed": False},
+            "usage": {"input_tokens": 150, "output_tokens": 10},
+            "delay": delay,
+        },
+        {
+            "json": {"answer": "3 and 12"},
+            "usage": {"input_tokens": 170, "output_tokens": 5},
+            "delay": delay,
+        },
+    ]
+
+
+def react_branch(delay: float = 0.0, extra: list | None = None) -> Branch:
+    return Branch(
+        system="Use tools.",
+        name="calc",
+        tools=[add, mul, shout],
+        chat_model=iModel(provider="scripted", replies=replies(delay) + (extra or [])),
+    )
+
+
+async def test_a_live_react_run_is_grouped_into_rounds() -> None:
+    branch = react_branch()
+    view = ReActRoundsView(branch)
+    answer = await branch.ReAct("compute 1+2 and 3*4", max_extensions=2)
+    assert answer == "3 and 12"
+    (group,) = view.model.runs
+    assert group.operation == "ReAct" and group.status == "done" and group.duration_ms > 0
+    assert group.usage == {"input_tokens": 420, "output_tokens": 35}
+    first, second, final = view.rounds
+    assert [r.number for r in view.rounds] == [1, 2, 3] and final.final
+    assert all(r.status == "done" and r.duration_ms is not None for r in view.rounds)
+    assert first.extension_needed is True and second.extension_needed is False
+    assert first.usage == {"input_tokens": 100, "output_tokens": 20}
+    (step,) = first.steps
+    assert [p.request.function for p in step.actions] == ["add", "mul"]
+    assert [p.response.output for p in step.actions] == [3, 12]
+    assert second.action_count == 0 and len(second.instructions) == 1
+    html = round_html(first)
+    # parallel calls sit side by side in one row, each with its result
+    parallel = html.split('<div class="lion-parallel">')[1]
+    assert parallel.count('<div class="lion-action">') == 2
+    assert "<strong>two</strong>" in html  # the analysis text, as Markdown
+    assert "2 actions" in html and "100 in · 20 out" in html
+    assert "Answer" in round_html(final) and "3 and 12" in round_html(final)
+    view.close()
+
+
+async def test_rounds_fill_in_as_they_happen() -> None:
+    """At every round boundary the view already shows everything before it."""
+    branch = react_branch()
+    view = ReActRoundsView(branch)
+    snapshots = []
+
+    def snap(signal):  # subscribed after the view: it sees the view's state for this signal
+        snapshots.append(
+            (
+                type(signal).__name__,
+                signal.round,
+                [(r.number, r.status, r.action_count) for r in view.rounds],
+                len(view._box.children),
+            )
+        )
+
+    branch.observe(RoundStart, RoundEnd, handler=snap)
+    await branch.ReAct("compute", max_extensions=2)
+    assert snapshots == [
+        ("RoundStart", 1, [(1, "running", 0)], 2),
+        ("RoundEnd", 1, [(1, "done", 2)], 2),
+        ("RoundStart", 2, [(1, "done", 2), (2, "running", 0)], 3),
+        ("RoundEnd", 2, [(1, "done", 2), (2, "done", 0)], 3),
+        ("RoundStart", 3, [(1, "done", 2), (2, "done", 0), (3, "running", 0)], 4),
+        ("RoundEnd", 3, [(1, "done", 2), (2, "done", 0), (3, "done", 0)], 4),
+    ]
+    view.close()
+
+
+async def test_streamed_analysis_shows_while_the_round_runs_and_only_that_round_updates() -> None:
+    branch = react_branch(delay=0.002)
+    view = ReActRoundsView(branch, refresh_interval=0)
+    changes: dict[int, int] = {}
+    seen_streaming = []
+
+    def watch_round_widgets(_signal) -> None:
+        for key, widget in view._widgets.items():
+            if key not in changes:
+                changes[key] = 0
+                widget.observe(
+                    lambda _c, k=key: changes.__setitem__(k, changes[k] + 1), names="value"
+                )
+        for widget in view._widgets.values():
+            if "lion-streaming" in widget.value and "two" in widget.value:
+                seen_streaming.append(True)
+
+    at_end_of_round_1 = {}
+
+    def round_ended(signal) -> None:
+        if signal.round == 1:
+            at_end_of_round_1.update(changes)
+
+    branch.observe(handler=watch_round_widgets)
+    branch.observe(RoundEnd, handler=round_ended)
+    await branch.ReAct("compute", max_extensions=2)
+    assert seen_streaming, "the analysis never showed while it streamed"
+    first = id(view.rounds[0])
+    assert "lion-streaming" not in view._widgets[first].value  # the recorded reply replaced it
+    assert at_end_of_round_1[first] >= 3  # streamed, recorded, actions, ended
+    # later rounds never touch round 1's widget; they update their own
+    assert changes[first] == at_end_of_round_1[first]
+    assert changes[id(view.rounds[1])] >= 2 and changes[id(view.rounds[2])] >= 2
+    view.close()
+
+
+async def test_a_view_attached_afterwards_rebuilds_the_same_rounds() -> None:
+    branch = react_branch()
+    live = ReActRoundsView(branch)
+    await branch.ReAct("compute", max_extensions=2)
+    rebuilt = RoundsModel.from_messages(branch.messages)
+
+    def shape(rounds):
+        return [
+            (
+                r.final,
+                len(r.instructions),
+                [
+                    (
+                        s.analysis.id if s.analysis else None,
+                        [(p.request.id, p.response.id) for p in s.actions],
+                    )
+                    for s in r.steps
+                ],
+            )
+            for r in rounds
+        ]
+
+    assert shape(rebuilt.runs[0].rounds) == shape(live.rounds)
+    late = ReActRoundsView(branch)
+    assert len(late.rounds) == 3 and "Round 1" in late.static_html()
+    assert ReActRoundsView(branch, history=False).rounds == []
+    live.close()
+    late.close()
+
+
+async def test_a_failing_round_and_run_are_shown_as_failed() -> None:
+    branch = Branch(
+        tools=[add],
+        chat_model=iModel(
+            provider="scripted",
+            replies=[
+                {"json": {"analysis": "try", "extension_needed": True}},
+                RuntimeError("model went away"),
+            ],
+        ),
+    )
+    view = ReActRoundsView(branch)
+    with pytest.raises(Exception, match="model went away"):
+        await branch.ReAct("x", max_extensions=2)
+    first, second = view.rounds
+    assert first.status == "done"
+    assert second.status == "failed" and "model went away" in second.error
+    assert view.model.runs[0].status == "failed"
+    assert "model went away" in round_html(second)
+    view.close()
+
+
+async def test_a_stopped_run_marks_the_open_round_stopped() -> None:
+    slow = {"json": {"analysis": "thinking slowly " * 40, "extension_needed": False}, "delay": 0.01}
+    branch = Branch(chat_model=iModel(provider="scripted", replies=[slow]))
+    view = ReActRoundsView(branch)
+    streaming = asyncio.Event()
+
+    def check(_signal) -> None:  # runs after the view took the delta in
+        if view.rounds and "slowly thinking" in view.static_html():
+            streaming.set()
+
+    branch.observe(StreamDelta, handler=check)
+    task = asyncio.ensure_future(branch.ReAct("x"))
+    await asyncio.wait_for(streaming.wait(), 10)
+    live = next(iter(view.rounds[0].live.values()))
+    assert live.text.startswith('{"analysis": "thinking slowly')
+    assert live.display_text().startswith("thinking slowly thinking")  # the analysis, not JSON
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert view.rounds[0].status == "stopped"
+    assert view.model.runs[0].status == "stopped"
+    html = view._widgets[id(view.rounds[0])].value
+    assert "lion-stopped-msg" in html and "thinking slowly" in html  # the partial text stays
+    assert "{&quot;analysis" not in html
+    view.close()
+
+
+async def test_tool_output_is_escaped_and_the_mimebundle_has_a_static_transcript() -> None:
+    branch = Branch(
+        tools=[shout],
+        chat_model=iModel(
+            provider="scripted",
+            replies=[
+                {
+                    "json": {
+                        "analysis": "<script>alert(2)</script>",
+                        "extension_needed": False,
+                        "action_requests": [{"function": "shout", "arguments": {"text": "hi"}}],
+                    }
+                },
+                {"json": {"answer": "done"}},
+            ],
+        ),
+    )
+    view = ReActRoundsView(branch)
+    await branch.ReAct("x")
+    html = rounds_html(view.model)
+    assert "<img" not in html and "<script" not in html and "onerror=alert(1)" in html
+    bundle = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "lion-round" in bundle["text/html"] and "done" in bundle["text/html"]
+    assert "Round 1 [done]" in bundle["text/plain"] and "-> shout" in bundle["text/plain"]
+    assert "VBox(" not in bundle["text/plain"]
+    view.close()
