@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import write_result  # noqa: E402
+from _common import write_result
 
 SIZES = (1_000, 10_000)
 

@@ -158,7 +158,10 @@ class ChunkBuffer:
     def close(self) -> None:
         fh, self._fh = self._fh, None
         if fh is not None:
-            fh.close()
+            try:
+                fh.close()
+            except (OSError, ValueError) as exc:  # never in the way of the final snapshot
+                logger.error("stream persistence: closing %s failed (%s)", self.path, exc)
 
     def remove(self) -> None:
         self.close()

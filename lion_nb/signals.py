@@ -6,6 +6,8 @@ built (what changed, plus the running snapshot, keyed by the id the message will
 under, so a view can render idempotently). ReAct adds ``RoundStart`` / ``RoundEnd``.
 
 Observer failures are logged on the ``lion_nb`` logger and never change an operation's result.
+Signals are read-only by convention; they are plain (non-frozen) slotted dataclasses because a
+frozen dataclass's ``__init__`` costs several times more, and ``StreamDelta`` is emitted per token.
 """
 
 from __future__ import annotations
@@ -22,19 +24,19 @@ from typing import Any, Literal
 logger = logging.getLogger("lion_nb")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Signal:
     branch_id: uuid.UUID
     at: float = field(default_factory=time.time)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class RunStart(Signal):
     run_id: uuid.UUID
     operation: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class RunEnd(Signal):
     """A run ended normally (including a consumer that stopped reading a stream).
 
@@ -50,7 +52,7 @@ class RunEnd(Signal):
     stopped: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class RunFailed(Signal):
     run_id: uuid.UUID
     operation: str
@@ -58,7 +60,7 @@ class RunFailed(Signal):
     error: BaseException
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class MessageAdded(Signal):
     message: Any  # RoledMessage; typed loosely so this module imports no pydantic models
 
@@ -85,7 +87,7 @@ class TextAccumulator:
         return parts[0] if parts else ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class StreamDelta(Signal):
     """``delta`` was appended to the ``kind`` part of message ``message_id``; ``snapshot`` is
     that part so far (computed on read). For ``tool_args`` the tool ``name`` and ``call_id``
@@ -107,7 +109,7 @@ class StreamDelta(Signal):
         return text[: self.length]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class RoundStart(Signal):
     """A ReAct round began: ``round`` 1 is the first analysis; ``final`` marks the answer turn."""
 
@@ -116,7 +118,7 @@ class RoundStart(Signal):
     final: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class RoundEnd(Signal):
     run_id: uuid.UUID | None
     round: int
@@ -126,7 +128,7 @@ class RoundEnd(Signal):
     error: BaseException | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ParseAttempt(Signal):
     """One attempt of ``parse``: 0 is local extraction of the original text, later ones parse
     a repair turn's reply. ``errors`` are per-field validation errors (loc, msg, type)."""
@@ -179,7 +181,7 @@ class Observers:
         for handler in self._for(type(signal)):
             try:
                 result = handler(signal)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     task = asyncio.ensure_future(result)
                     self._pending.add(task)
                     task.add_done_callback(self._settled)

@@ -333,3 +333,33 @@ def test_kill_9_mid_stream_then_recover_every_chunk_received(tmp_path):
     assert full.startswith(partial.response) and partial.response != full
     _, chunks = read_buffer(buf)
     assert "".join(c.text for c in chunks if c.type == "text") == partial.response
+
+
+async def test_a_buffer_that_cannot_be_written_fails_the_run_before_the_agent_starts(tmp_path):
+    model = chunk_model([text("never")])
+    branch = Branch(chat_model=model)
+    seen: list = []
+    branch.observe(handler=seen.append)
+    (tmp_path / f"{branch.id}.buffer.jsonl").symlink_to("/dev/full")  # every write: ENOSPC
+    gen = branch.run("go", stream_persist=True, persist_dir=str(tmp_path))
+    await anext(gen)
+    with pytest.raises(OSError):
+        await anext(gen)
+    assert model.provider.started == 0
+    assert type(seen[-1]).__name__ == "RunFailed"
+    assert snapshot_roles(tmp_path / f"{branch.id}.json") == ["user"]  # the final snapshot
+    assert not (tmp_path / f"{branch.id}.buffer.jsonl").exists()
+
+
+def test_a_failed_append_mid_stream_is_logged_once_and_later_chunks_are_skipped(tmp_path, caplog):
+    from lion_nb.persist import ChunkBuffer
+
+    buf = ChunkBuffer(tmp_path / "b.buffer.jsonl")
+    buf.open({"branch_id": "x"})
+    buf.append(text("kept"))
+    buf._fh.close()  # the disk goes away under the open file
+    buf.append(text("lost"))
+    buf.append(text("lost too"))
+    assert buf.failed and caplog.text.count("could not append") == 1
+    header, chunks = read_buffer(buf.path)
+    assert header["branch_id"] == "x" and [c.text for c in chunks] == ["kept"]

@@ -59,7 +59,8 @@ def _is_number(value: Any) -> bool:
 
 def usage_of(metadata: dict[str, Any]) -> Usage:
     """The ``Usage`` one ``result`` chunk reports (cost from ``usage`` or the top level)."""
-    raw = metadata.get("usage") if isinstance(metadata.get("usage"), dict) else {}
+    found = metadata.get("usage")
+    raw: dict[str, Any] = found if isinstance(found, dict) else {}
     cost = raw.get("total_cost_usd", metadata.get("total_cost_usd"))
     return Usage(
         input_tokens=raw.get("input_tokens") if _is_number(raw.get("input_tokens")) else None,
@@ -159,7 +160,7 @@ class StreamAssembler:
                 self._delta("thinking", chunk.text)
             return []
         if kind == "tool_use":
-            out: list[RoledMessage] = self.flush()
+            out: list[RoledMessage] = list(self.flush())
             request = ActionRequest(
                 id=self._new_id(),
                 function=chunk.name or "",
@@ -173,20 +174,20 @@ class StreamAssembler:
             out.append(request)
             return out
         if kind == "tool_result":
-            request = self._pending.pop(chunk.tool_id, None) if chunk.tool_id else None
-            if request is None:  # a result for a call this stream never showed: ignored
+            asked = self._pending.pop(chunk.tool_id, None) if chunk.tool_id else None
+            if asked is None:  # a result for a call this stream never showed: ignored
                 logger.debug("run: ignoring tool_result for unknown call %r", chunk.tool_id)
                 return []
             return [
                 ActionResponse(
                     id=self._new_id(),
-                    function=request.function,
-                    arguments=request.arguments,
+                    function=asked.function,
+                    arguments=asked.arguments,
                     output=chunk.output,
                     is_error=bool(chunk.is_error),
-                    call_id=request.call_id,
-                    action_request_id=request.id,
-                    sender=request.function,
+                    call_id=asked.call_id,
+                    action_request_id=asked.id,
+                    sender=asked.function,
                     recipient=self.sender,
                 )
             ]
@@ -199,7 +200,7 @@ class StreamAssembler:
             if chunk.benign_eos:
                 return []
             self.error = error_of(chunk, self.provider)
-            return self.flush(error=str(self.error))
+            return list(self.flush(error=str(self.error)))
         return []  # "system" (session id noted above) and any future informational type
 
     def flush(self, **metadata: Any) -> list[AssistantResponse]:

@@ -192,7 +192,18 @@ async def run(
         )
         deadline = stream_deadline(timeout)
         stream = model.stream(request)
-        while (chunk := await _next_chunk(stream, deadline, timeout, model)) is not None:
+        while True:
+            if deadline is None:  # the common case, inlined: this loop runs once per token
+                try:
+                    chunk = await anext(stream)
+                except StopAsyncIteration:
+                    break
+                except LionError:
+                    raise
+                except Exception as exc:  # unclassified provider failure: still a failed call
+                    raise ExecutionError(f"{_label(model)} stream failed: {exc!r}") from exc
+            elif (chunk := await _next_chunk(stream, deadline, timeout, model)) is None:
+                break
             if persistence is not None:
                 persistence.append(chunk)  # before anything else: a crash keeps this chunk
             if chunk.session_id and chunk.session_id != model.provider_session_id:

@@ -25,6 +25,7 @@ from lion_nb.render.text import format_time, format_usage, label, visible_contro
 __all__ = [
     "NextTurn",
     "TimelineRow",
+    "TotalsCache",
     "branch_totals",
     "context_window",
     "is_cli_model",
@@ -417,10 +418,12 @@ def next_turn_html(turn: NextTurn) -> str:
 
 
 # ----- whole-branch summary --------------------------------------------------------------------
-def branch_totals(messages: Sequence[RoledMessage] | Any) -> dict[str, Any]:
-    """Counts per role and summed usage (one pass; cheap even for 10,000 messages)."""
-    roles: dict[str, int] = {}
-    usage: dict[str, Any] = {}
+def branch_totals(
+    messages: Sequence[RoledMessage] | Any, base: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Counts per role and summed usage, added onto ``base`` (totals of earlier messages)."""
+    roles: dict[str, int] = dict(base["roles"]) if base else {}
+    usage: dict[str, Any] = dict(base["usage"]) if base else {}
     for msg in messages:
         roles[msg.role] = roles.get(msg.role, 0) + 1
         if msg.role == "assistant":
@@ -428,6 +431,30 @@ def branch_totals(messages: Sequence[RoledMessage] | Any) -> dict[str, Any]:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     usage[key] = usage.get(key, 0) + value
     return {"roles": roles, "usage": usage}
+
+
+class TotalsCache:
+    """``branch_totals`` kept up to date by adding only the messages recorded since the last
+    call (a live branch grows at its end); recomputed whole if the history changed."""
+
+    __slots__ = ("_count", "_last", "_totals")
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._last: Any = None
+        self._totals: dict[str, Any] = {"roles": {}, "usage": {}}
+
+    def get(self, messages: Sequence[RoledMessage] | Any) -> dict[str, Any]:
+        n = len(messages)
+        order = messages.progression if hasattr(messages, "progression") else None
+        grew = 0 < self._count <= n and order is not None and order[self._count - 1] == self._last
+        if grew:
+            self._totals = branch_totals(messages[self._count : n], self._totals)
+        elif n != self._count or self._count == 0:
+            self._totals = branch_totals(messages)
+        self._count = n
+        self._last = order[n - 1] if order is not None and n else None
+        return self._totals
 
 
 def header_html(title: str, total: int, totals: dict[str, Any], runs: int) -> str:
@@ -480,6 +507,7 @@ def static_html(
     stop: int,
     provenance: Provenance | None,
     turn: NextTurn | None,
+    totals: dict[str, Any] | None = None,
 ) -> str:
     """The inspector without a kernel (saved notebooks): summary, next turn, run log and the
     messages of the current page as cards."""
@@ -487,7 +515,8 @@ def static_html(
 
     total = len(messages)
     runs = len(provenance.runs) if provenance is not None else 0
-    parts = [header_html(title, total, branch_totals(messages), runs)]
+    totals = totals if totals is not None else branch_totals(messages)
+    parts = [header_html(title, total, totals, runs)]
     if turn is not None:
         parts.append(next_turn_html(turn))
     if runs:

@@ -16,6 +16,7 @@ page changes, so a 10,000-message branch opens as fast as a 50-message one. All 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,7 @@ class _Row:
             style=owner._button_style,
             _dom_classes=("lion-tl-fork",),
         )
-        self.detail = kit.html("", ("lion-tl-detail-w",))
+        self.detail: Any = None  # made on first expansion (most rows are never expanded)
         self.box = ipywidgets.HBox(
             [self.toggle, self.summary, self.fork],
             layout=owner._row_layout,
@@ -96,7 +97,8 @@ class _Row:
 
     def close(self) -> None:
         for w in (self.toggle, self.summary, self.fork, self.detail, self.box):
-            w.close()
+            if w is not None:
+                w.close()
 
 
 class ProgressionInspector(StaticFallback, ipywidgets.VBox):
@@ -128,6 +130,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self.closed = False
         self._indices: Sequence[int] = range(len(branch.messages))  # the filter's positions
         self._turn: tl.NextTurn | None = None
+        self._turn_pending = False
+        self._totals = tl.TotalsCache()
         w = ipywidgets
         self._kit = WidgetKit()
         self._button_style = w.ButtonStyle()
@@ -414,13 +418,36 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         messages = self.branch.messages
         runs = len(self.provenance.runs) if self.provenance else 0
         self._header.value = tl.header_html(
-            self.title, len(messages), tl.branch_totals(messages), runs
+            self.title, len(messages), self._totals.get(messages), runs
         )
         if next_turn or self._turn is None:
-            self._turn = tl.next_turn(messages, self.branch._chat_model)
-            self._next.value = tl.next_turn_html(self._turn)
+            self._schedule_next_turn()
         self._runs.value = tl.runs_html(self.provenance)
         self._runs_box.set_title(0, f"Runs ({runs})")
+
+    def _schedule_next_turn(self) -> None:
+        """The next-turn estimate compiles every message (about 0.2 s for 10,000): in a
+        kernel it runs just after the view is shown, so opening does not wait for it."""
+        if self._turn_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.update_next_turn()
+            return
+        self._turn_pending = True
+        if self._turn is None:
+            self._next.value = '<div class="lion-meta lion-next-turn">Next turn: counting…</div>'
+        loop.call_soon(self.update_next_turn)
+
+    def update_next_turn(self) -> tl.NextTurn:
+        """Compute what the next turn sends, now; returns it (also shown in the header)."""
+        self._turn_pending = False
+        if self.closed:
+            return self._turn  # type: ignore[return-value]
+        self._turn = tl.next_turn(self.branch.messages, self.branch._chat_model)
+        self._next.value = tl.next_turn_html(self._turn)
+        return self._turn
 
     def _render_page(self) -> None:
         indices = self.visible_indices()
@@ -441,6 +468,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             children.append(widgets_row.box)
             if open_:
                 detail = tl.row_detail_html(row, self.branch.messages, cli=cli)
+                if widgets_row.detail is None:
+                    widgets_row.detail = self._kit.html("", ("lion-tl-detail-w",))
                 if widgets_row.detail.value != detail:
                     widgets_row.detail.value = detail
                 children.append(widgets_row.detail)
@@ -478,7 +507,13 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     def static_html(self) -> str:
         start, stop = self._static_bounds()
         return tl.static_html(
-            self.title, self.branch.messages, start, stop, self.provenance, self._turn
+            self.title,
+            self.branch.messages,
+            start,
+            stop,
+            self.provenance,
+            self._turn,
+            self._totals.get(self.branch.messages),
         )
 
     def static_text(self) -> str:

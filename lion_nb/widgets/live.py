@@ -12,9 +12,12 @@ Re-sending the accumulated reply per token is quadratic (23 MB of comm traffic f
 - Updates are throttled to ``max_rate`` per second; the first one is sent at once (first token
   well within 100 ms).
 - A byte budget bounds the total whatever the token rate: the bytes sent for this message
-  (payload plus an estimated envelope per comm message) may not exceed ``ratio`` times the HTML
-  rendered so far plus ``allowance``. A slow stream of a long unfinished block (a huge code
-  fence) therefore updates less often instead of costing more.
+  (payload plus an estimated ~700-byte envelope per comm message) may not exceed ``ratio``
+  times the HTML rendered so far plus an allowance that accrues at ``allowance_rate`` bytes/s
+  up to ``allowance`` (so the first seconds of any reply update smoothly). Past that, a slow
+  stream updates less often instead of costing more: every comm message costs ~700 bytes of
+  envelope, so at ~50 tokens/s (~250 bytes/s of HTML) a 5x budget affords about one update
+  every 1-2 s. A larger ``ratio`` buys smoothness with bytes; the total stays linear.
 - All widgets share one ``Layout`` and one ``HTMLStyle`` (a fresh ``Layout`` alone is ~1 KB of
   state per widget).
 
@@ -43,7 +46,9 @@ __all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
 class LiveConfig:
     max_rate: float = 15.0  # updates per second after the first
     ratio: float = 2.5  # streaming bytes allowed per byte of HTML rendered so far
-    allowance: int = 4096  # bytes allowed before the ratio applies (short replies stay smooth)
+    allowance: int = 12288  # extra bytes a message may use beyond ``ratio`` (smooth start) ...
+    allowance_rate: float = 4096.0  # ... accruing at this many bytes per second of stream
+    first: int = 2048  # ... plus this much at once, for the first token
     seal_bytes: int = 4096  # frozen HTML kept in the live widget before it gets its own
     preview_chars: int = 1500  # thinking / tool-argument previews show this many last chars
     overhead: int = 700  # estimated bytes of one comm message's envelope (header, ids, hmac)
@@ -132,6 +137,8 @@ class LiveMessage:
         self.updates = 0
         self._last_flush: float | None = None
         self._last_delta = 0.0
+        self._started: float | None = None
+        self._starved = False  # the pending timer waits for a pause, not for the throttle
         self._dirty = False
         self._timer: Any = None  # a handle with .cancel()
         self.done = False
@@ -145,6 +152,8 @@ class LiveMessage:
     def feed(self, signal: StreamDelta) -> None:
         if self.done:
             return
+        if self._started is None:
+            self._started = self._clock()
         if signal.kind == "text":
             for block in self._md.feed(signal.delta):
                 self._open.append(block)
@@ -174,27 +183,38 @@ class LiveMessage:
     def _estimated_cost(self) -> int:
         cfg = self.config
         # The tail renders to a little more than its text; the previews are bounded.
-        cost = self._open_len + int(self._tail_chars * 1.3) + 300 + cfg.overhead
+        cost = int(self._tail_chars * 1.3) + 300 + cfg.overhead
         if self._live is None:
             cost += _NEW_WIDGET
+        if self._open_len >= cfg.seal_bytes:  # a new segment widget plus the children list
+            cost += self._open_len + _NEW_WIDGET + 2 * cfg.overhead + 50 * len(self._sealed)
+        else:  # the open segment is re-sent with the tail
+            cost += self._open_len
         if self._thinking:
             cost += min(self._thinking_len, cfg.preview_chars) + cfg.overhead
         if self._tools:
             cost += sum(min(n, cfg.preview_chars) for _, _, n in self._tools.values())
             cost += cfg.overhead
-        if self._open_len >= cfg.seal_bytes:
-            cost += self._open_len + _NEW_WIDGET + cfg.overhead * 2 + 50 * len(self._sealed)
         return cost
 
     def _affordable(self, cost: int) -> bool:
         cfg = self.config
-        return self.sent_bytes + cost <= cfg.ratio * self.rendered_size() + cfg.allowance
+        elapsed = self._clock() - self._started if self._started is not None else 0.0
+        allowance = cfg.first + min(cfg.allowance, cfg.allowance_rate * elapsed)
+        return self.sent_bytes + cost <= cfg.ratio * self.rendered_size() + allowance
 
     def _schedule(self) -> None:
         self._last_delta = now = self._clock()
-        if self._timer is not None or not self._dirty:
+        if not self._dirty:
             return
-        if not self._affordable(self._estimated_cost()):
+        affordable = self._affordable(self._estimated_cost())
+        if self._timer is not None:
+            if not (self._starved and affordable):
+                return
+            self._timer.cancel()  # the budget grew: no need to wait for the stream to pause
+            self._timer = None
+        self._starved = not affordable
+        if self._starved:
             # The next delta grows the budget and asks again; if the stream pauses instead
             # (an agent running a tool), what arrived is shown after ``idle`` seconds.
             self._later(self.config.idle)
@@ -218,6 +238,7 @@ class LiveMessage:
 
     def _on_timer(self) -> None:
         self._timer = None
+        self._starved = False
         if not self._dirty or self.done:
             return
         if self._affordable(self._estimated_cost()):
@@ -227,6 +248,7 @@ class LiveMessage:
         if quiet >= self.config.idle:
             self.flush()
         else:
+            self._starved = True
             self._later(self.config.idle - quiet)
 
     # ----- output ----------------------------------------------------------------------------

