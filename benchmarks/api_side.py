@@ -6,11 +6,12 @@
     python api_side.py lionagi BASE_URL SEQ CONC ROUNDS       (in the lionagi baseline venv)
     python api_side.py httpx   BASE_URL SEQ CONC ROUNDS       (the floor: bare httpx, no toolkit)
 
-A side prints one JSON line: seconds for SEQ sequential ``communicate`` calls on one branch
-(``clear_messages=True``, so every request has the same small size and the figure is the
-per-call cost, not the cost of a growing history), and, ROUNDS times, seconds for CONC
-``communicate`` calls started at once on CONC branches that share one model (one connection
-pool), as a notebook fanning a question out would.
+A side prints one JSON line: wall-clock and CPU seconds (``time.process_time``: this process
+only, so less sensitive than wall time to other load on the machine) for SEQ sequential
+``communicate`` calls on one branch (``clear_messages=True``, so every request has the same
+small size and the figure is the per-call cost, not the cost of a growing history), and,
+ROUNDS times, for CONC ``communicate`` calls started at once on CONC branches that share one
+model (one connection pool), as a notebook fanning a question out would.
 
 The server runs in its own process (``serve``) so that its threads do not compete with the
 measured client for the GIL; both sides talk to the same server. It answers every request with
@@ -134,18 +135,19 @@ async def measure(side: str, base_url: str, seq: int, conc: int, rounds: int) ->
             assert await branch.communicate(PROMPT, clear_messages=True) == "ok"
         await asyncio.gather(*(new_branch().communicate(PROMPT) for _ in range(conc)))
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(seq):
             reply = await branch.communicate(PROMPT, clear_messages=True)
-        seq_s = time.perf_counter() - start
+        seq_s, seq_cpu = time.perf_counter() - start, time.process_time() - cpu
         assert reply == "ok", reply
 
-        round_s = []
+        round_s, round_cpu = [], []
         for _ in range(rounds):
             branches = [new_branch() for _ in range(conc)]  # construction is not timed
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             replies = await asyncio.gather(*(b.communicate(PROMPT) for b in branches))
             round_s.append(time.perf_counter() - start)
+            round_cpu.append(time.process_time() - cpu)
             assert replies == ["ok"] * conc, replies[:3]
     finally:
         await close()
@@ -153,9 +155,11 @@ async def measure(side: str, base_url: str, seq: int, conc: int, rounds: int) ->
         "side": side,
         "seq_calls": seq,
         "seq_s": seq_s,
+        "seq_cpu_s": seq_cpu,
         "conc_calls": conc,
         "conc_round_s": round_s,
         "conc_median_s": statistics.median(round_s),
+        "conc_round_cpu_s": round_cpu,
     }
 
 

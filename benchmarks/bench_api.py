@@ -97,6 +97,15 @@ def main() -> None:
             return statistics.median(s["seq_calls"] / s["seq_s"] for s in samples[side])
         return statistics.median(s["conc_calls"] / s["conc_median_s"] for s in samples[side])
 
+    def cpu_ms(side: str, key: str) -> float:
+        """Client CPU milliseconds per call (median)."""
+        if key == "seq":
+            return statistics.median(s["seq_cpu_s"] / s["seq_calls"] for s in samples[side]) * 1e3
+        per_round = [
+            cpu / s["conc_calls"] for s in samples[side] for cpu in s["conc_round_cpu_s"]
+        ]
+        return statistics.median(per_round) * 1e3
+
     rows = []
     for key, label, calls in (("seq", "sequential", seq), ("conc", "concurrent", conc)):
         ours, base, floor = rate("lion_nb", key), rate("lionagi", key), rate("httpx", key)
@@ -116,17 +125,27 @@ def main() -> None:
                     "floor_httpx_calls_per_s": floor,
                     "lion_nb_overhead_ms_per_call": 1000 / ours - 1000 / floor,
                     "lionagi_overhead_ms_per_call": 1000 / base - 1000 / floor,
+                    "client_cpu_ms_per_call": {side: cpu_ms(side, key) for side in sides},
                     "samples": {side: samples[side] for side in sides},
                 },
             }
         )
     write_result(args.out, {"rows": rows})
-    print(f"{'benchmark':<36} {'lion_nb':>10} {'lionagi':>10} {'ratio':>6} {'httpx floor':>12}")
+    print(
+        f"{'calls/s (CPU ms/call)':<36} {'lion_nb':>16} {'lionagi':>16} {'ratio':>6} "
+        f"{'httpx floor':>16}"
+    )
     for r in rows:
-        print(
-            f"{r['name']:<36} {r['lion_nb']:>10,.0f} {r['baseline']:>10,.0f} {r['ratio']:>6.2f} "
-            f"{r['detail']['floor_httpx_calls_per_s']:>12,.0f}"
-        )
+        d = r["detail"]
+        cells = [
+            f"{rate:,.0f} ({d['client_cpu_ms_per_call'][side]:.2f})"
+            for rate, side in (
+                (r["lion_nb"], "lion_nb"),
+                (r["baseline"], "lionagi"),
+                (d["floor_httpx_calls_per_s"], "httpx"),
+            )
+        ]
+        print(f"{r['name']:<36} {cells[0]:>16} {cells[1]:>16} {r['ratio']:>6.2f} {cells[2]:>16}")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,8 @@ executed and recorded between rounds. ``RoundStart``/``RoundEnd`` mark each roun
 run's id) so a view can group reasoning, actions and observations per round.
 
 Lifecycle (ADR D4): the facade wraps a whole ReAct in one RunStart/RunEnd (or RunFailed) through
-``observed_call``/``observed_stream`` here; the rounds emit none. The suppression flag and the
-run's usage accumulator are set only while ReAct's own code runs, never left set across a
-``yield``: what the consumer does between two streamed rounds is not part of the run.
+``lion_nb.session.lifecycle.observed_run``/``observed_stream``; the rounds emit none and read
+the run's id from ``current_run_id``.
 
 A round whose reply was only native tool calls (no structured text, so the model could not say
 ``extension_needed``) counts as asking for another round: the model has not seen the results.
@@ -18,23 +17,18 @@ A round whose reply was only native tool calls (no structured text, so the model
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-import uuid
 import warnings
-from collections.abc import AsyncGenerator, Coroutine, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from lion_nb.operations.operate import operate
 from lion_nb.operations.react_models import Analysis, ReActAnalysis
-from lion_nb.session.lifecycle import RunTracker, lifecycle_suppressed, suppress_lifecycle
-from lion_nb.signals import RoundEnd, RoundStart, RunStart
-from lion_nb.usage import current_run_usage
+from lion_nb.session.lifecycle import current_run_id
+from lion_nb.signals import RoundEnd, RoundStart
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
@@ -42,97 +36,6 @@ if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
 
 MAX_EXTENSIONS_CAP = 100
-
-_react_run_id: ContextVar[uuid.UUID | None] = ContextVar("lion_nb_react_run_id", default=None)
-
-
-# ----- lifecycle: one pair for the whole ReAct, scoped per step ---------------------------------
-class _Run:
-    __slots__ = ("branch", "tracker")
-
-    def __init__(self, branch: Branch, operation: str) -> None:
-        self.branch = branch
-        self.tracker = None if lifecycle_suppressed(branch) else RunTracker(branch, operation)
-
-    def start(self) -> None:
-        t = self.tracker
-        if t is not None:  # not RunTracker.start(): that leaves the usage variable set
-            self.branch._emit(
-                RunStart(branch_id=self.branch.id, run_id=t.run_id, operation=t.operation)
-            )
-
-    @contextmanager
-    def step(self) -> Iterator[None]:
-        """While ReAct's own code runs: nested verbs silent, usage counted, run id known."""
-        t = self.tracker
-        if t is None:
-            yield
-            return
-        usage = current_run_usage.set(t.usage)
-        run_id = _react_run_id.set(t.run_id)
-        try:
-            with suppress_lifecycle(self.branch):
-                yield
-        finally:
-            _react_run_id.reset(run_id)
-            current_run_usage.reset(usage)
-
-    async def end(self, result: Any, *, stopped: bool = False) -> None:
-        if self.tracker is not None:
-            if not stopped:
-                await self.branch._drain()
-            self.tracker.end(result, stopped=stopped)
-
-    async def fail(self, error: BaseException) -> None:
-        if self.tracker is not None:
-            await self.branch._drain()
-            self.tracker.fail(error)
-
-
-async def observed_call(branch: Branch, operation: str, coro: Coroutine[Any, Any, Any]) -> Any:
-    """Await ``coro`` under one lifecycle (like ``Branch._observed_run``), exposing the run id
-    to the round signals."""
-    run = _Run(branch, operation)
-    run.start()
-    try:
-        with run.step():
-            result = await coro
-    except asyncio.CancelledError:
-        await run.end(None, stopped=True)
-        raise
-    except BaseException as exc:
-        await run.fail(exc)
-        raise
-    await run.end(result)
-    return result
-
-
-async def observed_stream(
-    branch: Branch, operation: str, stream: AsyncGenerator[Any, None]
-) -> AsyncGenerator[Any, None]:
-    """Re-yield ``stream`` under one lifecycle for the whole iteration. A consumer that stops
-    early (``break``, ``aclose()``) or is cancelled ends the run with ``RunEnd(stopped=True)``."""
-    run = _Run(branch, operation)
-    run.start()
-    last: Any = None
-    try:
-        while True:
-            with run.step():
-                try:
-                    item = await anext(stream)
-                except StopAsyncIteration:
-                    break
-            last = item
-            yield item
-    except (GeneratorExit, asyncio.CancelledError):
-        with run.step():
-            await stream.aclose()
-        await run.end(None, stopped=True)
-        raise
-    except BaseException as exc:
-        await run.fail(exc)
-        raise
-    await run.end(last)
 
 
 # ----- rounds --------------------------------------------------------------------------------
@@ -179,7 +82,7 @@ async def _round(
     branch: Branch, number: int, final: bool, **operate_kw: Any
 ) -> tuple[Any, bool | None]:
     """One round through ``operate``, between RoundStart and RoundEnd."""
-    run_id = _react_run_id.get()
+    run_id = current_run_id.get()
     branch._emit(RoundStart(branch_id=branch.id, run_id=run_id, round=number, final=final))
     started = time.perf_counter()
     try:

@@ -540,11 +540,9 @@ class Branch:
     ) -> Any:
         """Reason, act and observe over rounds, then answer (one run lifecycle). Returns the
         answer text, the ``response_format`` object, or every round with ``return_analysis``."""
-        from lion_nb.operations.react import ReAct, observed_call
+        from lion_nb.operations.react import ReAct
 
-        # observed_call is _observed_run plus the run id the RoundStart/RoundEnd signals carry
-        return await observed_call(
-            self,
+        return await self._observed_run(
             "ReAct",
             ReAct(
                 self,
@@ -570,7 +568,8 @@ class Branch:
     ) -> AsyncGenerator[Any, None]:
         """Like ReAct, yielding each round's analysis and then the final answer object; one
         run lifecycle for the whole stream (stopping early is a ``RunEnd(stopped=True)``)."""
-        from lion_nb.operations.react import ReActStream, observed_stream
+        from lion_nb.operations.react import ReActStream
+        from lion_nb.session.lifecycle import observed_stream
 
         stream = observed_stream(
             self,

@@ -4,6 +4,11 @@ The wrapper that owns an exchange emits ``RunStart`` and exactly one terminal si
 task-scoped ContextVar holds the ids of branches whose run is active in this task; a nested
 wrapper on the same branch (communicate inside operate, turns inside ReAct) stays silent, while a
 concurrent task on the same branch (which has its own context) is not suppressed.
+
+The run's context (suppression, its usage accumulator, its id for ``RoundStart``) is set only
+while the run's own code executes (``RunTracker.step``), never left set across a ``yield``: what
+a consumer does between two streamed items is not part of the run, and an abandoned generator
+finalised later in another context cannot silence the branch's future runs.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -20,13 +25,12 @@ from lion_nb.signals import RunEnd, RunFailed, RunStart
 from lion_nb.usage import RunUsage, current_run_usage
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from lion_nb.session.branch import Branch
 
 _active_runs: ContextVar[frozenset[uuid.UUID]] = ContextVar(
     "lion_nb_active_runs", default=frozenset()
 )
+current_run_id: ContextVar[uuid.UUID | None] = ContextVar("lion_nb_run_id", default=None)
 
 
 def lifecycle_suppressed(branch: Branch) -> bool:
@@ -46,7 +50,7 @@ def suppress_lifecycle(branch: Branch) -> Iterator[None]:
 class RunTracker:
     """Start/terminal bookkeeping for one run: at most one terminal signal per start."""
 
-    __slots__ = ("_usage_token", "branch", "done", "operation", "run_id", "started", "usage")
+    __slots__ = ("branch", "done", "operation", "run_id", "started", "usage")
 
     def __init__(self, branch: Branch, operation: str) -> None:
         self.branch = branch
@@ -55,30 +59,31 @@ class RunTracker:
         self.started = time.perf_counter()
         self.usage = RunUsage()
         self.done = False
-        self._usage_token: Any = None
 
     def start(self) -> None:
-        self._usage_token = current_run_usage.set(self.usage)
         self.branch._emit(
             RunStart(branch_id=self.branch.id, run_id=self.run_id, operation=self.operation)
         )
 
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """While the run's own code executes: nested verbs silent, usage counted, id known."""
+        usage = current_run_usage.set(self.usage)
+        run_id = current_run_id.set(self.run_id)
+        try:
+            with suppress_lifecycle(self.branch):
+                yield
+        finally:
+            current_run_id.reset(run_id)
+            current_run_usage.reset(usage)
+
     def _elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000.0
-
-    def _release_usage(self) -> None:
-        if self._usage_token is not None:
-            try:
-                current_run_usage.reset(self._usage_token)
-            except ValueError:  # reset from another context (generator finalised elsewhere)
-                pass
-            self._usage_token = None
 
     def end(self, result: Any = None, *, stopped: bool = False) -> None:
         if self.done:
             return
         self.done = True
-        self._release_usage()
         u = self.usage
         self.branch._emit(
             RunEnd(
@@ -98,7 +103,6 @@ class RunTracker:
         if self.done:
             return
         self.done = True
-        self._release_usage()
         self.branch._emit(
             RunFailed(
                 branch_id=self.branch.id,
@@ -116,17 +120,54 @@ async def observed_run(branch: Branch, operation: str, coro: Awaitable[Any]) -> 
     if lifecycle_suppressed(branch):
         return await coro
     tracker = RunTracker(branch, operation)
-    with suppress_lifecycle(branch):
-        tracker.start()
-        try:
+    tracker.start()
+    try:
+        with tracker.step():
             result = await coro
-        except asyncio.CancelledError:
-            tracker.end(None, stopped=True)
-            raise
-        except BaseException as exc:
-            await branch._drain()
-            tracker.fail(exc)
-            raise
+    except asyncio.CancelledError:
+        tracker.end(None, stopped=True)
+        raise
+    except BaseException as exc:
         await branch._drain()
-        tracker.end(result)
-        return result
+        tracker.fail(exc)
+        raise
+    await branch._drain()
+    tracker.end(result)
+    return result
+
+
+async def observed_stream(
+    branch: Branch, operation: str, stream: AsyncGenerator[Any, None]
+) -> AsyncGenerator[Any, None]:
+    """Re-yield ``stream`` under one lifecycle for the whole iteration. A consumer that stops
+    early (``break``, ``aclose()``) or is cancelled ends the run with ``RunEnd(stopped=True)``."""
+    if lifecycle_suppressed(branch):
+        try:
+            async for item in stream:
+                yield item
+        finally:
+            await stream.aclose()
+        return
+    tracker = RunTracker(branch, operation)
+    tracker.start()
+    last: Any = None
+    try:
+        while True:
+            with tracker.step():
+                try:
+                    item = await anext(stream)
+                except StopAsyncIteration:
+                    break
+            last = item
+            yield item
+    except (GeneratorExit, asyncio.CancelledError):
+        with tracker.step():
+            await stream.aclose()
+        tracker.end(None, stopped=True)
+        raise
+    except BaseException as exc:
+        await branch._drain()
+        tracker.fail(exc)
+        raise
+    await branch._drain()
+    tracker.end(last)

@@ -175,7 +175,9 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             min=0,
             max=max(0, len(branch.messages) - 1),
             description="#",
-            layout=w.Layout(width="9em"),
+            tooltip="Message number to show",
+            style={"description_width": "1.2em"},
+            layout=w.Layout(width="8.5em"),
         )
         self._go = w.Button(
             description="Go",

@@ -181,9 +181,10 @@ def write_notebook(lab: JupyterLab, name: str, cells: list[str]) -> str:
 
 def run_notebook_in_lab(page: Any, lab: JupyterLab, notebook_path: str) -> None:
     """Open ``notebook_path`` in Lab, wait until its kernel is idle, then Run > Run All Cells."""
-    page.goto(lab.url(f"lab/tree/{notebook_path}"))
+    # ?reset: a fresh workspace, so notebooks opened by earlier tests do not come back
+    page.goto(lab.url(f"lab/tree/{notebook_path}?reset"))
+    page.locator(".jp-Notebook >> visible=true").first.wait_for(timeout=60_000)
     page.get_by_text("ipykernel) | Idle").wait_for(timeout=60_000)
-    page.locator(".jp-Notebook").first.wait_for()
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 

@@ -26,8 +26,8 @@ for i in range(150):
     branch.add_message(Instruction(instruction=f"question number {i}"))
     branch.add_message(AssistantResponse(response=f"answer **{i}**",
         metadata={"usage": {"input_tokens": 10 + i, "output_tokens": 3}}))
+inspector = ProgressionInspector(branch)  # from here on, runs and cells are recorded
 await branch.communicate("MARK-QUESTION-1")
-inspector = ProgressionInspector(branch)
 inspector
 """
 
