@@ -39,10 +39,13 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
 
+# default_url: the URL JupyterLab prints (and opens) is the quickstart itself, so it also opens
+# when no browser can be started here and the printed link is pasted into one elsewhere.
 lab: $(VENV)/.local
 	@echo ">>> Opening JupyterLab on notebooks/01_quickstart.ipynb (offline, embedded model)"
 	$(VENV)/bin/jupyter lab notebooks/01_quickstart.ipynb --ServerApp.ip=127.0.0.1 \
-	  --ServerApp.port=$(LAB_PORT) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	  --ServerApp.port=$(LAB_PORT) --LabApp.default_url=/lab/tree/01_quickstart.ipynb \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 lint: $(VENV)/.core
 	$(VENV)/bin/ruff check lion_nb tests benchmarks

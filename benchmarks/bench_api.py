@@ -101,9 +101,7 @@ def main() -> None:
         """Client CPU milliseconds per call (median)."""
         if key == "seq":
             return statistics.median(s["seq_cpu_s"] / s["seq_calls"] for s in samples[side]) * 1e3
-        per_round = [
-            cpu / s["conc_calls"] for s in samples[side] for cpu in s["conc_round_cpu_s"]
-        ]
+        per_round = [cpu / s["conc_calls"] for s in samples[side] for cpu in s["conc_round_cpu_s"]]
         return statistics.median(per_round) * 1e3
 
     rows = []

@@ -165,11 +165,12 @@ def register(ipython: Any) -> None:
             raise UsageError(str(exc)) from None
         display(view)
         try:
-            task = view.send(text)
+            # Running the cell again while its reply streams: stop that run, then this one.
+            view.send(text, stop_others=True)
         except RuntimeError:  # no running loop (terminal IPython): run it to the end here
             run_sync(view.asend(text))
             return
-        if wait and task is not None:
+        if wait:
             run_sync(view.wait())
 
     lion_magic.__doc__ = _parser().format_help()

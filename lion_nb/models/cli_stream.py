@@ -239,10 +239,14 @@ class CLIProviderBase:
         overrides.update(self.env)
         return merged_env(overrides)
 
-    def _secrets(self) -> list[str]:
-        secrets = [self.__api_key] if self.__api_key else []
-        secrets += [v for k, v in self.env.items() if v and _SECRET_NAME.search(k)]
-        return [s for s in secrets if s and len(s) >= 4]
+    def _secrets(self, env: Mapping[str, str]) -> list[str]:
+        """Values to mask: ``api_key`` and every secret-named variable of the child's ``env``
+        (those inherited from ``os.environ`` included: the agent can print them too). Short
+        values are flags, not keys (TOKENIZERS_PARALLELISM=false): masking them would only
+        garble messages."""
+        secrets = [self.__api_key] if self.__api_key and len(self.__api_key) >= 4 else []
+        secrets += [v for k, v in env.items() if len(v) >= 8 and _SECRET_NAME.search(k)]
+        return secrets
 
     async def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         """Run the CLI once and yield its events as ``Chunk``s (see the module docstring).
@@ -263,7 +267,7 @@ class CLIProviderBase:
             package=self.package,
             provider=self.name,
         )
-        run = _Run(self, self.new_mapper(), self._secrets())
+        run = _Run(self, self.new_mapper(), self._secrets(env))
         decoder = JSONLinesDecoder(source=self.name)
         try:
             await proc.start()

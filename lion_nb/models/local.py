@@ -32,18 +32,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import threading
 import uuid
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lion_nb.errors import ConfigurationError, LionError, ProviderError
-from lion_nb.models.base import DeltaKind, DeltaSink, ModelRequest, ModelResponse, ToolCall
+from lion_nb.errors import ConfigurationError, ProviderError
+from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse, ToolCall
 from lion_nb.models.chat_format import ChatAccumulator, format_tool, format_tool_choice
 from lion_nb.models.gguf import require_llama_cpp, resolve_model_path
+from lion_nb.models.local_runtime import (
+    Job,
+    LoadedModel,
+    Stopped,
+    load_model,
+    loaded_models,
+    loop_sink,
+    unload_models,
+)
 from lion_nb.models.schema_bounds import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_MAX_LENGTH,
@@ -52,154 +58,29 @@ from lion_nb.models.schema_bounds import (
 )
 from lion_nb.usage import Usage
 
-__all__ = ["LoadedModel", "LocalProvider", "loaded_models", "unload_models"]
+__all__ = ["LocalProvider", "chat_messages", "loaded_models", "unload_models"]
 
 log = logging.getLogger(__name__)
 
-SAMPLING_OPTIONS = frozenset({
-    "temperature", "top_p", "top_k", "min_p", "typical_p", "max_tokens", "stop", "seed",
-    "repeat_penalty", "presence_penalty", "frequency_penalty",
-})
+SAMPLING_OPTIONS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "typical_p",
+        "max_tokens",
+        "stop",
+        "seed",
+        "repeat_penalty",
+        "presence_penalty",
+        "frequency_penalty",
+    }
+)
 """Request options passed to llama.cpp."""
 _HTTP_ONLY = frozenset({"timeout", "max_retries", "stream", "stream_options"})
 """Options that mean something to HTTP providers only; accepted and ignored here."""
 _LOCK_POLL = 0.05  # seconds between stop-flag checks while waiting for a busy model
-
-
-# -- loaded models (one per file and context size, per process) --------------------------------
-
-
-@dataclass(eq=False)
-class LoadedModel:
-    """A llama.cpp model shared by every provider using the same file and ``n_ctx``.
-    ``lock`` serialises generation: one llama.cpp context serves one request at a time."""
-
-    path: Path
-    n_ctx: int
-    llama: Any
-    lock: threading.Lock
-
-
-_MODELS: dict[tuple[str, int], LoadedModel] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def loaded_models() -> list[LoadedModel]:
-    """The models loaded in this process."""
-    with _MODELS_LOCK:
-        return list(_MODELS.values())
-
-
-def unload_models() -> int:
-    """Forget (and free) every loaded model that is not generating; returns how many."""
-    freed = 0
-    with _MODELS_LOCK:
-        for key, loaded in list(_MODELS.items()):
-            if loaded.lock.acquire(blocking=False):
-                try:
-                    del _MODELS[key]
-                    loaded.llama.close()
-                    freed += 1
-                finally:
-                    loaded.lock.release()
-    return freed
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int) -> LoadedModel:
-    """The cached model for (path, n_ctx), loading it on first use. Blocking: worker threads
-    only. Holding the registry lock while loading makes a concurrent first use wait for this
-    load instead of starting a second one (a load takes ~0.2 s for SmolLM2)."""
-    key = (str(path), n_ctx)
-    with _MODELS_LOCK:
-        loaded = _MODELS.get(key)
-        if loaded is not None:
-            return loaded
-        threads = n_threads or _default_threads()
-        try:
-            llama = _llama_class()(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
-                                   n_threads_batch=threads, seed=seed, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigurationError(f"cannot load the GGUF model {str(path)!r}: {exc}") from exc
-        loaded = _MODELS[key] = LoadedModel(path, n_ctx, llama, threading.Lock())
-        return loaded
-
-
-class _Stopped(Exception):  # noqa: N818 - internal signal, never leaves this module
-    """The request's stop flag was seen; generation ended early on purpose."""
-
-
-class _Job:
-    """One request's state shared between the loop thread and the worker thread."""
-
-    __slots__ = ("completion_tokens", "prompt_tokens", "sink_error", "stop")
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.prompt_tokens: int | None = None
-        self.completion_tokens = 0
-        self.sink_error: BaseException | None = None
-
-
-@cache
-def _llama_class() -> type:
-    """``llama_cpp.Llama`` plus stop checks and token counting (llama_cpp imported lazily)."""
-    import llama_cpp
-    from llama_cpp import llama_cpp as capi
-
-    no_abort = capi.ggml_abort_callback(0)
-
-    class InterruptibleLlama(llama_cpp.Llama):  # type: ignore[misc,valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.job: _Job | None = None
-            # Kept on the instance: ctypes must not free the callback while C holds it.
-            self._abort_cb = capi.ggml_abort_callback(self._should_abort)
-
-        def _should_abort(self, _data: Any) -> bool:
-            job = self.job
-            return job is not None and job.stop.is_set()
-
-        def eval(self, tokens: Any) -> None:
-            job = self.job
-            if job is None:
-                return super().eval(tokens)
-            if job.stop.is_set():
-                raise _Stopped
-            if len(tokens) <= 1:  # one generated token: the per-token check above suffices
-                return super().eval(tokens)
-            # A prompt batch can take seconds; the abort callback runs between graph nodes
-            # (a Python call each, which is why it is off while generating token by token).
-            capi.llama_set_abort_callback(self._ctx.ctx, self._abort_cb, None)
-            try:
-                return super().eval(tokens)
-            except RuntimeError:
-                if job.stop.is_set():
-                    self.reset()  # the aborted batch left the KV cache undefined
-                    raise _Stopped from None
-                raise
-            finally:
-                capi.llama_set_abort_callback(self._ctx.ctx, no_abort, None)
-
-        def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
-            # The stream carries no usage: count the prompt and every non-end token here, as
-            # llama.cpp's non-streamed usage does.
-            job = self.job
-            if job is not None:
-                job.prompt_tokens = len(tokens)
-            vocab = self._model.vocab
-            for token in super().generate(tokens, *args, **kwargs):
-                if job is not None and not llama_cpp.llama_vocab_is_eog(vocab, token):
-                    job.completion_tokens += 1
-                yield token
-
-    return InterruptibleLlama
 
 
 # -- request translation ------------------------------------------------------------------------
@@ -209,8 +90,11 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # parts: the model reads text only
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return "".join(
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
     return "" if content is None else str(content)
 
 
@@ -259,8 +143,9 @@ def _forced_tools(request: ModelRequest) -> list[dict[str, Any]] | None:
         chosen = [t for t in tools if t["function"]["name"] == name]
         if not chosen:
             known = ", ".join(t["function"]["name"] for t in tools)
-            raise ConfigurationError(f"tool_choice names {name!r}, which is not among the "
-                                     f"offered tools ({known})")
+            raise ConfigurationError(
+                f"tool_choice names {name!r}, which is not among the offered tools ({known})"
+            )
         return chosen
     if choice == "required":
         return tools
@@ -312,8 +197,11 @@ class LocalProvider:
         self.n_ctx = int(n_ctx)
         self.n_threads = n_threads
         self.max_items, self.max_length = max_items, max_length
-        self.defaults: dict[str, Any] = {"seed": seed, "temperature": temperature,
-                                         "max_tokens": max_tokens}
+        self.defaults: dict[str, Any] = {
+            "seed": seed,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
         self.defaults.update({k: v for k, v in options.items() if k in SAMPLING_OPTIONS})
         self._path: Path | None = None
         self._auto_noted = False
@@ -328,7 +216,8 @@ class LocalProvider:
         if unknown:
             raise ConfigurationError(
                 f"the local model does not understand {', '.join(map(repr, unknown))}; "
-                f"request options are {', '.join(sorted(SAMPLING_OPTIONS))}")
+                f"request options are {', '.join(sorted(SAMPLING_OPTIONS))}"
+            )
 
     @property
     def path(self) -> Path:
@@ -344,35 +233,49 @@ class LocalProvider:
 
     def loaded(self) -> LoadedModel:
         """The shared loaded model (blocking: loads it on first use)."""
-        return _load(self.path, self.n_ctx, self.n_threads, int(self.defaults["seed"]))
+        return load_model(self.path, self.n_ctx, self.n_threads, int(self.defaults["seed"]))
 
     # -- request -------------------------------------------------------------------------------
 
     def _bounded(self, schema: dict[str, Any], what: str) -> dict[str, Any]:
         import warnings
 
-        bounded, unbounded = bound_schema(schema, max_items=self.max_items,
-                                          max_length=self.max_length)
+        bounded, unbounded = bound_schema(
+            schema, max_items=self.max_items, max_length=self.max_length
+        )
         if unbounded:
-            warnings.warn(UnboundedSchemaWarning(
-                f"{what}: the local model's grammar cannot bound {', '.join(unbounded)} "
-                "(free-form objects); the reply may run until max_tokens. Give the schema "
-                "explicit properties."), stacklevel=4)
+            warnings.warn(
+                UnboundedSchemaWarning(
+                    f"{what}: the local model's grammar cannot bound {', '.join(unbounded)} "
+                    "(free-form objects); the reply may run until max_tokens. Give the schema "
+                    "explicit properties."
+                ),
+                stacklevel=4,
+            )
         return bounded
 
     def plan(self, request: ModelRequest) -> _Plan:
         """The llama.cpp arguments for ``request`` (public for tests and the benchmark)."""
         self._check_options(request.options)
-        options = {**self.defaults, **{k: v for k, v in request.options.items()
-                                       if v is not None and k in SAMPLING_OPTIONS}}
+        options = {
+            **self.defaults,
+            **{k: v for k, v in request.options.items() if v is not None and k in SAMPLING_OPTIONS},
+        }
         messages = chat_messages(request.messages)
         forced = _forced_tools(request)
-        if request.tools and forced is None and request.tool_choice != "none" \
-                and not self._auto_noted:
+        if (
+            request.tools
+            and forced is None
+            and request.tool_choice != "none"
+            and not self._auto_noted
+        ):
             self._auto_noted = True
-            log.warning("the local model cannot choose tools by itself (tool_choice=%r); the "
-                        "tools were not offered. Force one with tool_choice='<name>' or "
-                        "'required'.", request.tool_choice or "auto")
+            log.warning(
+                "the local model cannot choose tools by itself (tool_choice=%r); the "
+                "tools were not offered. Force one with tool_choice='<name>' or "
+                "'required'.",
+                request.tool_choice or "auto",
+            )
         if forced is not None:
             return self._plan_tools(forced, messages, options)
         if request.response_schema is not None:
@@ -380,43 +283,68 @@ class LocalProvider:
             options["response_format"] = {"type": "json_object", "schema": schema}
         return _Plan({"messages": messages, **options})
 
-    def _plan_tools(self, tools: list[dict[str, Any]], messages: list[dict[str, str]],
-                    options: dict[str, Any]) -> _Plan:
+    def _plan_tools(
+        self, tools: list[dict[str, Any]], messages: list[dict[str, str]], options: dict[str, Any]
+    ) -> _Plan:
         lines: list[str] = []
         bounded: list[dict[str, Any]] = []
         for tool in tools:
             fn = tool["function"]
-            params = self._bounded(fn.get("parameters") or {"type": "object", "properties": {}},
-                                   f"tool {fn['name']}")
+            params = self._bounded(
+                fn.get("parameters") or {"type": "object", "properties": {}}, f"tool {fn['name']}"
+            )
             bounded.append({"type": "function", "function": {**fn, "parameters": params}})
-            lines.append(f"- {fn['name']}: {fn.get('description') or ''} "
-                         f"Arguments: {json.dumps(params.get('properties', {}))}")
+            lines.append(
+                f"- {fn['name']}: {fn.get('description') or ''} "
+                f"Arguments: {json.dumps(params.get('properties', {}))}"
+            )
         if len(bounded) == 1:
             name = bounded[0]["function"]["name"]
             note = f"Call the function {name} now. Reply with its arguments only.\n{lines[0]}"
             # llama.cpp's chat handler turns a named tool_choice into the arguments' grammar
             # and returns the reply as a tool call.
-            return _Plan({"messages": _with_system_note(messages, note), "tools": bounded,
-                          "tool_choice": {"type": "function", "function": {"name": name}},
-                          **options})
-        variants = [{"type": "object", "properties": {
-            "name": {"const": t["function"]["name"]}, "arguments": t["function"]["parameters"]},
-            "required": ["name", "arguments"]} for t in bounded]
-        note = ("Call exactly one of these functions. Reply with JSON "
-                '{"name": <function name>, "arguments": {...}}.\n' + "\n".join(lines))
-        return _Plan({"messages": _with_system_note(messages, note),
-                      "response_format": {"type": "json_object", "schema": {"anyOf": variants}},
-                      **options}, union_tools=True)
+            return _Plan(
+                {
+                    "messages": _with_system_note(messages, note),
+                    "tools": bounded,
+                    "tool_choice": {"type": "function", "function": {"name": name}},
+                    **options,
+                }
+            )
+        variants = [
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"const": t["function"]["name"]},
+                    "arguments": t["function"]["parameters"],
+                },
+                "required": ["name", "arguments"],
+            }
+            for t in bounded
+        ]
+        note = (
+            "Call exactly one of these functions. Reply with JSON "
+            '{"name": <function name>, "arguments": {...}}.\n' + "\n".join(lines)
+        )
+        return _Plan(
+            {
+                "messages": _with_system_note(messages, note),
+                "response_format": {"type": "json_object", "schema": {"anyOf": variants}},
+                **options,
+            },
+            union_tools=True,
+        )
 
     # -- call ----------------------------------------------------------------------------------
 
-    async def complete(self, request: ModelRequest, on_delta: DeltaSink | None = None
-                       ) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         plan = self.plan(request)  # on the loop thread: warnings reach the caller's context
         self.path  # noqa: B018 - configuration errors surface here, before any thread starts
         loop = asyncio.get_running_loop()
-        job = _Job()
-        sink = _loop_sink(loop, job, on_delta) if on_delta is not None else None
+        job = Job()
+        sink = loop_sink(loop, job, on_delta) if on_delta is not None else None
         future = loop.run_in_executor(None, self._generate, plan, job, sink)
         try:
             response = await asyncio.shield(future)
@@ -431,12 +359,16 @@ class LocalProvider:
             raise job.sink_error
         return response
 
-    def _generate(self, plan: _Plan, job: _Job, sink: DeltaSink | None) -> ModelResponse:
+    def _generate(self, plan: _Plan, job: Job, sink: DeltaSink | None) -> ModelResponse:
         """Worker thread: wait for the model, stream one completion, build the response."""
-        loaded = self.loaded()
-        while not loaded.lock.acquire(timeout=_LOCK_POLL):
-            if job.stop.is_set():
-                return ModelResponse(finish_reason="cancelled")
+        while True:
+            loaded = self.loaded()
+            while not loaded.lock.acquire(timeout=_LOCK_POLL):
+                if job.stop.is_set():
+                    return ModelResponse(finish_reason="cancelled")
+            if not loaded.closed:
+                break
+            loaded.lock.release()  # unloaded while we waited: load it again
         acc = ChatAccumulator(None if plan.union_tools else sink, provider=self.name)
         llama = loaded.llama
         try:
@@ -445,14 +377,15 @@ class LocalProvider:
             try:
                 for chunk in stream:
                     if job.stop.is_set():
-                        raise _Stopped
+                        raise Stopped
                     acc.add(chunk)
             finally:
                 stream.close()
-        except _Stopped:
+        except Stopped:
             return ModelResponse(text=acc.text, finish_reason="cancelled")
-        except LionError as exc:
-            raise acc.fail(exc) if isinstance(exc, ProviderError) else exc
+        except ProviderError as exc:  # a malformed chunk: attach the text received so far
+            acc.fail(exc)
+            raise
         except (ValueError, RuntimeError) as exc:  # context overflow, decode failure
             raise acc.fail(ProviderError(f"llama.cpp: {exc}", provider=self.name)) from exc
         finally:
@@ -473,38 +406,19 @@ class LocalProvider:
             data = json.loads(text)
             name, arguments = data["name"], data["arguments"]
         except (ValueError, KeyError, TypeError):
-            raise acc.fail(ProviderError(
-                f"the forced tool call was cut off (raise max_tokens?): {text[:200]!r}",
-                provider=self.name)) from None
+            raise acc.fail(
+                ProviderError(
+                    f"the forced tool call was cut off (raise max_tokens?): {text[:200]!r}",
+                    provider=self.name,
+                )
+            ) from None
         call = ToolCall(id=f"call_{uuid.uuid4().hex[:24]}", name=name, arguments=arguments)
         if sink is not None:
             sink("tool_args", json.dumps(arguments), name=name, call_id=call.id)
-        return ModelResponse(tool_calls=[call], usage=acc.usage, model=self.model_name,
-                             finish_reason="tool_calls", raw={"text": text})
-
-
-def _loop_sink(loop: asyncio.AbstractEventLoop, job: _Job, on_delta: DeltaSink) -> DeltaSink:
-    """A sink callable from the worker thread that runs ``on_delta`` on the loop's thread, in
-    order. Deltas arriving after a stop are dropped (the run has ended); an exception raised by
-    ``on_delta`` stops generation and is re-raised by ``complete``."""
-
-    def deliver(kind: DeltaKind, delta: str, name: str | None, call_id: str | None) -> None:
-        if job.stop.is_set():
-            return
-        try:
-            if name is None and call_id is None:
-                on_delta(kind, delta)
-            else:
-                on_delta(kind, delta, name=name, call_id=call_id)
-        except BaseException as exc:
-            job.sink_error = exc
-            job.stop.set()
-
-    def sink(kind: DeltaKind, delta: str, *, name: str | None = None,
-             call_id: str | None = None) -> None:
-        try:
-            loop.call_soon_threadsafe(deliver, kind, delta, name, call_id)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            job.stop.set()
-
-    return sink
+        return ModelResponse(
+            tool_calls=[call],
+            usage=acc.usage,
+            model=self.model_name,
+            finish_reason="tool_calls",
+            raw={"text": text},
+        )

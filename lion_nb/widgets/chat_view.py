@@ -17,7 +17,9 @@ the same HTML as one that watched the run (``rendered_html()`` compares them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
+import weakref
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -75,6 +77,9 @@ VERBS: dict[str, Callable[..., Awaitable[Any]]] = {
     "operate": _operate,
     "ReAct": _react,
 }
+
+# branch id -> the view whose run is active on it (views on one branch never run at once)
+_ACTIVE: weakref.WeakValueDictionary[uuid.UUID, BranchView] = weakref.WeakValueDictionary()
 
 _SIGNALS = (
     MessageAdded,
@@ -220,13 +225,32 @@ class BranchView(ipywidgets.VBox):
         """The background task of the last run started from this view."""
         return self._task
 
-    def send(self, text: str | None = None) -> asyncio.Task[Any] | None:
-        """Start the view's verb on ``text`` (default: the prompt box) as a background task.
-        Returns the task, or None when nothing was started (empty prompt, run active)."""
+    def send(self, text: str | None = None, *, stop_others: bool = False) -> None:
+        """Start the view's verb on ``text`` (default: the prompt box) as a background task
+        (``view.task``) and return at once. Nothing starts for an empty prompt or while a run
+        is active. ``await view.asend(text)`` starts and waits.
+
+        One view-started run per branch at a time: while another view's run is active on the
+        same branch, Send is refused (shown in the view) unless ``stop_others=True``, which
+        stops that run and starts this one once it has ended (the ``%%lion`` magic does this
+        when its cell is run again)."""
+        self._start(text, stop_others=stop_others)
+
+    def _start(self, text: str | None, *, stop_others: bool = False
+               ) -> asyncio.Task[Any] | None:
         if self.closed:
             raise RuntimeError("this view is closed")
         text = self.prompt.value if text is None else text
-        if not text.strip() or self.running:
+        if not text.strip() or self._driving:
+            return None
+        other = _ACTIVE.get(self.branch.id)
+        if other is not None and (other is self or not other._driving):
+            other = None
+        if other is None and self._runs:
+            return None  # a run started elsewhere (awaited in a cell) is active
+        if other is not None and not stop_others:
+            self._show_error(RuntimeError(
+                "another view is running on this branch; stop it (or wait) before sending"))
             return None
         try:
             loop = asyncio.get_running_loop()
@@ -243,13 +267,14 @@ class BranchView(ipywidgets.VBox):
         self._items.append((self._provisional_key, self._provisional))
         self._sync_children()
         self._driving = True
-        self._task = loop.create_task(self._drive(text))
+        _ACTIVE[self.branch.id] = self
+        self._task = loop.create_task(self._drive(text, after=other))
         self._set_running()
         return self._task
 
     async def asend(self, text: str) -> Any:
         """Send ``text`` and wait until the run ends (Stop still works meanwhile)."""
-        task = self.send(text)
+        task = self._start(text)
         if task is None:
             raise RuntimeError("nothing was sent (empty text, or a run is active)")
         return await task
@@ -319,10 +344,14 @@ class BranchView(ipywidgets.VBox):
         return bundle
 
     # ----- running -------------------------------------------------------------------------
-    async def _drive(self, text: str) -> Any:
+    async def _drive(self, text: str, after: BranchView | None = None) -> Any:
         verb = VERBS[self.verb] if isinstance(self.verb, str) else self.verb
         outcome = "done"
         try:
+            if after is not None:  # runs on one branch never overlap
+                after.stop()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await after.wait()
             return await verb(self.branch, text, **self.verb_kwargs)
         except asyncio.CancelledError:
             outcome = "stopped"
@@ -335,6 +364,8 @@ class BranchView(ipywidgets.VBox):
             return None
         finally:
             self._driving = False
+            if _ACTIVE.get(self.branch.id) is self:
+                del _ACTIVE[self.branch.id]
             if not self.closed:
                 self._settle(outcome)
                 self._set_running()

@@ -20,7 +20,6 @@ from lion_nb.provenance import provenance_of
 from lion_nb.render.compare import Alignment, _content, align, compare_html, side_stats
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal
 from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.style import stylesheet_html
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
 if TYPE_CHECKING:
@@ -42,6 +41,8 @@ def _title(branch: Branch) -> str:
 class CompareView(StaticFallback, ipywidgets.VBox):
     """``branch_a`` on the left, ``branch_b`` on the right."""
 
+    view_css = _CSS
+
     def __init__(
         self, branch_a: Branch, branch_b: Branch, *, refresh_interval: float = 0.25
     ) -> None:
@@ -51,7 +52,7 @@ class CompareView(StaticFallback, ipywidgets.VBox):
         # run durations make the latency figures exact; tables start recording now if new
         self._tables = (provenance_of(branch_a), provenance_of(branch_b))
         self._kit = WidgetKit()
-        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
+        self._style = self._kit.html(self.style_html())
         self._body = self._kit.html("")
         super().__init__(
             children=(self._style, self._body), _dom_classes=("lion-view", "lion-compare-box")

@@ -11,7 +11,7 @@ context window (exact with an offline tokenizer, otherwise a labelled estimate).
 
 Only the visible page has widgets: ``page_size`` rows are built once and re-filled when the
 page changes, so a 10,000-message branch opens as fast as a 50-message one. All HTML comes from
-``lion_nb.render.timeline`` (pure functions, tested without a kernel).
+``lion_nb.render.timeline`` and ``render.turns`` (pure functions, tested without a kernel).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import ipywidgets
 
 from lion_nb.provenance import provenance_of
 from lion_nb.render import timeline as tl
+from lion_nb.render import turns
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart, Signal
-from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.style import stylesheet_html
+from lion_nb.widgets.inspector_parts import Chrome, Pager, Row, fork_panel
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
 if TYPE_CHECKING:
@@ -62,50 +62,13 @@ _CSS = (
 )
 
 
-class _Row:
-    """The widgets of one visible row, reused across pages."""
-
-    __slots__ = ("box", "detail", "fork", "index", "summary", "toggle")
-
-    def __init__(self, owner: ProgressionInspector) -> None:
-        kit = owner._kit
-        self.index = -1
-        self.toggle = ipywidgets.Button(
-            description="▸",
-            tooltip="Expand",
-            layout=owner._toggle_layout,
-            style=owner._button_style,
-            _dom_classes=("lion-tl-toggle",),
-        )
-        self.summary = kit.html("", ("lion-tl-summary",))
-        self.fork = ipywidgets.Button(
-            description="Fork here",
-            icon="code-fork",
-            tooltip="Fork the branch at this message",
-            layout=owner._fork_layout,
-            style=owner._button_style,
-            _dom_classes=("lion-tl-fork",),
-        )
-        self.detail: Any = None  # made on first expansion (most rows are never expanded)
-        self.box = ipywidgets.HBox(
-            [self.toggle, self.summary, self.fork],
-            layout=owner._row_layout,
-            _dom_classes=("lion-tl-line",),
-        )
-        self.toggle.on_click(lambda _b: owner.toggle(self.index))
-        self.fork.on_click(lambda _b: owner.fork(self.index))
-
-    def close(self) -> None:
-        for w in (self.toggle, self.summary, self.fork, self.detail, self.box):
-            if w is not None:
-                w.close()
-
-
 class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     """The timeline of ``branch``, ``page_size`` rows at a time. It opens on the newest
     messages and follows new ones while it shows the end (``follow``); paging back keeps the
     rows still as messages arrive. ``on_fork(fork)`` replaces the default of showing a fork
     panel (chat view + compare button) under the timeline."""
+
+    view_css = _CSS
 
     def __init__(
         self,
@@ -129,91 +92,28 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self.forks: list[Branch] = []
         self.closed = False
         self._indices: Sequence[int] = range(len(branch.messages))  # the filter's positions
-        self._turn: tl.NextTurn | None = None
+        self._turn: turns.NextTurn | None = None
         self._turn_pending = False
         self._totals = tl.TotalsCache()
         w = ipywidgets
-        self._kit = WidgetKit()
-        self._button_style = w.ButtonStyle()
-        self._toggle_layout = w.Layout(width="2.4em", min_width="2.4em", padding="0")
-        self._fork_layout = w.Layout(width="auto", flex="0 0 auto")
-        self._row_layout = w.Layout(width="100%", align_items="center")
-        self._rows: list[_Row] = []
-        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
-        self._header = self._kit.html("")
-        self._next = self._kit.html("")
-        self._runs = self._kit.html("")
+        self._chrome = chrome = Chrome()
+        self._rows: list[Row] = []
+        self._style = chrome.html(self.style_html())
+        self._header = chrome.html("")
+        self._next = chrome.html("")
+        self._runs = chrome.html("")
         self._runs_box = w.Accordion(children=(self._runs,), selected_index=None)
         self._runs_box.set_title(0, "Runs")
-        self._first = w.Button(
-            icon="angle-double-left",
-            tooltip="First page",
-            layout=self._toggle_layout,
-            style=self._button_style,
-        )
-        self._prev = w.Button(
-            icon="angle-left",
-            tooltip="Previous page",
-            layout=self._toggle_layout,
-            style=self._button_style,
-        )
-        self._next_btn = w.Button(
-            icon="angle-right",
-            tooltip="Next page",
-            layout=self._toggle_layout,
-            style=self._button_style,
-        )
-        self._last = w.Button(
-            icon="angle-double-right",
-            tooltip="Last page",
-            layout=self._toggle_layout,
-            style=self._button_style,
-        )
-        self._page_label = self._kit.html("", ("lion-tl-page",))
-        self._goto = w.BoundedIntText(
-            value=0,
-            min=0,
-            max=max(0, len(branch.messages) - 1),
-            description="#",
-            tooltip="Message number to show",
-            style={"description_width": "1.2em"},
-            layout=w.Layout(width="8.5em"),
-        )
-        self._go = w.Button(
-            description="Go",
-            tooltip="Show and expand this message",
-            layout=self._fork_layout,
-            style=self._button_style,
-        )
-        self._filter = w.Dropdown(
-            options=list(ROLE_FILTERS), value="all", layout=w.Layout(width="9em"), description=""
-        )
-        self._collapse = w.Button(
-            description="Collapse all", layout=self._fork_layout, style=self._button_style
-        )
-        self._first.on_click(lambda _b: self.show_start(0))
-        self._prev.on_click(lambda _b: self.show_start(self.start - self.page_size))
-        self._next_btn.on_click(lambda _b: self.show_start(self.start + self.page_size))
-        self._last.on_click(lambda _b: self.show_end())
-        self._go.on_click(lambda _b: self.go_to(self._goto.value))
-        self._filter.observe(lambda ch: self._apply_filter(ch["new"]), names="value")
-        self._collapse.on_click(lambda _b: self.collapse_all())
-        pager = w.HBox(
-            [
-                self._first,
-                self._prev,
-                self._page_label,
-                self._next_btn,
-                self._last,
-                self._goto,
-                self._go,
-                self._filter,
-                self._collapse,
-            ],
-            layout=w.Layout(align_items="center", flex_flow="row wrap"),
-        )
+        self.pager = pager = Pager(chrome, ROLE_FILTERS)
+        pager.first.on_click(lambda _b: self.show_start(0))
+        pager.prev.on_click(lambda _b: self.show_start(self.start - self.page_size))
+        pager.next.on_click(lambda _b: self.show_start(self.start + self.page_size))
+        pager.last.on_click(lambda _b: self.show_end())
+        pager.go.on_click(lambda _b: self.go_to(pager.goto.value))
+        pager.filter.observe(lambda ch: self._apply_filter(ch["new"]), names="value")
+        pager.collapse.on_click(lambda _b: self.collapse_all())
         self._rows_box = w.VBox(layout=w.Layout(width="100%"), _dom_classes=("lion-tl-rows",))
-        self.status = self._kit.html("")
+        self.status = chrome.html("")
         self._forks_box = w.VBox()
         super().__init__(
             children=(
@@ -221,7 +121,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                 self._header,
                 self._next,
                 self._runs_box,
-                pager,
+                pager.box,
                 self._rows_box,
                 self.status,
                 self._forks_box,
@@ -290,8 +190,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         "actions", "system")."""
         if name not in ROLE_FILTERS:
             raise ValueError(f"unknown filter {name!r}; use one of {', '.join(ROLE_FILTERS)}")
-        if self._filter.value != name:
-            self._filter.value = name  # the dropdown's observer applies it
+        if self.pager.filter.value != name:
+            self.pager.filter.value = name  # the dropdown's observer applies it
         else:
             self._apply_filter(name)
 
@@ -330,39 +230,9 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         if self.on_fork is not None:
             self.on_fork(forked)
         else:
-            self._forks_box.children = (*self._forks_box.children, self._fork_panel(forked))
+            panel = fork_panel(origin, forked, self._chrome)
+            self._forks_box.children = (*self._forks_box.children, panel)
         return forked
-
-    def _fork_panel(self, forked: Branch) -> Any:
-        from lion_nb.widgets.chat_view import BranchView
-
-        w = ipywidgets
-        compare = w.Button(
-            description="Compare with origin",
-            icon="columns",
-            layout=self._fork_layout,
-            style=self._button_style,
-            _dom_classes=("lion-tl-compare",),
-        )
-        panel = w.VBox(
-            [
-                self._kit.html(
-                    f'<div class="lion-meta">Fork {tl._e(forked.name)} — continue it here:</div>'
-                ),
-                BranchView(forked, height="320px"),
-                compare,
-            ],
-            _dom_classes=("lion-tl-fork-panel",),
-        )
-
-        def show_compare(_b: Any) -> None:
-            from lion_nb.widgets.compare_view import CompareView
-
-            compare.disabled = True
-            panel.children = (*panel.children, CompareView(self.branch, forked))
-
-        compare.on_click(show_compare)
-        return panel
 
     # ----- live --------------------------------------------------------------------------
     def _subscribe(self) -> Callable[[], None]:
@@ -392,7 +262,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         was_at_end = self.at_end
         if self._pending_messages:
             self._pending_messages = False
-            name = self._filter.value
+            name = self.pager.filter.value
             roles = ROLE_FILTERS[name]
             if roles is None:
                 self._indices = range(len(self.branch.messages))
@@ -403,7 +273,6 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                     *self._indices,
                     *(i for i in range(known, len(msgs)) if msgs[i].role in roles),
                 ]
-            self._goto.max = max(0, len(self.branch.messages) - 1)
             if self.follow and was_at_end:
                 self.start = self._end_start()
         self._refresh_header(next_turn=False)
@@ -412,7 +281,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     def refresh(self) -> None:
         """Recompute everything from the branch now (e.g. after ``clear_messages``)."""
         self._pending_messages = False
-        self.set_filter(self._filter.value)
+        self.set_filter(self.pager.filter.value)
         self._refresh_header(next_turn=True)
 
     # ----- rendering ---------------------------------------------------------------------
@@ -442,49 +311,38 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self._next.value = '<div class="lion-meta lion-next-turn">Next turn: counting…</div>'
         loop.call_soon(self.update_next_turn)
 
-    def update_next_turn(self) -> tl.NextTurn:
+    def update_next_turn(self) -> turns.NextTurn:
         """Compute what the next turn sends, now; returns it (also shown in the header)."""
         self._turn_pending = False
         if self.closed:
             return self._turn  # type: ignore[return-value]
-        self._turn = tl.next_turn(self.branch.messages, self.branch._chat_model)
-        self._next.value = tl.next_turn_html(self._turn)
+        self._turn = turns.next_turn(self.branch.messages, self.branch._chat_model)
+        self._next.value = turns.next_turn_html(self._turn)
         return self._turn
 
     def _render_page(self) -> None:
-        indices = self.visible_indices()
-        rows = tl.timeline_rows(self.branch.messages, indices, self.provenance)
+        messages = self.branch.messages
+        rows = tl.timeline_rows(messages, self.visible_indices(), self.provenance)
         while len(self._rows) < len(rows):
-            self._rows.append(_Row(self))
-        cli = tl.is_cli_model(self.branch._chat_model)
+            self._rows.append(Row(self._chrome, self.toggle, self.fork))
+        cli = turns.is_cli_model(self.branch._chat_model)
         children: list[Any] = []
-        for widgets_row, row in zip(self._rows, rows, strict=False):
-            widgets_row.index = row.index
-            open_ = row.index in self.expanded
-            summary = tl.row_summary_html(row)
-            if widgets_row.summary.value != summary:
-                widgets_row.summary.value = summary
-            description = "▾" if open_ else "▸"
-            if widgets_row.toggle.description != description:
-                widgets_row.toggle.description = description
-            children.append(widgets_row.box)
-            if open_:
-                detail = tl.row_detail_html(row, self.branch.messages, cli=cli)
-                if widgets_row.detail is None:
-                    widgets_row.detail = self._kit.html("", ("lion-tl-detail-w",))
-                if widgets_row.detail.value != detail:
-                    widgets_row.detail.value = detail
-                children.append(widgets_row.detail)
+        for widgets, row in zip(self._rows, rows, strict=False):
+            detail = None
+            if row.index in self.expanded:
+                detail = tl.row_detail_html(row, messages, cli=cli)
+            children += widgets.show(row.index, tl.row_summary_html(row), detail)
         self._rows_box.children = tuple(children)
         stop = min(self.total, self.start + self.page_size)
-        filtered = "" if self._filter.value == "all" else f" ({self._filter.value})"
+        name = self.pager.filter.value
         text = "no messages"
         if self.total:
-            text = f"{self.start + 1:,}–{stop:,} of {self.total:,}{filtered}"
+            text = f"{self.start + 1:,}–{stop:,} of {self.total:,}"
+            text += "" if name == "all" else f" ({name})"
             text += " · latest" if self.at_end else f" · page {self.page + 1:,}/{self.pages:,}"
-        self._page_label.value = f'<span class="lion-meta">{tl._e(text)}</span>'
-        self._first.disabled = self._prev.disabled = self.start == 0
-        self._next_btn.disabled = self._last.disabled = self.at_end
+        self.pager.update(
+            text, at_start=self.start == 0, at_end=self.at_end, last_index=len(messages) - 1
+        )
 
     def rows_html(self) -> list[str]:
         """The summary HTML of the visible rows, in order (tests and debugging)."""
@@ -494,7 +352,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         """The expanded HTML of message ``index`` (whether or not it is expanded)."""
         row = tl.timeline_rows(self.branch.messages, [index], self.provenance)[0]
         return tl.row_detail_html(
-            row, self.branch.messages, cli=tl.is_cli_model(self.branch._chat_model)
+            row, self.branch.messages, cli=turns.is_cli_model(self.branch._chat_model)
         )
 
     # ----- static fallback ---------------------------------------------------------------
@@ -502,7 +360,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         """The rows a saved notebook shows: the visible ones, or the newest ``page_size``
         messages when a filter is on or the view shows the end."""
         total = len(self.branch.messages)
-        if self._filter.value != "all" or self.at_end:
+        if self.pager.filter.value != "all" or self.at_end:
             return max(0, total - self.page_size), total
         return self.start, min(total, self.start + self.page_size)
 
@@ -537,32 +395,19 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self._refresh.cancel()
         for row in self._rows:
             row.close()
+        self.pager.close()
         for widget in (
             self._style,
             self._header,
             self._next,
             self._runs,
             self._runs_box,
-            self._first,
-            self._prev,
-            self._next_btn,
-            self._last,
-            self._page_label,
-            self._goto,
-            self._go,
-            self._filter,
-            self._collapse,
             self._rows_box,
             self.status,
             self._forks_box,
-            self._button_style,
-            self._toggle_layout,
-            self._fork_layout,
-            self._row_layout,
-            self._kit.layout,
-            self._kit.style,
         ):
             widget.close()
+        self._chrome.close()
         super().close()
 
     def __repr__(self) -> str:

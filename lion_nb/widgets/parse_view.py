@@ -30,7 +30,6 @@ from lion_nb.render.parse_tree import (
 )
 from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, Signal, StreamDelta
 from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.style import stylesheet_html
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
 if TYPE_CHECKING:
@@ -74,6 +73,8 @@ class ParseView(StaticFallback, ipywidgets.VBox):
     reply's text deltas, its ParseAttempt rounds); ``errors`` and ``attempts`` can be given
     for a finished parse."""
 
+    view_css = _CSS
+
     def __init__(
         self,
         result_or_model_type: Any,
@@ -98,7 +99,7 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         self._message_id: Any = None
         self.closed = False
         self._kit = WidgetKit()
-        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
+        self._style = self._kit.html(self.style_html())
         self._header = self._kit.html("")
         self._tree = self._kit.html("")
         self._errors = self._kit.html("")
@@ -214,7 +215,7 @@ class ParseView(StaticFallback, ipywidgets.VBox):
 
     def static_html(self) -> str:
         return (
-            f'<div class="lion-view lion-parse"><style>{_CSS}</style>{self.header_html()}'
+            f'<div class="lion-view lion-parse">{self.header_html()}'
             f"{tree_html(self.rows())}{errors_html(self.current_errors())}"
             f"{attempts_html(self.attempts)}</div>"
         )

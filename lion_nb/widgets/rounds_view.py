@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from lion_nb.render.rounds import (
-    Round,
-    RoundsModel,
-    RunGroup,
+from lion_nb.render.rounds import Round, RoundsModel, RunGroup, shown
+from lion_nb.render.rounds_html import (
+    _e,
     analysis_text,
     round_html,
     rounds_html,
@@ -41,7 +40,6 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.style import stylesheet_html
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
 if TYPE_CHECKING:
@@ -58,6 +56,11 @@ _CSS = (
 
 
 class ReActRoundsView(StaticFallback, ipywidgets.VBox):
+    """The rounds of ReAct runs on ``branch``, live. ``history=False`` hides the rounds
+    inferred from messages recorded before the view was made."""
+
+    view_css = _CSS
+
     def __init__(
         self,
         branch: Branch,
@@ -71,7 +74,7 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
         self.model = RoundsModel.from_messages(branch.messages) if history else RoundsModel()
         self.closed = False
         self._kit = WidgetKit()
-        self._style = self._kit.html(stylesheet_html() + f"<style>{_CSS}</style>")
+        self._style = self._kit.html(self.style_html())
         self._header = self._kit.html("")
         self._box = ipywidgets.VBox(_dom_classes=("lion-rounds-list",))
         self._widgets: dict[int, Any] = {}  # id(Round | RunGroup) -> HTML widget
@@ -116,6 +119,8 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
         dirty, self._dirty = self._dirty, {}
         new = False
         for key, obj in dirty.items():
+            if isinstance(obj, RunGroup) and not shown(obj):
+                continue  # a plain run (communicate) on the branch: not a ReAct round
             value = run_head_html(obj) if isinstance(obj, RunGroup) else round_html(obj)
             widget = self._widgets.get(key)
             if widget is None:
@@ -132,13 +137,12 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
     def _ordered(self) -> list[Round | RunGroup]:
         out: list[Round | RunGroup] = []
         for group in self.model.runs:
-            out.append(group)
-            out.extend(group.rounds)
+            if shown(group):
+                out.append(group)
+                out.extend(group.rounds)
         return out
 
     def _header_html(self) -> str:
-        from lion_nb.render.rounds import _e
-
         rounds = [r for g in self.model.runs for r in g.rounds]
         running = any(r.status == "running" for r in rounds)
         usage: dict[str, Any] = {}
@@ -161,11 +165,11 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
         return [r for g in self.model.runs for r in g.rounds]
 
     def static_html(self) -> str:
-        return self._header_html() + rounds_html(self.model)
+        return rounds_html(self.model, header=self._header_html())
 
     def static_text(self) -> str:
         lines = [self.title]
-        for group in self.model.runs:
+        for group in filter(shown, self.model.runs):
             lines.append(f"{group.operation}: {group.status}")
             for rnd in group.rounds:
                 title = "Answer" if rnd.final else f"Round {rnd.number}"

@@ -20,7 +20,15 @@ from typing import Any
 
 from lion_nb.widgets.style import stylesheet_html
 
-__all__ = ["StaticFallback", "Throttle"]
+__all__ = ["VIEWS_CSS", "StaticFallback", "Throttle"]
+
+# Heading rows of the inspector, rounds, parse and compare views (the shared stylesheet styles
+# them only inside a round card).
+VIEWS_CSS = (
+    ".lion-view .lion-round-head{display:flex;flex-wrap:wrap;gap:0.25rem 0.6rem;"
+    "align-items:baseline}"
+    ".lion-view .lion-run-head{font-size:0.9em;margin:0.5rem 0 0.2rem}"
+)
 
 
 class Throttle:
@@ -83,6 +91,11 @@ class StaticFallback:
 
     _display_id: str | None = None
     _ready = False  # set by a subclass at the end of __init__; close() checks it
+    view_css = ""  # rules of this view beyond the shared stylesheet
+
+    def style_html(self) -> str:
+        """``<style>`` for the view: the shared stylesheet, these views' rules, its own."""
+        return stylesheet_html() + f"<style data-lion-views-css>{VIEWS_CSS}{self.view_css}</style>"
 
     def static_html(self) -> str:
         raise NotImplementedError
@@ -94,7 +107,7 @@ class StaticFallback:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if bundle is None:
             return None
-        bundle["text/html"] = stylesheet_html() + self.static_html()
+        bundle["text/html"] = self.style_html() + self.static_html()
         bundle["text/plain"] = self.static_text()
         return bundle
 

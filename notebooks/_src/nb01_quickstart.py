@@ -36,7 +36,7 @@ CELLS = [
         )
         model = iModel(
             provider="scripted",
-            replies=["Paris.", "Red.", "Bonjour!", "A banana.", "Gato."],
+            replies=["Paris.", "Red.", "The Pacific Ocean.", "Mount Everest.", "A kitten."],
             default_reply="(scripted reply)",
         )
 
@@ -108,7 +108,7 @@ CELLS = [
     code("""
     from lion_nb.signals import RunEnd
 
-    answer = await branch.communicate("How do you say hello in French?")
+    answer = await branch.communicate("What is the largest ocean on Earth?")
     print(answer)
     end = next(s for s in seen if isinstance(s, RunEnd))
     print(f"RunEnd: {end.duration_ms:.0f} ms, {end.input_tokens} tokens in, {end.output_tokens} out")
@@ -163,25 +163,25 @@ CELLS = [
     above.
     """),
     code("""
-    await view.asend("Name a fruit that is yellow.")
+    await view.asend("What is the tallest mountain in the world?")
     print(f"{len(branch.messages)} messages; the last one: {branch.messages[-1].text!r}")
     """),
     md("""
     ## The `%%lion` cell magic
 
-    For exploratory prompting, load the extension once and write prompts as cells. `{word}` is
-    replaced by the notebook variable `word`; `--branch` names the branch variable to use
+    For exploratory prompting, load the extension once and write prompts as cells. `{animal}` is
+    replaced by the notebook variable `animal`; `--branch` names the branch variable to use
     (default `lion_branch`, created on first use). The view under the cell shows that exchange,
     with Send and Stop for follow-ups. `--wait` makes the cell wait for the reply, so the next
     cell can read it.
     """),
     code("""
     %load_ext lion_nb
-    word = "cat"
+    animal = "cat"
     """),
     code("""
     %%lion --branch branch --wait
-    Translate the word {word} into Spanish.
+    What is a baby {animal} called?
     """),
     code("""
     print(branch.messages[-2].text)

@@ -121,7 +121,9 @@ print("sent", len(branch.messages))
     assert executed is None
     # no element from model text made it into the DOM as markup
     bad = page.evaluate("""() => {
-        const root = document.querySelectorAll('.lion-view, .lion-transcript');
+        // everything rendered from messages: the view's HTML widgets, the static transcript
+        const root = document.querySelectorAll(
+            '.lion-view .widget-html-content, .jp-OutputArea-output .lion-transcript');
         const found = [];
         for (const r of root) {
             for (const el of r.querySelectorAll('script, iframe, object, embed, img, svg, '

@@ -45,11 +45,14 @@ def row_indices(page) -> list[int]:
     )
 
 
-def wait_rows(page, first: int) -> None:
+def wait_rows(page, first: int, count: int = 50) -> None:
+    """Until the rows shown are ``first .. first + count - 1`` (each row's HTML arrives in
+    its own comm message)."""
     page.wait_for_function(
-        "(first) => { const r = document.querySelector('.lion-inspector .lion-tl-row');"
-        " return r && +r.dataset.index === first; }",
-        arg=first,
+        "([first, count]) => { const r = [...document.querySelectorAll("
+        "'.lion-inspector .lion-tl-row')].map(e => +e.dataset.index);"
+        " return r.length === count && r.every((v, i) => v === first + i); }",
+        arg=[first, count],
     )
 
 
@@ -58,7 +61,8 @@ def test_inspector_opens_pages_expands_and_shows_the_payload(page, jupyter_lab):
     run_notebook_in_lab(page, jupyter_lab, nb)
     view = page.locator(".lion-inspector")
     view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
-    assert row_indices(page) == list(range(253, 303))  # the newest page, 50 rows
+    wait_rows(page, 253)  # the newest page, 50 rows
+    assert row_indices(page) == list(range(253, 303))
     assert "303 messages" in view.locator(".lion-tl-header").inner_text()
     assert "Next turn sends 303 messages" in view.locator(".lion-next-turn").inner_text()
     assert "latest" in view.locator(".lion-tl-page").inner_text()

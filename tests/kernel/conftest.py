@@ -32,23 +32,27 @@ class Kernel:
         self.km, self.kc = km, kc
         self.comm: list[tuple[float, str, dict[str, Any]]] = []
 
-    def _drain_iopub(self, until_idle_of: str | None, timeout: float, cell: Cell | None) -> None:
+    def _drain_iopub(self, until_idle_of: str | None, timeout: float, cell: Cell | None,
+                     cell_id: str | None = None, *, lenient: bool = False) -> None:
+        """Collect IOPub messages for ``timeout`` seconds, or until the idle status of
+        ``until_idle_of`` (then ``lenient`` returns quietly on timeout instead of raising)."""
+        cell_id = cell_id or until_idle_of
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError("kernel did not finish the cell in time")
+                if until_idle_of is not None and not lenient:
+                    raise TimeoutError("kernel did not finish the cell in time")
+                return
             try:
-                msg = self.kc.get_iopub_msg(timeout=min(remaining, 0.2))
+                msg = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
             except queue.Empty:
-                if until_idle_of is None:
-                    return
                 continue
             kind = msg["header"]["msg_type"]
             parent = msg["parent_header"].get("msg_id")
             if kind in ("comm_open", "comm_msg", "comm_close"):
                 self.comm.append((time.monotonic(), kind, msg["content"]))
-            if cell is not None and parent == until_idle_of:
+            if cell is not None and parent == cell_id:
                 if kind == "stream":
                     name = msg["content"]["name"]
                     if name == "stdout":
@@ -59,21 +63,31 @@ class Kernel:
                     cell.outputs.append(msg["content"]["data"])
                 elif kind == "error":
                     cell.error = "\n".join(msg["content"]["traceback"])
-            if kind == "status" and parent == until_idle_of and (
-                msg["content"]["execution_state"] == "idle"
-            ):
+            if (until_idle_of is not None and kind == "status" and parent == until_idle_of
+                    and msg["content"]["execution_state"] == "idle"):
                 return
 
     def run(self, code: str, timeout: float = 60, *, check: bool = True) -> Cell:
         msg_id = self.kc.execute(code)
         cell = Cell(status="?")
-        self._drain_iopub(msg_id, timeout, cell)
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.kc.get_shell_msg(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        reply = None
+        while reply is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kernel did not answer the cell in time:\n{code}")
+            self._drain_iopub(None, 0.05, cell, msg_id)
+            try:
+                msg = self.kc.get_shell_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                reply = msg
+        # outputs of the cell arrive on IOPub before its idle status; wait for that (briefly:
+        # the reply already says the cell is done)
+        self._drain_iopub(msg_id, 5, cell, msg_id, lenient=True)
         cell.status = reply["content"]["status"]
         if check and cell.status != "ok":
-            raise AssertionError(f"cell failed:\n{code}\n{cell.error}")
+            raise AssertionError(f"cell failed:\n{code}\n{cell.error}{cell.stderr}")
         return cell
 
     def value(self, expr: str, timeout: float = 60) -> Any:
@@ -83,9 +97,7 @@ class Kernel:
 
     def pump(self, seconds: float) -> None:
         """Collect IOPub traffic for ``seconds`` without running anything."""
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self._drain_iopub(None, end - time.monotonic(), None)
+        self._drain_iopub(None, seconds, None)
 
     def click(self, model_id: str) -> None:
         """What a browser sends when a Button is clicked: a comm message to its model."""

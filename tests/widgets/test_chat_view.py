@@ -87,10 +87,12 @@ async def test_streaming_updates_the_view_progressively_and_disables_send():
     words = ["w%d " % i for i in range(60)]
     branch = Branch(chat_model=scripted({"chunks": words, "delay": 0.01}))
     view = BranchView(branch)
-    task = view.send("go")
+    view.send("go")
+    task = view.task
     assert task is not None and view.running
     assert view.send_button.disabled and not view.stop_button.disabled
-    assert view.send("again") is None  # Send is refused while a run is active
+    view.send("again")  # Send is refused while a run is active
+    assert view.task is task and len(view._items) == 1
     seen: list[str] = []
     for _ in range(200):
         await asyncio.sleep(0.01)
@@ -131,7 +133,8 @@ async def test_stop_during_communicate_keeps_the_partial_reply_marked_stopped():
     words = [f"part{i} " for i in range(200)]
     branch = Branch(chat_model=scripted({"chunks": words, "delay": 0.01}))
     view = BranchView(branch)
-    task = view.send("long one")
+    view.send("long one")
+    task = view.task
     for _ in range(300):
         await asyncio.sleep(0.01)
         if view._live and "part3" in next(iter(view._live.values())).html():
@@ -152,7 +155,8 @@ async def test_stop_during_run_records_the_partial_text():
     cli = scripted({"chunks": [f"tok{i} " for i in range(300)], "delay": 0.01}, cli=True)
     branch = Branch(chat_model=cli)
     view = BranchView(branch, verb="run")
-    task = view.send("go")
+    view.send("go")
+    task = view.task
     for _ in range(300):
         await asyncio.sleep(0.01)
         if view._live and "tok5" in next(iter(view._live.values())).html():
@@ -183,7 +187,8 @@ async def test_errors_show_in_the_view_instead_of_escaping():
 
 async def test_send_needs_a_loop_and_a_prompt():
     view = BranchView(Branch(chat_model=scripted("x")))
-    assert view.send("   ") is None
+    view.send("   ")
+    assert view.task is None and view._items == []
     with pytest.raises(ValueError, match="unknown verb"):
         BranchView(Branch(), verb="shout")
 
@@ -198,7 +203,8 @@ async def test_close_unsubscribes_and_cancels_its_run():
     branch = Branch(chat_model=scripted({"chunks": ["a "] * 100, "delay": 0.01}, "later"))
     view = BranchView(branch)
     assert len(branch._observers._handlers) == 1
-    task = view.send("x")
+    view.send("x")
+    task = view.task
     await asyncio.sleep(0.05)
     view.close()
     assert branch._observers._handlers == []
@@ -383,3 +389,18 @@ async def test_finish_marks_the_card_and_renders_the_rest():
     assert "lion-stopped" in live.html() and "para one" in live.html() and "two" in live.html()
     live.feed(delta(live.message_id, "ignored"))
     assert "ignored" not in live.html()
+
+
+async def test_two_views_never_run_on_one_branch_at_once():
+    branch = Branch(chat_model=scripted({"chunks": ["a "] * 200, "delay": 0.01}, "second"))
+    first = BranchView(branch)
+    first.send("one")
+    await asyncio.sleep(0.05)
+    second = BranchView(branch)  # made while the run streams (a re-run %%lion cell)
+    second.send("two")  # refused: shown in the second view
+    assert second.task is None and "another view is running" in second._error.value
+    second.send("two", stop_others=True)  # stops the first, then runs
+    assert await second.wait() == "second"
+    assert "lion-stopped" in first.rendered_html()  # the first reply, cut short
+    assert [m.role for m in branch.messages] == ["user", "assistant"]
+    assert branch.messages[0].text == "two"

@@ -1,4 +1,4 @@
-"""ProgressionInspector and its view model (render.timeline, provenance) without a kernel."""
+"""ProgressionInspector and its view model (render.timeline, render.turns, provenance)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, I
 from lion_nb.models.imodel import PROVIDERS, register_provider
 from lion_nb.provenance import Provenance, provenance_of
 from lion_nb.render import timeline as tl
+from lion_nb.render import turns
 from lion_nb.widgets.inspector import ProgressionInspector
 
 
@@ -86,16 +87,16 @@ async def test_the_payload_shown_is_what_the_model_received() -> None:
         "assistant",
     ]
     # an instruction: the request sent with it; its reply: the same request
-    assert tl.turn_payload(messages, 1) == {"messages": requests[0].messages}
-    assert tl.turn_payload(messages, 2) == {"messages": requests[0].messages}
-    assert tl.turn_payload(messages, 5) == {"messages": requests[1].messages}
-    assert tl.turn_payload(messages, 6) == {"messages": requests[1].messages}
+    assert turns.turn_payload(messages, 1) == {"messages": requests[0].messages}
+    assert turns.turn_payload(messages, 2) == {"messages": requests[0].messages}
+    assert turns.turn_payload(messages, 5) == {"messages": requests[1].messages}
+    assert turns.turn_payload(messages, 6) == {"messages": requests[1].messages}
     # a tool call belongs to the assistant turn before it; tool results and the system
     # message are not model turns
-    assert tl.turn_payload(messages, 3) == tl.turn_payload(messages, 2)
-    assert tl.turn_payload(messages, 4) is None
-    assert tl.turn_payload(messages, 0) is None
-    cli = tl.turn_payload(messages, 5, cli=True)
+    assert turns.turn_payload(messages, 3) == turns.turn_payload(messages, 2)
+    assert turns.turn_payload(messages, 4) is None
+    assert turns.turn_payload(messages, 0) is None
+    cli = turns.turn_payload(messages, 5, cli=True)
     assert cli == {
         "prompt": "what is 2+3?",
         "system_prompt": "Be brief.",
@@ -124,7 +125,7 @@ async def test_detail_shows_the_card_the_payload_json_and_provenance() -> None:
     rows = tl.timeline_rows(branch.messages, [5], provenance_of(branch))
     detail = tl.row_detail_html(rows[0], branch.messages)
     assert "What the model saw" in detail and "(5 messages)" in detail
-    payload_text = json.dumps(tl.turn_payload(branch.messages, 5), indent=2, ensure_ascii=False)
+    payload_text = json.dumps(turns.turn_payload(branch.messages, 5), indent=2, ensure_ascii=False)
     assert tl._e(payload_text) in detail
     assert "&quot;tool_call_id&quot;: &quot;call_1&quot;" in detail
     assert str(branch.messages[5].id) in detail and "communicate" in detail
@@ -132,7 +133,7 @@ async def test_detail_shows_the_card_the_payload_json_and_provenance() -> None:
 
 def test_long_payloads_are_cut_for_display_with_a_note() -> None:
     branch = big_branch(601)
-    text, note = tl.payload_json(tl.turn_payload(branch.messages, 599))
+    text, note = turns.payload_json(turns.turn_payload(branch.messages, 599))
     assert "showing the last 200 of 600 messages" in note
     assert len(json.loads(text)["messages"]) == 200
 
@@ -151,15 +152,21 @@ def test_hostile_text_is_escaped_in_rows_and_details() -> None:
 
 def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
     branch = big_branch(5, model=scripted(context_window=100))
-    turn = tl.next_turn(branch.messages, branch._chat_model)
-    texts = tl._payload_texts(compile_messages(branch.messages))
+    turn = turns.next_turn(branch.messages, branch._chat_model)
+    texts = turns._payload_texts(compile_messages(branch.messages))
     assert turn.messages == 5 and not turn.exact and turn.window == 100
     assert turn.tokens == sum((len(t) + 3) // 4 for t in texts)
-    html = tl.next_turn_html(turn)
+    html = turns.next_turn_html(turn)
     assert "estimate" in html and "100-token context window" in html
-    assert tl.context_window(iModel(provider="openai", model="gpt-4.1-mini")) == 1_047_576
-    assert tl.context_window(scripted()) is None
-    assert "context window unknown" in tl.next_turn_html(tl.next_turn(branch.messages, scripted()))
+    assert turns.context_window(iModel(provider="openai", model="gpt-4.1-mini")) == 1_047_576
+    assert turns.context_window(scripted()) is None
+    # the local model's window: its constructor's default, without constructing it
+    local = iModel(provider="local")
+    assert turns.context_window(local) == 2048 and local._provider is None
+    assert turns.context_window(iModel(provider="local", n_ctx=4096)) == 4096
+    assert "context window unknown" in turns.next_turn_html(
+        turns.next_turn(branch.messages, scripted())
+    )
 
 
 class CountingProvider:
@@ -183,16 +190,16 @@ def counting_provider():
 
 def test_next_turn_is_exact_with_the_providers_tokenizer(counting_provider) -> None:
     branch = big_branch(3, model=iModel(provider=counting_provider))
-    turn = tl.next_turn(branch.messages, branch._chat_model)
-    words = sum(len(t.split()) for t in tl._payload_texts(compile_messages(branch.messages)))
+    turn = turns.next_turn(branch.messages, branch._chat_model)
+    words = sum(len(t.split()) for t in turns._payload_texts(compile_messages(branch.messages)))
     assert turn.exact and turn.tokens == words and turn.window == 64
-    assert "exact (provider tokenizer)" in tl.next_turn_html(turn)
+    assert "exact (provider tokenizer)" in turns.next_turn_html(turn)
 
 
 def test_a_cli_model_sends_only_the_new_prompt() -> None:
     branch = big_branch(3, model=scripted(cli=True))
-    turn = tl.next_turn(branch.messages, branch._chat_model)
-    assert turn.cli and "CLI agent receives only the new prompt" in tl.next_turn_html(turn)
+    turn = turns.next_turn(branch.messages, branch._chat_model)
+    assert turn.cli and "CLI agent receives only the new prompt" in turns.next_turn_html(turn)
 
 
 async def test_provenance_records_runs_failures_and_parse_attempts() -> None:
@@ -229,7 +236,7 @@ def test_a_10000_message_branch_opens_in_under_a_second_with_one_page_of_rows() 
     assert elapsed < 1.0, f"opening took {elapsed:.2f} s"
     assert len(view._rows) == 50  # widgets exist for the visible page only
     assert view.visible_indices() == range(9_951, 10_001)  # opens on the newest messages
-    assert view.at_end and "9,952–10,001 of 10,001 · latest" in view._page_label.value
+    assert view.at_end and "9,952–10,001 of 10,001 · latest" in view.pager.label.value
     assert "10,001 messages" in view._header.value
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "answer 4999" in bundle["text/html"] and "lion-msg" in bundle["text/html"]
@@ -245,16 +252,16 @@ def test_paging_reuses_the_row_widgets() -> None:
     assert view.visible_indices() == range(0, 50)
     assert [r.summary for r in view._rows] == widgets_before
     assert 'data-index="0"' in view.rows_html()[0] and 'data-index="49"' in view.rows_html()[-1]
-    view._next_btn.click()
+    view.pager.next.click()
     assert view.page == 1 and 'data-index="50"' in view.rows_html()[0]
-    view._last.click()
-    assert view.visible_indices() == range(251, 301) and view._next_btn.disabled
-    assert "252–301 of 301 · latest" in view._page_label.value
-    view._prev.click()
+    view.pager.last.click()
+    assert view.visible_indices() == range(251, 301) and view.pager.next.disabled
+    assert "252–301 of 301 · latest" in view.pager.label.value
+    view.pager.prev.click()
     assert view.visible_indices() == range(201, 251)
-    assert "202–251 of 301 · page 5/7" in view._page_label.value
-    view._first.click()
-    assert view.visible_indices() == range(0, 50) and view._prev.disabled
+    assert "202–251 of 301 · page 5/7" in view.pager.label.value
+    view.pager.first.click()
+    assert view.visible_indices() == range(0, 50) and view.pager.prev.disabled
     view.close()
 
 
@@ -269,14 +276,14 @@ def test_expand_collapse_go_to_and_filter() -> None:
     assert "What the model saw" in view._rows[3].detail.value
     view._rows[3].toggle.click()
     assert view.expanded == set() and len(view._rows_box.children) == 50
-    view._goto.value = 123
-    view._go.click()
+    view.pager.goto.value = 123
+    view.pager.go.click()
     assert view.page == 2 and 123 in view.expanded
-    view._filter.value = "assistant"
+    view.pager.filter.value = "assistant"
     assert view.total == 150
     assert all(branch.messages[i].role == "assistant" for i in view.visible_indices())
     view.go_to(123)  # a message the filter hides: the filter is lifted
-    assert view._filter.value == "all" and 123 in view.visible_indices()
+    assert view.pager.filter.value == "all" and 123 in view.visible_indices()
     with pytest.raises(IndexError):
         view.go_to(301)
     with pytest.raises(ValueError, match="unknown filter"):
@@ -322,7 +329,7 @@ async def test_a_custom_on_fork_replaces_the_panel() -> None:
 async def test_the_view_follows_new_messages_and_runs() -> None:
     branch = Branch(chat_model=scripted("one", "two", "three"))
     view = ProgressionInspector(branch, page_size=2, refresh_interval=0)
-    assert "no messages" in view._page_label.value
+    assert "no messages" in view.pager.label.value
     await branch.communicate("a")
     assert view.total == 2 and view.visible_indices() == range(0, 2)
     await branch.communicate("b")
@@ -364,3 +371,20 @@ def test_action_rows_show_error_state() -> None:
     rows = tl.timeline_rows(branch.messages, range(2))
     assert "error" in tl.row_summary_html(rows[1])
     assert "f({&quot;x&quot;: 1})" in tl.row_summary_html(rows[0])
+
+
+@pytest.mark.local_model
+def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
+    from lion_nb.models.imodel import local_model_available
+    from lion_nb.models.local import LocalProvider
+
+    if not local_model_available():
+        pytest.skip("the local model is not installed (lion_nb[local])")
+    if not callable(getattr(LocalProvider, "count_tokens", None)):
+        pytest.skip("LocalProvider does not expose count_tokens(text)")
+    branch = big_branch(5, model=iModel(provider="local"))
+    turn = turns.next_turn(branch.messages, branch._chat_model)
+    counter = branch._chat_model.provider.count_tokens
+    texts = turns._payload_texts(compile_messages(branch.messages))
+    assert turn.exact and turn.tokens == sum(counter(t) for t in texts if t)
+    assert turn.window == 2048

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from lion_nb import Branch, iModel
-from lion_nb.render.rounds import RoundsModel, round_html, rounds_html
+from lion_nb.render.rounds import RoundsModel
+from lion_nb.render.rounds_html import round_html, rounds_html
 from lion_nb.signals import RoundEnd, RoundStart, StreamDelta
 from lion_nb.widgets.rounds_view import ReActRoundsView
 
@@ -261,4 +262,25 @@ async def test_tool_output_is_escaped_and_the_mimebundle_has_a_static_transcript
     assert "lion-round" in bundle["text/html"] and "done" in bundle["text/html"]
     assert "Round 1 [done]" in bundle["text/plain"] and "-> shout" in bundle["text/plain"]
     assert "VBox(" not in bundle["text/plain"]
+    view.close()
+
+
+async def test_plain_runs_on_the_branch_are_not_rounds() -> None:
+    branch = Branch(
+        chat_model=iModel(
+            provider="scripted",
+            replies=[
+                "just chatting",
+                {"json": {"analysis": "thinking", "extension_needed": False}},
+                {"json": {"answer": "42"}},
+            ],
+        )
+    )
+    view = ReActRoundsView(branch, history=False)
+    await branch.communicate("hello")
+    assert len(view._box.children) == 0 and "No ReAct rounds yet" in view.static_html()
+    await branch.ReAct("question")
+    assert [g.operation for g in view.model.runs] == ["communicate", "ReAct"]
+    assert len(view._box.children) == 3  # the ReAct run's head and its two rounds
+    assert "communicate" not in view.static_text() and "just chatting" not in view.static_html()
     view.close()

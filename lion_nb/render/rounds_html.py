@@ -1,0 +1,189 @@
+"""ReAct rounds as HTML: one card per round (head with status, time, usage; the instruction;
+the analysis as Markdown; parallel tool calls side by side with their results; the reply still
+streaming), run headings, and the whole view for the static fallback. The view model is
+``render.rounds``; all model and tool text goes through ``html.escape`` or the render layer.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from lion_nb.messages import AssistantResponse
+from lion_nb.render.html import head_html, message_html, streaming_html
+from lion_nb.render.markdown import render_markdown
+from lion_nb.render.rounds import ActionPair, Round, RoundsModel, RunGroup, shown
+from lion_nb.render.text import format_usage, visible_controls
+
+__all__ = [
+    "analysis_text",
+    "reply_fields",
+    "round_html",
+    "round_title",
+    "rounds_html",
+    "run_head_html",
+]
+
+
+def _e(value: Any) -> str:
+    return html.escape(visible_controls(str(value)), quote=True)
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def reply_fields(message: AssistantResponse) -> dict[str, Any] | None:
+    """A ReAct reply's structured fields (its parsed result, or its JSON text), if it has
+    an ``analysis`` or ``answer``."""
+    data = message.metadata.get("result")
+    if data is None:
+        try:
+            data = json.loads(message.response)
+        except (ValueError, TypeError):
+            data = None
+    if hasattr(data, "model_dump"):
+        data = data.model_dump(mode="json")
+    if not isinstance(data, dict) or not any(k in data for k in ("analysis", "answer")):
+        return None
+    return data
+
+
+def analysis_text(message: AssistantResponse) -> str:
+    """What a person reads of a round's reply: its analysis or answer, else the text."""
+    data = reply_fields(message)
+    if data is None:
+        return message.response
+    text = data.get("analysis") or data.get("answer") or ""
+    return text if isinstance(text, str) else json.dumps(text, default=str)
+
+
+def _analysis(message: AssistantResponse) -> str:
+    """The analysis card: a ReAct reply is JSON; its ``analysis`` (or ``answer``) text is
+    what a person wants to read, with the rest of the fields under it."""
+    data = reply_fields(message)
+    if data is None:
+        return message_html(message)
+    text = data.get("analysis") or data.get("answer") or ""
+    rest = {
+        k: v
+        for k, v in data.items()
+        if k not in ("analysis", "answer") and v not in (None, [], {}, "")
+    }
+    meta = message.metadata
+    head = head_html(
+        "assistant",
+        created_at=message.created_at,
+        model=str(meta["model"]) if meta.get("model") else None,
+        usage=meta.get("usage"),
+    )
+    extra = ""
+    if rest:
+        extra = (
+            '<details class="lion-result"><summary>Fields</summary>'
+            f'<pre class="lion-json">{_e(json.dumps(rest, indent=2, default=str))}</pre>'
+            "</details>"
+        )
+    body = render_markdown(text if isinstance(text, str) else json.dumps(text, default=str))
+    return (
+        f'<div class="lion-msg lion-assistant lion-analysis" data-id="{_e(message.id)}" '
+        f'data-role="assistant">{head}<div class="lion-body lion-md">{body}</div>{extra}'
+        "</div>"
+    )
+
+
+def _pair_html(pair: ActionPair) -> str:
+    parts = [message_html(pair.request)]
+    if pair.response is not None:
+        parts.append(message_html(pair.response))
+    else:
+        parts.append(
+            '<div class="lion-msg lion-action_response lion-pending">'
+            f"{head_html('action_response', function=pair.request.function)}"
+            '<div class="lion-body lion-empty">running…</div></div>'
+        )
+    return f'<div class="lion-action">{"".join(parts)}</div>'
+
+
+def round_title(rnd: Round) -> str:
+    return "Answer" if rnd.final else f"Round {rnd.number}"
+
+
+def round_html(rnd: Round) -> str:
+    """One round: head (title, status, time, usage), instruction, analysis, actions."""
+    cls = f"lion-round lion-round-{_e(rnd.status)}" + (" lion-round-final" if rnd.final else "")
+    head = [
+        f'<span class="lion-round-title">{_e(round_title(rnd))}</span>',
+        f'<span class="lion-status lion-{_e(rnd.status)}">{_e(rnd.status)}</span>',
+    ]
+    if rnd.duration_ms is not None:
+        head.append(f'<span class="lion-round-time">{_e(_duration(rnd.duration_ms))}</span>')
+    usage = format_usage(rnd.usage)
+    if usage:
+        head.append(f'<span class="lion-usage">{_e(usage)}</span>')
+    if rnd.action_count:
+        n = rnd.action_count
+        head.append(f'<span class="lion-round-actions">{n} action{"s" if n != 1 else ""}</span>')
+    if rnd.extension_needed:
+        head.append('<span class="lion-meta">continues</span>')
+    parts = [f'<div class="lion-round-head">{"".join(head)}</div>']
+    for ins in rnd.instructions:
+        parts.append(
+            '<details class="lion-round-instruction"><summary>Instruction</summary>'
+            f"{message_html(ins)}</details>"
+        )
+    for step in rnd.steps:
+        if step.analysis is not None:
+            parts.append(_analysis(step.analysis))
+        if step.actions:
+            parts.append(
+                '<div class="lion-parallel">'
+                + "".join(_pair_html(p) for p in step.actions)
+                + "</div>"
+            )
+    for mid, reply in rnd.live.items():
+        thinking = "".join(rnd.live_thinking.get(mid, ()))
+        status = "streaming" if rnd.status == "running" else rnd.status
+        parts.append(streaming_html(mid, reply.display_text(), thinking, status=status))
+    if rnd.error:
+        parts.append(f'<div class="lion-field-error">{_e(rnd.error)}</div>')
+    return (
+        f'<div class="{cls}" data-round="{rnd.number}" data-status="{_e(rnd.status)}">'
+        f"{''.join(parts)}</div>"
+    )
+
+
+def run_head_html(group: RunGroup) -> str:
+    bits = [
+        f'<span class="lion-round-title">{_e(group.operation)}</span>',
+        f'<span class="lion-status lion-{_e(group.status)}">{_e(group.status)}</span>',
+    ]
+    if group.duration_ms is not None:
+        bits.append(f"<span>{_e(_duration(group.duration_ms))}</span>")
+    n = len(group.rounds)
+    bits.append(f"<span>{n} round{'s' if n != 1 else ''}</span>")
+    usage = format_usage(group.usage)
+    if usage:
+        bits.append(f'<span class="lion-usage">{_e(usage)}</span>')
+    if group.error:
+        bits.append(f'<span class="lion-field-error">{_e(group.error)}</span>')
+    preamble = "".join(message_html(m) for m in group.preamble)
+    if preamble:
+        preamble = f'<div class="lion-run-preamble">{preamble}</div>'
+    return f'<div class="lion-run-head lion-round-head">{"".join(bits)}</div>{preamble}'
+
+
+def rounds_html(model: RoundsModel, *, header: str = "") -> str:
+    """Everything, as one fragment (the static fallback and export)."""
+    parts = [header] if header else []
+    for group in model.runs:
+        if not shown(group):
+            continue
+        parts.append(run_head_html(group))
+        parts.extend(round_html(r) for r in group.rounds)
+    if not any(shown(g) for g in model.runs):
+        parts.append('<div class="lion-meta">No ReAct rounds yet.</div>')
+    return f'<div class="lion-view lion-rounds">{"".join(parts)}</div>'

@@ -1,0 +1,143 @@
+"""The tutorial notebooks: stored without outputs and in sync with ``notebooks/_build.py``, and
+each one executed top to bottom in a real ipykernel through nbclient. A failing cell fails its
+test; so does a traceback printed by a background task, or a key result missing from the
+outputs. Executed copies (with outputs and per-cell timings) go to ``test-artifacts/notebooks/``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
+NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+# A few results per notebook that show it did what its prose says (not only that no cell raised).
+EXPECTED = {
+    "01_quickstart.ipynb": [
+        "signals: none (+",
+        "signals: ['MessageAdded', 'MessageAdded'] (+",
+        "signals: ['RunStart', 'MessageAdded', 'MessageAdded', 'RunEnd'] (+",
+        "7 messages; the last one:",
+    ],
+    "02_streaming_run.ipynb": [
+        "action_response  '1\\thello from file",
+        "run_and_collect returned:",
+        "RunEnd.stopped = True",
+        "recorded: ['user', 'assistant']",
+        "'stopped': True",
+        "child exit code: -9",
+        "recovered: True",
+    ],
+    "03_react_rounds.ipynb": [
+        "Rome is warmer: 75.2 F and sunny",
+        "round 1  done",
+        "round 2  done",
+        "answer:   Rome is warmer",
+    ],
+    "04_structured_output.ipynb": [
+        "Recipe — Tomato soup (35 min)",
+        "attempt 0: invalid (errors at: minutes, ingredients.1.grams)",
+        "attempt 2: valid",
+        "return_none   -> None",
+        "raise         -> ParseError for Recipe",
+        "recorded reply: Sure! Here is the recipe:",
+    ],
+    "05_progression_and_forks.ipynb": [
+        "same as the request the model received: True",
+        "in the session: True",
+        "shared: 3 messages (fork); differing turns: 4",
+        "same messages: True",
+        "lineage kept: True",
+    ],
+    "06_extending_operations.ipynb": [
+        "runs: ['RunStart(communicate)', 'RunEnd(communicate)']",
+        "is a Middle: True",
+        "runs: ['RunStart(operate)', 'RunEnd(operate)']",
+        "Tagline(tagline='Warm bread, every morning.', tone='friendly')",
+        "summarise    failed",
+    ],
+}
+# Output that means something went wrong even though every cell finished.
+BAD_STDERR = ("Traceback", "Task exception was never retrieved", "Exception ignored", "Error")
+
+
+def _text_of(output: dict) -> str:
+    if output["output_type"] == "stream":
+        return output["text"]
+    return str(output.get("data", {}).get("text/plain", ""))
+
+
+def test_the_six_notebooks_of_binder_readme_are_the_generated_ones():
+    sys.path.insert(0, str(NOTEBOOKS))
+    try:
+        import _build
+    finally:
+        sys.path.remove(str(NOTEBOOKS))
+    assert NAMES == sorted(_build.NOTEBOOKS) == sorted(EXPECTED)
+
+
+def test_stored_notebooks_are_up_to_date_and_have_no_outputs():
+    check = subprocess.run(
+        [sys.executable, str(NOTEBOOKS / "_build.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    for name in NAMES:
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        nbformat.validate(nb)
+        assert nb.metadata.kernelspec.name == "python3"
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, (name, cell.id)
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs_top_to_bottom(name, monkeypatch):
+    from nbclient import NotebookClient
+
+    # Use the recorded agent session even on a machine where `claude` is installed.
+    monkeypatch.setenv("LION_NB_REPLAY", "1")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=180,  # per cell; the first local-model call loads the model
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},  # cwd, as in JupyterLab
+    )
+    started = time.perf_counter()
+    try:
+        client.execute()  # raises CellExecutionError naming the failing cell
+    finally:
+        elapsed = time.perf_counter() - started
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, ARTIFACTS / name)
+        timings = ARTIFACTS / "timings.json"
+        data = json.loads(timings.read_text()) if timings.is_file() else {}
+        data[name] = round(elapsed, 2)
+        timings.write_text(json.dumps(data, indent=1, sort_keys=True))
+
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    stderr = "".join(o["text"] for o in outputs if o.get("name") == "stderr")
+    assert not any(bad in stderr for bad in BAD_STDERR), stderr
+    text = "".join(_text_of(o) for o in outputs)
+    missing = [s for s in EXPECTED[name] if s not in text]
+    assert not missing, f"{name}: missing from the outputs: {missing}"
+    # Every view carries a static HTML rendering, so the saved notebook reads without a kernel.
+    for o in outputs:
+        data = o.get("data", {})
+        if "application/vnd.jupyter.widget-view+json" in data:
+            assert "text/html" in data, (name, data.get("text/plain"))
