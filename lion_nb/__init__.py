@@ -23,6 +23,11 @@ _LAZY = {
     "BranchView": "lion_nb.widgets.chat_view",
     "view": "lion_nb.widgets.chat_view",
     "recover_branch": "lion_nb.persist",
+    "ProgressionInspector": "lion_nb.widgets.inspector",
+    "inspect": "lion_nb.widgets.inspector",
+    "ReActRoundsView": "lion_nb.widgets.rounds_view",
+    "ParseView": "lion_nb.widgets.parse_view",
+    "CompareView": "lion_nb.widgets.compare_view",
 }
 
 __all__ = [

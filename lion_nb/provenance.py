@@ -93,9 +93,9 @@ class Provenance:
             self._by_id[record.run_id] = record
             self._open.append(record)
         elif isinstance(signal, RunEnd | RunFailed):
-            record = self._by_id.get(str(signal.run_id))
-            if record is not None:
-                self._close(record, signal)
+            ended = self._by_id.get(str(signal.run_id))
+            if ended is not None:
+                self._close(ended, signal)
         elif isinstance(signal, MessageAdded):
             mid = str(signal.message.id)
             cell = current_cell()

@@ -7,6 +7,7 @@ outputs. Executed copies (with outputs and per-cell timings) go to ``test-artifa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -100,6 +101,15 @@ def test_stored_notebooks_are_up_to_date_and_have_no_outputs():
         for cell in nb.cells:
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None, (name, cell.id)
+
+
+def test_the_recorded_agent_session_is_replayable():
+    # Notebook 02 runs data/replay_claude.py as the `claude` executable: it must be executable
+    # (git keeps the mode) and its recordings the byte-exact fixtures data/README.md says.
+    assert os.access(NOTEBOOKS / "data" / "replay_claude.py", os.X_OK)
+    for recording in sorted((NOTEBOOKS / "data" / "claude").glob("*.jsonl")):
+        fixture = ROOT / "tests" / "fixtures" / "cli" / "claude" / recording.name
+        assert recording.read_bytes() == fixture.read_bytes(), recording.name
 
 
 @pytest.mark.kernel

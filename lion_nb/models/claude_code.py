@@ -274,6 +274,8 @@ class ClaudeCodeProvider(CLIProviderBase):
     executable = "claude"
     package = "@anthropic-ai/claude-code"
     api_key_env = ("ANTHROPIC_API_KEY",)
+    # its own variables, plus the Bedrock and Vertex back ends Claude Code supports
+    vendor_env = ("ANTHROPIC_", "CLAUDE_", "AWS_", "GOOGLE_APPLICATION_CREDENTIALS")
 
     def build_argv(self, request: CLIRequest) -> list[str]:
         opt = lambda key, default=None: self._option(request, key, default)  # noqa: E731

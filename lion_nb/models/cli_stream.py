@@ -23,6 +23,7 @@ chunks and stderr tails; environment values are never logged.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import AsyncGenerator, Mapping
@@ -153,6 +154,17 @@ def redact_error(error: Exception, secrets: list[str]) -> None:
         error.stderr = redact(error.stderr, list(secrets))
 
 
+def redact_data(value: Any, secrets: list[str]) -> Any:
+    """A copy of ``value`` (a decoded JSON event) with every secret masked in its strings."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {k: redact_data(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_data(v, secrets) for v in value]
+    return value
+
+
 def last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
@@ -176,6 +188,7 @@ class CLIProviderBase:
     executable: ClassVar[str] = ""
     package: ClassVar[str] = ""  # the npm package that installs ``executable``
     api_key_env: ClassVar[tuple[str, ...]] = ()  # where ``api_key`` is put for the child
+    vendor_env: ClassVar[tuple[str, ...]] = ()  # prefixes of the agent's own variables
     is_cli: ClassVar[bool] = True
 
     def __init__(
@@ -233,7 +246,18 @@ class CLIProviderBase:
         return self.options.get(key, default)
 
     def child_env(self) -> dict[str, str]:
-        overrides: dict[str, str | None] = {}
+        """``os.environ`` without other vendors' credentials, then ``api_key`` and ``env=``.
+
+        The agent runs the user's tools in the user's project, so the ordinary environment
+        (PATH, HOME, locale, proxies, virtualenv...) is passed on; a secret-named variable
+        (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL) is passed only when it is the agent's own
+        (``vendor_env`` prefixes) or given explicitly through ``env=``.
+        """
+        overrides: dict[str, str | None] = {
+            k: None
+            for k in os.environ
+            if _SECRET_NAME.search(k) and not k.startswith(self.vendor_env)
+        }
         if self.__api_key:
             overrides.update(dict.fromkeys(self.api_key_env, self.__api_key))
         overrides.update(self.env)
@@ -241,11 +265,14 @@ class CLIProviderBase:
 
     def _secrets(self, env: Mapping[str, str]) -> list[str]:
         """Values to mask: ``api_key`` and every secret-named variable of the child's ``env``
-        (those inherited from ``os.environ`` included: the agent can print them too). Short
+        and of ``os.environ``. Short
         values are flags, not keys (TOKENIZERS_PARALLELISM=false): masking them would only
         garble messages."""
         secrets = [self.__api_key] if self.__api_key and len(self.__api_key) >= 4 else []
-        secrets += [v for k, v in env.items() if len(v) >= 8 and _SECRET_NAME.search(k)]
+        # the parent's too: a variable withheld from the child may still reach its output
+        # (a project file, a tool that reads it elsewhere)
+        merged = {**os.environ, **env}
+        secrets += [v for k, v in merged.items() if len(v) >= 8 and _SECRET_NAME.search(k)]
         return secrets
 
     async def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
@@ -331,6 +358,10 @@ class _Run:
         for chunk in chunks:
             if chunk.session_id:
                 self.provider.session_id = chunk.session_id
+            if chunk.type in ("result", "error") and chunk.raw and self.secrets:
+                # The raw event is persisted (run buffer); where a provider reports a failure,
+                # it may quote the key. Text deltas are not scanned: that would cost every token.
+                chunk.raw = redact_data(chunk.raw, self.secrets)
             if chunk.type == "result":
                 chunk.metadata.setdefault(
                     "duration_ms", round((time.monotonic() - self.started) * 1000)

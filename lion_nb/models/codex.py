@@ -217,6 +217,7 @@ class CodexProvider(CLIProviderBase):
     executable = "codex"
     package = "@openai/codex"
     api_key_env = ("CODEX_API_KEY", "OPENAI_API_KEY")
+    vendor_env = ("OPENAI_", "CODEX_", "AZURE_OPENAI_")
 
     def __init__(self, model: str | None = None, api_key: str | None = None, **kwargs: Any) -> None:
         super().__init__(model, api_key, **kwargs)

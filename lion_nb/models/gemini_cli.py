@@ -151,6 +151,7 @@ class GeminiCLIProvider(CLIProviderBase):
     executable = "gemini"
     package = "@google/gemini-cli"
     api_key_env = ("GEMINI_API_KEY",)
+    vendor_env = ("GEMINI_", "GOOGLE_")
 
     def build_argv(self, request: CLIRequest) -> list[str]:
         prompt = request.prompt

@@ -154,14 +154,24 @@ class iModel:
         return {
             "provider": self.provider_name,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": _public_url(self.base_url),
             **({"options": safe} if safe else {}),
         }
 
     def __repr__(self) -> str:
         model = f", model={self.model!r}" if self.model else ""
-        url = f", base_url={self.base_url!r}" if self.base_url else ""
+        url = f", base_url={_public_url(self.base_url)!r}" if self.base_url else ""
         return f"iModel(provider={self.provider_name!r}{model}{url})"
+
+
+def _public_url(url: str | None) -> str | None:
+    """``url`` without its ``user:password@`` part: credentials are never shown or saved."""
+    if not url or "@" not in url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _jsonable(value: Any) -> bool:

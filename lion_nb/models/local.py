@@ -45,6 +45,7 @@ from lion_nb.models.local_runtime import (
     Job,
     LoadedModel,
     Stopped,
+    executor,
     load_model,
     loaded_models,
     loop_sink,
@@ -58,7 +59,7 @@ from lion_nb.models.schema_bounds import (
 )
 from lion_nb.usage import Usage
 
-__all__ = ["LocalProvider", "chat_messages", "loaded_models", "unload_models"]
+__all__ = ["LocalProvider", "Plan", "chat_messages", "loaded_models", "unload_models"]
 
 log = logging.getLogger(__name__)
 
@@ -153,12 +154,11 @@ def _forced_tools(request: ModelRequest) -> list[dict[str, Any]] | None:
 
 
 @dataclass(slots=True)
-class _Plan:
-    """What one request asks llama.cpp for."""
+class Plan:
+    """What one request asks llama.cpp for: ``kwargs`` for ``create_chat_completion``."""
 
     kwargs: dict[str, Any]
     union_tools: bool = False  # the reply is {"name", "arguments"} of one of several tools
-    tool_note: str | None = None
 
 
 # -- the provider ------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ class LocalProvider:
             )
         return bounded
 
-    def plan(self, request: ModelRequest) -> _Plan:
+    def plan(self, request: ModelRequest) -> Plan:
         """The llama.cpp arguments for ``request`` (public for tests and the benchmark)."""
         self._check_options(request.options)
         options = {
@@ -281,11 +281,11 @@ class LocalProvider:
         if request.response_schema is not None:
             schema = self._bounded(request.response_schema, request.response_name)
             options["response_format"] = {"type": "json_object", "schema": schema}
-        return _Plan({"messages": messages, **options})
+        return Plan({"messages": messages, **options})
 
     def _plan_tools(
         self, tools: list[dict[str, Any]], messages: list[dict[str, str]], options: dict[str, Any]
-    ) -> _Plan:
+    ) -> Plan:
         lines: list[str] = []
         bounded: list[dict[str, Any]] = []
         for tool in tools:
@@ -303,7 +303,7 @@ class LocalProvider:
             note = f"Call the function {name} now. Reply with its arguments only.\n{lines[0]}"
             # llama.cpp's chat handler turns a named tool_choice into the arguments' grammar
             # and returns the reply as a tool call.
-            return _Plan(
+            return Plan(
                 {
                     "messages": _with_system_note(messages, note),
                     "tools": bounded,
@@ -326,7 +326,7 @@ class LocalProvider:
             "Call exactly one of these functions. Reply with JSON "
             '{"name": <function name>, "arguments": {...}}.\n' + "\n".join(lines)
         )
-        return _Plan(
+        return Plan(
             {
                 "messages": _with_system_note(messages, note),
                 "response_format": {"type": "json_object", "schema": {"anyOf": variants}},
@@ -345,7 +345,7 @@ class LocalProvider:
         loop = asyncio.get_running_loop()
         job = Job()
         sink = loop_sink(loop, job, on_delta) if on_delta is not None else None
-        future = loop.run_in_executor(None, self._generate, plan, job, sink)
+        future = loop.run_in_executor(executor(), self._generate, plan, job, sink)
         try:
             response = await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -359,7 +359,7 @@ class LocalProvider:
             raise job.sink_error
         return response
 
-    def _generate(self, plan: _Plan, job: Job, sink: DeltaSink | None) -> ModelResponse:
+    def _generate(self, plan: Plan, job: Job, sink: DeltaSink | None) -> ModelResponse:
         """Worker thread: wait for the model, stream one completion, build the response."""
         while True:
             loaded = self.loaded()

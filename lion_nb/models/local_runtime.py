@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,7 @@ __all__ = [
     "LoadedModel",
     "Stopped",
     "default_threads",
+    "executor",
     "load_model",
     "loaded_models",
     "loop_sink",
@@ -48,6 +50,14 @@ class LoadedModel:
 
 _MODELS: dict[tuple[str, int], LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+@cache
+def executor() -> ThreadPoolExecutor:
+    """The worker threads of local generation, apart from the event loop's default executor:
+    requests waiting for a busy model hold a thread each, and must not starve ``to_thread``
+    users (sync tools) of theirs."""
+    return ThreadPoolExecutor(max_workers=32, thread_name_prefix="lion_nb-local")
 
 
 def loaded_models() -> list[LoadedModel]:

@@ -94,11 +94,11 @@ class LiveParse:
         key = path if len(path) < 2 else (path[0], 0 if isinstance(path[1], int) else "*")
         if key in self._adapters:
             return self._adapters[key]
-        adapter = None
+        adapter: TypeAdapter[Any] | None = None
         info = self._fields.get(path[0]) if isinstance(path[0], str) else None
         if info is not None:
             if len(path) == 1:  # the FieldInfo carries the field's constraints
-                adapter = TypeAdapter(Annotated[info.annotation, info])
+                adapter = TypeAdapter(Annotated[info.annotation, info])  # type: ignore[arg-type]
             else:
                 inner = _unwrap(info.annotation)
                 origin = typing.get_origin(inner)

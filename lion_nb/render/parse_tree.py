@@ -167,14 +167,17 @@ def tree_rows(
             errs = errors.get(child_path, [])
             st = status.get(child_path, "invalid" if errs else "")
             if child is _PENDING:
-                is_partial = partial is not None and partial[0] == child_path
+                partial_text = (
+                    partial[1] if partial is not None and partial[0] == child_path else None
+                )
+                is_partial = partial_text is not None
                 ok = add(
                     TreeRow(
                         child_path,
                         depth,
                         label,
                         tname,
-                        partial[1] if is_partial else None,
+                        partial_text,
                         "partial" if is_partial else "pending",
                         "streaming" if is_partial else (st or "pending"),
                         errs,

@@ -253,17 +253,17 @@ class RoundsModel:
                 self._round.live_thinking.setdefault(signal.message_id, []).append(signal.delta)
             return [self._round]
         if isinstance(signal, RunEnd | RunFailed):
-            group = self._current
-            if group is None or (group.run_id is not None and group.run_id != signal.run_id):
+            ending = self._current
+            if ending is None or (ending.run_id is not None and ending.run_id != signal.run_id):
                 return []
-            group.duration_ms = signal.duration_ms
-            changed: list[Round | RunGroup] = [group]
+            ending.duration_ms = signal.duration_ms
+            changed: list[Round | RunGroup] = [ending]
             if isinstance(signal, RunFailed):
-                group.status = "failed"
-                group.error = f"{type(signal.error).__name__}: {signal.error}"
+                ending.status = "failed"
+                ending.error = f"{type(signal.error).__name__}: {signal.error}"
             else:
-                group.status = "stopped" if signal.stopped else "done"
-                group.usage = {
+                ending.status = "stopped" if signal.stopped else "done"
+                ending.usage = {
                     k: v
                     for k, v in (
                         ("input_tokens", signal.input_tokens),
@@ -272,9 +272,9 @@ class RoundsModel:
                     )
                     if v is not None
                 }
-            for rnd in group.rounds:  # a round still open when its run ended did not finish
+            for rnd in ending.rounds:  # a round still open when its run ended did not finish
                 if rnd.status == "running":  # its partial text stays, marked
-                    rnd.status = "failed" if group.status == "failed" else "stopped"
+                    rnd.status = "failed" if ending.status == "failed" else "stopped"
                     changed.append(rnd)
             self._current = None
             self._round = None

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from lion_nb.messages import AssistantResponse
-from lion_nb.render.html import head_html, message_html, streaming_html
+from lion_nb.render.html import Status, head_html, message_html, streaming_html
 from lion_nb.render.markdown import render_markdown
 from lion_nb.render.rounds import ActionPair, Round, RoundsModel, RunGroup, shown
 from lion_nb.render.text import format_usage, visible_controls
@@ -39,7 +39,7 @@ def _duration(ms: float | None) -> str:
 def reply_fields(message: AssistantResponse) -> dict[str, Any] | None:
     """A ReAct reply's structured fields (its parsed result, or its JSON text), if it has
     an ``analysis`` or ``answer``."""
-    data = message.metadata.get("result")
+    data: Any = message.metadata.get("result")
     if data is None:
         try:
             data = json.loads(message.response)
@@ -146,7 +146,9 @@ def round_html(rnd: Round) -> str:
             )
     for mid, reply in rnd.live.items():
         thinking = "".join(rnd.live_thinking.get(mid, ()))
-        status = "streaming" if rnd.status == "running" else rnd.status
+        status: Status = "streaming"
+        if rnd.status in ("stopped", "failed", "done"):
+            status = rnd.status  # type: ignore[assignment]
         parts.append(streaming_html(mid, reply.display_text(), thinking, status=status))
     if rnd.error:
         parts.append(f'<div class="lion-field-error">{_e(rnd.error)}</div>')

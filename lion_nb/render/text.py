@@ -173,9 +173,30 @@ def _escape_line(line: str) -> str:
     return line.replace("\\", "\\\\").replace("<", "&lt;").replace("[", "\\[")
 
 
+_SAFE_INFO = re.compile(r"[\w+#.-]*")
+
+
+def _strip_unsafe_fence_info(text: str) -> str:
+    """Drop a code fence's info string unless it is one plain language word: renderers put it
+    in a ``class`` attribute, and some (JupyterLab's Markdown output) do so unescaped."""
+    tokens = _detector_md().parse(text, {})
+    bad = [t for t in tokens if t.type == "fence" and t.map is not None
+           and not _SAFE_INFO.fullmatch(t.info.strip())]
+    if not bad:
+        return text
+    lines = text.split("\n")
+    for tok in bad:
+        opener = lines[tok.map[0]]
+        indent = opener[: len(opener) - len(opener.lstrip())]
+        lines[tok.map[0]] = indent + tok.markup
+    return "\n".join(lines)
+
+
 def safe_markdown_source(text: str) -> str:
     """Markdown with raw HTML, images and non-http(s)/mailto links neutralised (shown as
-    text). Code blocks and untouched paragraphs keep their bytes."""
+    text) and code-fence info strings limited to one language word. Code blocks and untouched
+    paragraphs keep their bytes."""
+    text = _strip_unsafe_fence_info(text)
     for _ in range(4):
         dirty = _dirty_lines(text)
         if dirty is None:

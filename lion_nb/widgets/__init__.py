@@ -7,13 +7,28 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["BranchView", "LiveConfig", "LiveMessage", "view"]
+__all__ = [
+    "BranchView",
+    "CompareView",
+    "LiveConfig",
+    "LiveMessage",
+    "ParseView",
+    "ProgressionInspector",
+    "ReActRoundsView",
+    "inspect",
+    "view",
+]
 
 _LAZY = {
     "BranchView": "lion_nb.widgets.chat_view",
     "view": "lion_nb.widgets.chat_view",
     "LiveConfig": "lion_nb.widgets.live",
     "LiveMessage": "lion_nb.widgets.live",
+    "ProgressionInspector": "lion_nb.widgets.inspector",
+    "inspect": "lion_nb.widgets.inspector",
+    "ReActRoundsView": "lion_nb.widgets.rounds_view",
+    "ParseView": "lion_nb.widgets.parse_view",
+    "CompareView": "lion_nb.widgets.compare_view",
 }
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
-import weakref
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -236,8 +236,7 @@ class BranchView(ipywidgets.VBox):
         when its cell is run again)."""
         self._start(text, stop_others=stop_others)
 
-    def _start(self, text: str | None, *, stop_others: bool = False
-               ) -> asyncio.Task[Any] | None:
+    def _start(self, text: str | None, *, stop_others: bool = False) -> asyncio.Task[Any] | None:
         if self.closed:
             raise RuntimeError("this view is closed")
         text = self.prompt.value if text is None else text
@@ -249,8 +248,11 @@ class BranchView(ipywidgets.VBox):
         if other is None and self._runs:
             return None  # a run started elsewhere (awaited in a cell) is active
         if other is not None and not stop_others:
-            self._show_error(RuntimeError(
-                "another view is running on this branch; stop it (or wait) before sending"))
+            self._show_error(
+                RuntimeError(
+                    "another view is running on this branch; stop it (or wait) before sending"
+                )
+            )
             return None
         try:
             loop = asyncio.get_running_loop()

@@ -95,6 +95,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self._turn: turns.NextTurn | None = None
         self._turn_pending = False
         self._totals = tl.TotalsCache()
+        self.start = 0  # position (in the filtered list) of the first visible row
         w = ipywidgets
         self._chrome = chrome = Chrome()
         self._rows: list[Row] = []
@@ -128,7 +129,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             ),
             _dom_classes=("lion-view", "lion-inspector"),
         )
-        self.start = self._end_start()  # position (in the filtered list) of the first row
+        self.start = self._end_start()
         self._refresh = Throttle(self._refresh_now, refresh_interval)
         self._unsubscribe = self._subscribe()
         self._refresh_header(next_turn=True)
@@ -222,6 +223,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         origin = self.branch
         forked = origin.fork(index, name=name or f"{origin.name or 'branch'} @{index}")
         self.forks.append(forked)
+        provenance_of(forked)  # its runs are timed from the start (compare shows latency)
         self.status.value = (
             f'<div class="lion-view-status">Forked at #{index} → '
             f"{tl._e(forked.name)} ({len(forked.messages)} messages, id "

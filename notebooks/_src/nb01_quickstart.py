@@ -53,10 +53,14 @@ CELLS = [
 
     To see what each call does, subscribe to **every signal** the branch emits. `StreamDelta`
     signals arrive once per streamed piece of text, so the helper below counts them instead of
-    listing them.
+    listing them. We also create the **progression inspector** now (it is shown further down):
+    from the moment it exists, it notes which run and which notebook cell produced each message.
     """),
     code("""
     from lion_nb.signals import StreamDelta
+    from lion_nb.widgets.inspector import ProgressionInspector
+
+    inspector = ProgressionInspector(branch)
 
     seen = []
     branch.observe(handler=seen.append)  # no signal types given: every signal
@@ -129,15 +133,13 @@ CELLS = [
     ## The progression inspector
 
     The inspector lists every message with its role, a preview, token usage, the run it belongs
-    to and the notebook cell that produced it. Click **▸** on a row to expand it: you get the
-    message card and **what the model saw** for that turn — the exact payload compiled for the
-    provider. The header says what the *next* turn will send and how many tokens that is against
-    the model's context window. (**Fork here** is the subject of notebook 05.)
+    to and the notebook cell that produced it (`In [n]`) — only `communicate` made a run. Click
+    **▸** on a row to expand it: you get the message card and **what the model saw** for that
+    turn, the exact payload compiled for the provider. The header says what the *next* turn will
+    send and how many tokens that is against the model's context window. (**Fork here** is the
+    subject of notebook 05.)
     """),
     code("""
-    from lion_nb.widgets.inspector import ProgressionInspector
-
-    inspector = ProgressionInspector(branch)
     inspector.go_to(len(branch.messages) - 1)  # expand the newest message, as a click on ▸ would
     inspector
     """),
@@ -198,7 +200,8 @@ CELLS = [
     * **06** extends the operations layer with your own operations.
 
     To use another model, pass it to the branch: `iModel(provider="openai", model="gpt-4.1-mini")`
-    (key from `OPENAI_API_KEY`), `iModel(provider="ollama", model="llama3.2")`, or a CLI agent
-    such as `iModel(provider="claude_code")`. Everything above works the same way.
+    (key from `OPENAI_API_KEY`) or `iModel(provider="ollama", model="llama3.2")`; everything
+    above works the same way. CLI agents such as `iModel(provider="claude_code")` are driven
+    with `run()` instead (notebook 02).
     """),
 ]

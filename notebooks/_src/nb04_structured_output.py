@@ -107,8 +107,9 @@ CELLS = [
     times. Each attempt is announced by a `ParseAttempt` signal (attempt 0 is the local one),
     and the parse view lists them.
 
-    The scripted "fixer" below repairs the text in two steps: its first answer still has the
-    negative quantity, its second is valid.
+    `parse` records nothing and needs no conversation, so any branch can parse; here a new one
+    whose **parse model** is a scripted "fixer" that repairs the text in two steps: its first
+    answer still has the negative quantity, its second is valid.
     """),
     code("""
     fixed_once = {**messy_data, "minutes": 20, "vegetarian": True}
@@ -120,17 +121,18 @@ CELLS = [
         provider="scripted",
         replies=[{"json": fixed_once, "delay": 0.02}, {"json": fixed_twice, "delay": 0.02}],
     )
+    parser = Branch(parse_model=fixer, name="parser")
 
-    attempts = ParseView(Recipe, branch=branch, title="parse() with repair turns")
+    attempts = ParseView(Recipe, branch=parser, title="parse() with repair turns")
     attempts
     """),
     code("""
-    pancakes = await branch.parse(messy, Recipe, parse_model=fixer, max_retries=2)
+    pancakes = await parser.parse(messy, Recipe, max_retries=2)
     print(pancakes)
     for a in attempts.attempts:
         problems = ", ".join(".".join(map(str, e["loc"])) for e in a["errors"]) or "none"
         print(f"attempt {a['attempt']}: {'valid' if a['ok'] else 'invalid'} (errors at: {problems})")
-    print("messages on the branch:", len(branch.messages), "(parse records nothing)")
+    print("messages on the branch:", len(parser.messages), "(parse records nothing)")
     """),
     md("""
     ## 3. `handle_validation`: what `parse` returns when nothing validates
@@ -147,12 +149,13 @@ CELLS = [
     code("""
     from lion_nb.errors import ParseError
 
+    checker = Branch(name="checker")
     for mode in ("return_value", "return_none"):
-        value = await branch.parse(messy, Recipe, max_retries=0, handle_validation=mode)
+        value = await checker.parse(messy, Recipe, max_retries=0, handle_validation=mode)
         print(f"{mode:<13} -> {value!r:.70}")
 
     try:
-        await branch.parse(messy, Recipe, max_retries=0, handle_validation="raise")
+        await checker.parse(messy, Recipe, max_retries=0, handle_validation="raise")
     except ParseError as exc:
         error = exc
         print(f"{'raise':<13} -> ParseError for {exc.target.__name__}, raw text: {len(exc.raw)} chars")
@@ -173,12 +176,12 @@ CELLS = [
     `operate` accepts `handle_validation=` like `parse` (its default is `"return_value"`).
     """),
     code("""
-    branch.chat_model = iModel(provider="scripted", replies=[messy])
+    chatty = Branch(chat_model=iModel(provider="scripted", replies=[messy]), name="chatty")
     try:
-        await branch.communicate("Pancakes, please.", response_format=Recipe, num_parse_retries=0)
+        await chatty.communicate("Pancakes, please.", response_format=Recipe, num_parse_retries=0)
     except ParseError as exc:
         print("ParseError:", str(exc).splitlines()[0])
-    print("recorded reply:", branch.messages[-1].text[:60], "...")
+    print("recorded reply:", chatty.messages[-1].text[:60], "...")
     """),
     md("""
     ## 5. With the embedded model: grammar-constrained JSON

@@ -44,8 +44,11 @@ def _no_kernels_left(jupyter_lab):
 
 
 def test_streamed_text_appears_progressively(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "stream.ipynb", [
-        SLOW_VIEW.format(n=120, delay=0.03), "view.send('Please stream')"])
+    nb = write_notebook(
+        jupyter_lab,
+        "stream.ipynb",
+        [SLOW_VIEW.format(n=120, delay=0.03), "view.send('Please stream')"],
+    )
     run_notebook_in_lab(page, jupyter_lab, nb)
     page.locator(".lion-view .lion-assistant").first.wait_for()
     lengths = []
@@ -65,13 +68,18 @@ def test_streamed_text_appears_progressively(page, jupyter_lab):
 
 
 def test_stop_button_ends_a_run(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "stop.ipynb", [
-        SLOW_VIEW.format(n=2000, delay=0.02), "view.send('A very long answer please')"])
+    nb = write_notebook(
+        jupyter_lab,
+        "stop.ipynb",
+        [SLOW_VIEW.format(n=2000, delay=0.02), "view.send('A very long answer please')"],
+    )
     run_notebook_in_lab(page, jupyter_lab, nb)
     page.locator(".lion-view .lion-assistant").first.wait_for()
     page.wait_for_function(
         "() => [...document.querySelectorAll('.lion-view .lion-assistant')]"
-        ".some(e => e.innerText.includes('token30'))", timeout=30_000)
+        ".some(e => e.innerText.includes('token30'))",
+        timeout=30_000,
+    )
     stop = page.locator(".lion-view button:has-text('Stop')")
     assert stop.is_enabled()
     assert page.locator(".lion-view button:has-text('Send')").is_disabled()
@@ -110,8 +118,7 @@ print("sent", len(branch.messages))
     static = "branch"  # the Branch's own _repr_html_ (static transcript) in the page too
     nb = write_notebook(jupyter_lab, "xss.ipynb", ["import lion_nb", setup, drive, static])
     run_notebook_in_lab(page, jupyter_lab, nb)
-    page.get_by_text(f"sent {1 + 3 * len(payloads) + 2 * len(payloads)}").wait_for(
-        timeout=120_000)
+    page.get_by_text(f"sent {1 + 3 * len(payloads) + 2 * len(payloads)}").wait_for(timeout=120_000)
     page.locator(".lion-transcript").last.wait_for()
     time.sleep(2.0)  # give any onerror/onload/animation a chance to fire
     screenshot(page, "chat_view_xss")
@@ -140,6 +147,9 @@ print("sent", len(branch.messages))
         return found;
     }""")
     assert bad == [], bad
-    relevant = [e for e in page.watched.console_errors if "lion" in e.lower()
-                or "alert" in e.lower() or "evil" in e.lower()]
+    relevant = [
+        e
+        for e in page.watched.console_errors
+        if "lion" in e.lower() or "alert" in e.lower() or "evil" in e.lower()
+    ]
     assert relevant == [], relevant

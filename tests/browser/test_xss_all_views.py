@@ -55,7 +55,10 @@ from tests.browser.conftest import (
     write_notebook,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
+
+def in_browser(test: Any) -> Any:
+    return pytest.mark.browser(pytest.mark.slow(pytest.mark.timeout(300)(test)))
+
 
 CORPUS = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "xss_corpus.json").read_text()
@@ -209,8 +212,7 @@ CompareView(left, right)
 """,
     # 7: the static transcript repr and the Markdown export as a Markdown output
     """
-import re as _re
-display({"text/markdown": _re.sub(r"(?m)^(```+)[^\n`]*$", r"\1", export_markdown(rb))}, raw=True)
+display({"text/markdown": export_markdown(rb)}, raw=True)
 roles
 """,
     # 8: the self-contained HTML exports (opened by test_export_html_...)
@@ -358,7 +360,7 @@ def assert_inert(
     assert problems == {}, json.dumps(problems, indent=1)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _no_kernels_left(jupyter_lab):
     yield
     shutdown_kernels(jupyter_lab)
@@ -370,6 +372,8 @@ VIEWS = (".lion-view .lion-transcript", ".lion-inspector", ".lion-rounds", ".lio
 LAB_PATHS = ("/api/", "/lab/api/", "/static/", "/lab/extensions/", "/lsp/", "/kernelspecs/")
 
 
+@in_browser
+@pytest.mark.usefixtures("_no_kernels_left")
 def test_every_view_in_jupyterlab_executes_nothing(page, jupyter_lab):
     (jupyter_lab.root / "xss_payloads.json").write_text(json.dumps(PAYLOADS))
     nb = write_notebook(jupyter_lab, "xss_all_views.ipynb", [c.strip() for c in CELLS])
@@ -394,13 +398,14 @@ def test_every_view_in_jupyterlab_executes_nothing(page, jupyter_lab):
     assert page.locator(".lion-inspector details.lion-payload").count() >= 4
     assert page.locator(".lion-rounds .lion-round[data-status='done']").count() == 3
     assert "lion-parse-valid" in page.locator(".lion-parse").first.inner_html()
-    assert_inert(page, watch, allowed_paths=LAB_PATHS)
-    payload_json = page.locator(".lion-inspector details.lion-payload pre.lion-json").first
+    payload_json = page.locator(".lion-inspector details.lion-payload").first
+    payload_json.locator("summary").click()  # "what the model saw", opened like a reader would
     payload_json.scroll_into_view_if_needed()
-    assert MARK in payload_json.inner_text()
+    assert "window.__pwned='img'" in payload_json.locator("pre.lion-json").inner_text()
     screenshot(page, "xss_inspector_payload")
     page.locator(".lion-rounds").first.scroll_into_view_if_needed()
     screenshot(page, "xss_rounds")
+    assert_inert(page, watch, allowed_paths=LAB_PATHS)
     print(f"JupyterLab: all views rendered in {elapsed:.1f} s")
 
 
@@ -411,14 +416,29 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+def http_root(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    """A directory served by a loopback HTTP server: (base URL, directory)."""
+    root = tmp_path_factory.mktemp("xss-static")
+    handler = functools.partial(_Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def served(http_root) -> tuple[str, Path]:
     """The notebook executed headless (nbclient, widget state stored), converted with
     ``jupyter nbconvert --to html`` with and without widget state, and the exports it wrote,
-    all served from a loopback HTTP server."""
+    in the served directory."""
     import nbformat
     from nbclient import NotebookClient
 
-    root = tmp_path_factory.mktemp("xss-static")
+    base, root = http_root
     (root / "xss_payloads.json").write_text(json.dumps(PAYLOADS))
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c.strip()) for c in CELLS]
@@ -434,21 +454,18 @@ def served(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     bare.metadata.pop("widgets")
     nbformat.write(bare, root / "no_state.ipynb")
     jupyter = Path(sys.executable).parent / "jupyter"
-    for name in ("with_state", "no_state"):
-        subprocess.run(
+    converting = [
+        subprocess.Popen(
             [str(jupyter), "nbconvert", "--to", "html", f"{name}.ipynb"],
-            cwd=root, check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
+            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        for name in ("with_state", "no_state")
+    ]  # fmt: skip
+    for process in converting:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode(errors="replace")[-2000:]
     print(f"nbclient: executed in {executed:.1f} s")
-    handler = functools.partial(_Quiet, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", root
-    finally:
-        server.shutdown()
-        server.server_close()
+    return base, root
 
 
 def template_assets(html: str) -> set[str]:
@@ -459,6 +476,7 @@ def template_assets(html: str) -> set[str]:
     return {url for url in found if not PAYLOAD_URL.search(url)}
 
 
+@in_browser
 @pytest.mark.parametrize("name", ["no_state", "with_state"])
 def test_static_fallback_nbconvert_html_executes_nothing(page, served, name):
     base, root = served
@@ -489,6 +507,7 @@ def test_static_fallback_nbconvert_html_executes_nothing(page, served, name):
     screenshot(page, f"xss_nbconvert_{name}")
 
 
+@in_browser
 @pytest.mark.parametrize("export", ["roles", "react", "parse", "left"])
 def test_export_html_executes_nothing_even_without_its_csp(page, served, export):
     """The export is self-contained (no request but the page) and inert; with its CSP meta
@@ -511,3 +530,58 @@ def test_export_html_executes_nothing_even_without_its_csp(page, served, export)
         screenshot(page, "xss_export_roles_nocsp")
     ARTIFACTS.mkdir(exist_ok=True)
 
+
+
+@in_browser
+def test_the_checks_catch_an_unsanitised_page(page, http_root):
+    """The detectors themselves: the same payloads inserted raw into an output-like container
+    must trip every check (a dialog, the sentinel, a payload request, foreign markup)."""
+    base, root = http_root
+    body = "\n".join(f"<div>{p}</div>" for p in PAYLOADS)
+    (root / "raw.html").write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+        f'<div class="jp-OutputArea-output jp-RenderedHTMLCommon">{body}</div></body></html>',
+        encoding="utf-8",
+    )
+    watch = Watch(page, base)
+    page.goto(f"{base}/raw.html")
+    page.wait_for_load_state("load")
+    with pytest.raises(AssertionError) as caught:
+        assert_inert(page, watch, allowed_paths=("/raw.html",))
+    report = json.loads(str(caught.value).split("\nassert", 1)[0])
+    assert {"dialogs", "window.__pwned (per frame)", "requests", "other origins",
+            "markup outside the renderers' vocabulary"} <= set(report), sorted(report)  # fmt: skip
+    assert any("pwned-relative.png" in u for u in report["requests"])
+    assert any(u.startswith("https://evil.example/") for u in report["other origins"])
+
+
+def test_markdown_export_of_every_payload_has_only_plain_fence_info_strings():
+    """No browser needed. ``export_markdown`` / ``_repr_markdown_`` keep fenced code verbatim,
+    including the fence's info string. JupyterLab's Markdown renderer puts that string into the
+    ``class`` attribute unescaped, so a payload like ```` ```"><script>alert(1)</script> ````
+    becomes a live <script> in a trusted Markdown output, which Lab runs (seen in
+    ``test_every_view_in_jupyterlab_executes_nothing``). A safe info string is one word of
+    ``[A-Za-z0-9_+#.-]``."""
+    from markdown_it import MarkdownIt
+
+    from lion_nb import Branch
+    from lion_nb.export import export_markdown
+    from lion_nb.messages import ActionResponse, AssistantResponse, Instruction, System
+
+    md = MarkdownIt("commonmark")
+    unsafe = {}
+    for name, p in zip([c["name"] for c in CORPUS] + SENTINELS, PAYLOADS, strict=True):
+        branch = Branch()
+        for message in (
+            System(system=p),
+            Instruction(instruction=p, guidance=p),
+            AssistantResponse(response=p, metadata={"thinking": p}),
+            ActionResponse(function="f", output=p),
+        ):
+            branch.add_message(message)
+        for text in [export_markdown(branch)] + [m._repr_markdown_() for m in branch.messages]:
+            for tok in md.parse(text):
+                lang = (tok.info.split() or [""])[0]  # what Lab uses as the language
+                if tok.type == "fence" and not re.fullmatch(r"[\w+#.-]*", lang):
+                    unsafe[name] = tok.info
+    assert unsafe == {}, unsafe

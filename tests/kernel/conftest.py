@@ -32,8 +32,15 @@ class Kernel:
         self.km, self.kc = km, kc
         self.comm: list[tuple[float, str, dict[str, Any]]] = []
 
-    def _drain_iopub(self, until_idle_of: str | None, timeout: float, cell: Cell | None,
-                     cell_id: str | None = None, *, lenient: bool = False) -> None:
+    def _drain_iopub(
+        self,
+        until_idle_of: str | None,
+        timeout: float,
+        cell: Cell | None,
+        cell_id: str | None = None,
+        *,
+        lenient: bool = False,
+    ) -> None:
         """Collect IOPub messages for ``timeout`` seconds, or until the idle status of
         ``until_idle_of`` (then ``lenient`` returns quietly on timeout instead of raising)."""
         cell_id = cell_id or until_idle_of
@@ -63,8 +70,12 @@ class Kernel:
                     cell.outputs.append(msg["content"]["data"])
                 elif kind == "error":
                     cell.error = "\n".join(msg["content"]["traceback"])
-            if (until_idle_of is not None and kind == "status" and parent == until_idle_of
-                    and msg["content"]["execution_state"] == "idle"):
+            if (
+                until_idle_of is not None
+                and kind == "status"
+                and parent == until_idle_of
+                and msg["content"]["execution_state"] == "idle"
+            ):
                 return
 
     def run(self, code: str, timeout: float = 60, *, check: bool = True) -> Cell:

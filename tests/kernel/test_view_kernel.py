@@ -60,7 +60,7 @@ def test_comm_traffic_is_linear_not_per_token(kernel):
         traffic = [(k, json.dumps(c)) for at, k, c in kernel.comm if at >= start]
         final = kernel.value("sum(len(message_html(m)) for m in branch.messages)")
         results[n] = (len(traffic), sum(len(c) for _, c in traffic), final)
-    (m_small, b_small, f_small), (m_big, b_big, f_big) = results[400], results[4000]
+    (_, b_small, f_small), (m_big, b_big, f_big) = results[400], results[4000]
     assert m_big < 4000 / 20, f"{m_big} comm messages for 4,000 tokens: not throttled"
     # payload bytes (envelopes excluded here; the benchmark counts them) stay a small
     # multiple of the final HTML at both sizes, so 10x the reply costs ~10x the bytes
@@ -110,7 +110,9 @@ def test_the_cell_magic_interpolates_and_shows_a_live_view(kernel):
 topic = "otters"
 notes = Branch(chat_model=iModel(provider="scripted", replies=["Otters hold hands."]))
 """)
-    cell = kernel.run("%%lion --branch notes --wait\nTell me about {topic} (JSON like {\"a\": 1} stays)")
+    cell = kernel.run(
+        '%%lion --branch notes --wait\nTell me about {topic} (JSON like {"a": 1} stays)'
+    )
     assert cell.outputs, "the magic displays the view"
     bundle = cell.outputs[0]
     assert "application/vnd.jupyter.widget-view+json" in bundle

@@ -120,6 +120,43 @@ async def test_the_event_loop_keeps_running_during_generation() -> None:
     assert ticks >= min(10, elapsed / 0.01 * 0.3)
 
 
+def _rendered(plan_kwargs: dict[str, Any]) -> str:
+    """The prompt llama.cpp builds from these messages with the GGUF's own chat template."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    llama = model().provider.loaded().llama
+    formatter = Jinja2ChatFormatter(
+        template=llama.metadata["tokenizer.chat_template"], eos_token="", bos_token=""
+    )
+    return formatter(messages=plan_kwargs["messages"]).prompt
+
+
+def test_system_message_is_a_real_system_turn_and_tool_turns_become_text() -> None:
+    history = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": [{"type": "text", "text": "Add 2 and 3."}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "5"},
+    ]
+    plan = model().provider.plan(ModelRequest(messages=history))
+    prompt = _rendered(plan.kwargs)
+    assert prompt.startswith("<|im_start|>system\nBe terse.<|im_end|>\n<|im_start|>user\n")
+    assert "You are a helpful AI assistant named SmolLM" not in prompt  # no default system
+    assert 'Called add({"a": 2, "b": 3})' in prompt
+    assert "<|im_start|>user\nResult of add: 5<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
 # -- structured output --------------------------------------------------------------------------
 
 

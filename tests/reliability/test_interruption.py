@@ -27,7 +27,6 @@ import pytest
 from models.cli_helpers import FakeCLI, make_fake_cli, process_alive, recording
 
 from lion_nb import Branch, BranchView, iModel
-from lion_nb.magics import lion
 from lion_nb.messages import ActionRequest, AssistantResponse, Instruction
 from lion_nb.models.cli_process import group_alive
 from lion_nb.signals import RunEnd, RunFailed, RunStart, StreamDelta
@@ -245,8 +244,12 @@ async def test_cancelling_the_consuming_task_ends_the_agent_and_keeps_the_text(f
             await task
     else:  # asyncio.timeout() around the loop cancels it the same way
         with pytest.raises(TimeoutError):
-            async with asyncio.timeout(1.5):
+            async with asyncio.timeout(None) as scope:
+                # the deadline is set to "now" once the half reply has streamed
+                waiter = asyncio.create_task(wait_for_text(branch))
+                waiter.add_done_callback(lambda _: scope.reschedule(scope.when() or 0.0))
                 await consume()
+        await waiter
     assert_no_orphans(fake.record())
     life.assert_paired()
     assert isinstance(life.terminals[0], RunEnd) and life.terminals[0].stopped
@@ -281,66 +284,88 @@ async def test_cancelling_while_the_consumer_is_in_its_loop_body(fake):
     assert life.terminals[0].stopped is True
 
 
-async def _second_send_while_the_first_streams(fake, make_view) -> tuple[Branch, Lifecycle]:
-    """``make_view(prompt)`` -> (view, text): the cell's body. Runs it, waits until the first
-    reply is half streamed, runs it again, then stops whatever is still running."""
-    branch_holder: dict = {}
-    first, text1 = make_view("first prompt", branch_holder)
-    branch = first.branch
-    life = Lifecycle(branch)
-    first_task = start(first, text1)
-    await wait_for_text(branch)
-    first_pgid = fake.record()["pgid"]
-    second, text2 = make_view("second prompt", branch_holder)  # the re-executed cell
-    second_task = start(second, text2)
-    await asyncio.sleep(0.5)  # a second agent (if any) streams its half reply meanwhile
-    for v in (first, second):
+async def _stop_all(*views: BranchView) -> None:
+    for v in views:
         v.stop()
-    for t in (first_task, second_task):
-        if t is not None:
+    for v in views:
+        if v.task is not None:
             with contextlib.suppress(asyncio.CancelledError):
-                await t
-    assert_no_orphans({"pgid": first_pgid, "children": []})
-    assert_no_orphans(fake.record())
-    life.assert_paired(runs=len([s for s in life.signals if isinstance(s, RunStart)]))
-    for v in (first, second):
-        v.close()
-    return branch, life
+                await v.task
 
 
 def _assert_sequential(branch: Branch, life: Lifecycle) -> None:
-    roles = [m.role for m in branch.messages]
-    assert "user" not in [a for a, b in zip(roles, roles[1:], strict=False) if a == b], (
-        f"the re-run's prompt was recorded while the first reply streamed: {roles}"
-    )
+    """Runs on the branch never overlapped and each prompt's reply follows it."""
     life.assert_no_overlap()
-    # The first reply is kept as far as it streamed, whichever way the re-run is handled.
-    assert isinstance(branch.messages[1], AssistantResponse), roles
-    assert branch.messages[1].response == PARTIAL
+    roles = [m.role for m in branch.messages]
+    assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
 
 
-async def test_a_view_re_created_over_a_running_branch_does_not_run_two_agents(fake):
+async def test_a_view_re_created_over_a_running_branch_refuses_to_start_a_second_run(fake):
     """A cell ``view = BranchView(branch, verb="run"); view.send(...)`` re-executed while the
-    first view's run streams. Sensible: the earlier run is stopped cleanly (partial text kept)
-    or the new send waits / refuses. Not sensible: two agents resuming one session at once,
-    their messages interleaved on the branch."""
-    model = agent(fake, TEXT, TEXT_HANG)
-    branch = Branch(chat_model=model)
-
-    def cell(prompt: str, _holder: dict) -> tuple[BranchView, str]:
-        return BranchView(branch, verb="run"), prompt
-
-    branch, life = await _second_send_while_the_first_streams(fake, cell)
+    first view's run streams: the new view refuses (and says why) rather than start a second
+    agent on the same session with its messages interleaved; the first run goes on and is
+    stopped cleanly from its own view."""
+    branch = Branch(chat_model=agent(fake, TEXT, TEXT_HANG))
+    life = Lifecycle(branch)
+    first = BranchView(branch, verb="run")
+    first_task = start(first, "first prompt")
+    await wait_for_text(branch)
+    record = fake.record()
+    second = BranchView(branch, verb="run")  # the re-executed cell
+    assert start(second, "second prompt") is None
+    assert "another view is running" in str(second.last_error)
+    assert not first_task.done() and group_alive(record["pgid"])  # the first run goes on
+    await _stop_all(first, second)
+    assert_no_orphans(record)
+    life.assert_paired()
+    assert_partial_recorded(branch)
     _assert_sequential(branch, life)
+    assert [m.role for m in branch.messages] == ["user", "assistant"]
+    for v in (first, second):
+        v.close()
 
 
-async def test_lion_magic_re_executed_while_its_run_is_active(fake):
-    """The ``%%lion --run`` cell body run twice in one notebook namespace."""
-    ns = {"lion_branch": Branch(chat_model=agent(fake, TEXT, TEXT_HANG))}
+async def test_lion_magic_re_executed_stops_the_earlier_run_then_starts_the_new_one(
+    fake, monkeypatch
+):
+    """The registered ``%%lion --run`` magic run twice in one namespace, the first reply still
+    streaming when the cell runs again: the first run is stopped cleanly (its agent gone, its
+    partial reply recorded, one stopped RunEnd) before the second run starts its own agent."""
+    import IPython.display
 
-    def cell(prompt: str, _holder: dict) -> tuple[BranchView, str]:
-        view, text, _wait = lion("--run", prompt, ns)
-        return view, text
+    from lion_nb.magics import register
 
-    branch, life = await _second_send_while_the_first_streams(fake, cell)
+    shown: list[BranchView] = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+
+    class Shell:
+        def __init__(self) -> None:
+            self.user_ns = {"lion_branch": Branch(chat_model=agent(fake, TEXT, TEXT_HANG))}
+            self.magics: dict = {}
+
+        def register_magic_function(self, func, magic_kind: str, magic_name: str) -> None:
+            self.magics[magic_name] = func
+
+    shell = Shell()
+    register(shell)
+    branch = shell.user_ns["lion_branch"]
+    life = Lifecycle(branch)
+    shell.magics["lion"]("--run", "first prompt")
+    await wait_for_text(branch)
+    first = fake.record()
+    shell.magics["lion"]("--run", "second prompt")  # the same cell again
+    await wait_for_text(branch)  # deltas from now on: the second agent streams its half reply
+    second = fake.record()
+    assert first["pgid"] != second["pgid"]
+    assert_no_orphans(first)  # stopped before the second started
+    assert group_alive(second["pgid"])
+    await _stop_all(*shown)
+    assert_no_orphans(second)
+    life.assert_paired(runs=2)
     _assert_sequential(branch, life)
+    assert [m.role for m in branch.messages] == ["user", "assistant", "user", "assistant"]
+    for reply in (branch.messages[1], branch.messages[3]):
+        assert reply.response == PARTIAL and reply.metadata["stopped"] is True
+    assert all(t.stopped for t in life.terminals)
+    for v in shown:
+        v.close()

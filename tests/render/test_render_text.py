@@ -129,3 +129,12 @@ def test_helpers() -> None:
     assert format_usage(None) == ""
     assert format_usage({"input_tokens": 1234567, "total_cost_usd": 2}) == "1,234,567 in · $2.0000"
     assert format_usage({"output_tokens": True}) == ""  # a bool is not a count
+
+
+def test_fence_info_strings_that_are_not_one_word_are_dropped():
+    # JupyterLab's Markdown output puts the info string into a class attribute unescaped
+    from lion_nb.render.text import safe_markdown_source
+
+    hostile = '```"><img src=x onerror=alert(1)>\ncode\n```\n~~~ js onload=x\nmore\n~~~'
+    assert safe_markdown_source(hostile) == "```\ncode\n```\n~~~\nmore\n~~~"
+    assert safe_markdown_source("```python\nx = 1\n```") == "```python\nx = 1\n```"

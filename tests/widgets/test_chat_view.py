@@ -12,7 +12,6 @@ from lion_nb import Branch, BranchView, iModel
 from lion_nb.errors import ServerError
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.render.html import message_html, transcript_html
-from lion_nb.render.markdown import render_markdown
 from lion_nb.signals import StreamDelta
 from lion_nb.widgets.live import LiveConfig, LiveMessage, WidgetKit
 
@@ -84,7 +83,7 @@ async def test_live_view_equals_a_view_rebuilt_from_messages():
 
 
 async def test_streaming_updates_the_view_progressively_and_disables_send():
-    words = ["w%d " % i for i in range(60)]
+    words = [f"w{i} " for i in range(60)]
     branch = Branch(chat_model=scripted({"chunks": words, "delay": 0.01}))
     view = BranchView(branch)
     view.send("go")

@@ -304,6 +304,7 @@ async def test_fork_here_creates_a_linked_fork_in_the_session_and_shows_it() -> 
         "index": 2,
     }
     assert list(fork.messages) == list(branch.messages[:3])
+    assert provenance_of(fork, create=False) is not None  # the fork's runs are recorded
     assert "Forked at #2" in view.status.value
     panel = view._forks_box.children[-1]
     from lion_nb.widgets.chat_view import BranchView
