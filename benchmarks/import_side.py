@@ -13,12 +13,12 @@ import time
 side = sys.argv[1]
 start = time.perf_counter()
 if side == "lion_nb":
-    import lion_nb
+    import lion_nb  # noqa: F401 - the package alone, timed
 
     package_s = time.perf_counter() - start
     from lion_nb import Branch
 else:
-    import lionagi
+    import lionagi  # noqa: F401
 
     package_s = time.perf_counter() - start
     from lionagi import Branch

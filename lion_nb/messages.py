@@ -20,9 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from lion_nb.progression import Messages, Progression
 
+# MESSAGE and MESSAGE_LIST (TypeAdapters) are importable too; they are built on first use.
 __all__ = [
-    "MESSAGE",
-    "MESSAGE_LIST",
     "ActionRequest",
     "ActionResponse",
     "AnyMessage",

@@ -202,8 +202,11 @@ async def run(
                     raise
                 except Exception as exc:  # unclassified provider failure: still a failed call
                     raise ExecutionError(f"{_label(model)} stream failed: {exc!r}") from exc
-            elif (chunk := await _next_chunk(stream, deadline, timeout, model)) is None:
-                break
+            else:
+                next_chunk = await _next_chunk(stream, deadline, timeout, model)
+                if next_chunk is None:
+                    break
+                chunk = next_chunk
             if persistence is not None:
                 persistence.append(chunk)  # before anything else: a crash keeps this chunk
             if chunk.session_id and chunk.session_id != model.provider_session_id:

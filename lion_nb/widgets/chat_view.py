@@ -348,7 +348,7 @@ class BranchView(ipywidgets.VBox):
     # ----- running -------------------------------------------------------------------------
     async def _drive(self, text: str, after: BranchView | None = None) -> Any:
         verb = VERBS[self.verb] if isinstance(self.verb, str) else self.verb
-        outcome = "done"
+        outcome: Status = "done"
         try:
             if after is not None:  # runs on one branch never overlap
                 after.stop()
