@@ -116,11 +116,12 @@ def test_the_recorded_agent_session_is_replayable():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_top_to_bottom(name, monkeypatch):
+def test_notebook_runs_top_to_bottom(name, monkeypatch, tmp_path):
     from nbclient import NotebookClient
 
     # Use the recorded agent session even on a machine where `claude` is installed.
     monkeypatch.setenv("LION_NB_REPLAY", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebooks' scratch folders land here
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(
         nb,

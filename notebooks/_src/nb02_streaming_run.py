@@ -33,8 +33,11 @@ CELLS = [
     DATA = Path("data").resolve()
     REAL_CLI = shutil.which("claude") is not None and os.environ.get("LION_NB_REPLAY") != "1"
 
-    # The agent works in a scratch folder holding the file it will be asked to read.
-    workdir = Path(tempfile.mkdtemp(prefix="lion_nb_agent_"))
+    # Everything this notebook writes goes into one scratch folder (removed at the end). The
+    # agent works in scratch/work, next to the file it will be asked to read.
+    scratch = Path(tempfile.mkdtemp(prefix="lion_nb_02_"))
+    workdir = scratch / "work"
+    workdir.mkdir()
     (workdir / "hello.txt").write_text("hello from file\\n")
 
 
@@ -186,10 +189,10 @@ CELLS = [
       arrives. It is deleted once the final snapshot is safely on disk.
 
     By default the files go to `~/.local/share/lion_nb/runs` (or `$LION_NB_HOME/runs`); here
-    we use a temporary folder. After a clean run only the snapshot is left:
+    we use the scratch folder. After a clean run only the snapshot is left:
     """),
     code("""
-    persist_dir = Path(tempfile.mkdtemp(prefix="lion_nb_runs_"))
+    persist_dir = scratch / "runs"
     persisted = Branch(chat_model=agent(), name="persisted")
     async for _ in persisted.run(
         "Read hello.txt and tell me what it says.", stream_persist=True, persist_dir=persist_dir
@@ -226,7 +229,7 @@ CELLS = [
     asyncio.run(main())
     \"\"\"
 
-    crash_dir = Path(tempfile.mkdtemp(prefix="lion_nb_crash_"))
+    crash_dir = scratch / "crash"
     replay = DATA / "replay_claude.py"
     recording = DATA / "claude" / "thinking_partial.jsonl"
     child = subprocess.Popen(
@@ -269,5 +272,10 @@ CELLS = [
     works), `env=` (extra environment variables) and `extra_args=`. If the executable is
     missing, the first `run()` raises `CLINotFound` naming the npm package to install, for
     example `npm install -g @anthropic-ai/claude-code`.
+
+    Finally, remove the scratch folder this notebook wrote to:
+    """),
+    code("""
+    shutil.rmtree(scratch)
     """),
 ]

@@ -85,7 +85,7 @@ SENTINELS = [
     '<link rel="stylesheet" href="pwned-link.css">',
     '<object data="pwned-object.html"></object>',
     "![pwned](pwned-md-image.png)",
-    '<a href="javascript:window.__pwned=\'link\'">click</a>',
+    "<a href=\"javascript:window.__pwned='link'\">click</a>",
     "<form><button formaction=\"javascript:window.__pwned='form'\">go</button></form>",
 ]
 # alert(1) becomes alert(1000 + i) (same syntax, digits only) so a dialog names its payload
@@ -97,6 +97,8 @@ def payload_name(dialog: str) -> str:
     """ "alert: 1017" -> the corpus entry it came from."""
     m = re.search(r"\b1(\d{3})\b", dialog)
     return CORPUS[int(m[1])]["name"] if m and int(m[1]) < len(CORPUS) else dialog
+
+
 DONE = "ALL-VIEWS-RENDERED"
 MARK = "onerror=\"window.__pwned='img'\""  # the first sentinel, as text a reader sees
 
@@ -307,7 +309,9 @@ class Watch:
         self.phase = "loading"
         self.dialogs: list[str] = []  # (payload, where it ran)
         page.on("request", lambda r: self.requests.append(r.url))
-        page.on("dialog", lambda d: self.dialogs.append(f"{payload_name(d.message)} @ {self.phase}"))
+        page.on(
+            "dialog", lambda d: self.dialogs.append(f"{payload_name(d.message)} @ {self.phase}")
+        )
         page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
         page.add_init_script(INIT_SCRIPT)
 
@@ -387,7 +391,7 @@ def test_every_view_in_jupyterlab_executes_nothing(page, jupyter_lab):
     elapsed = time.monotonic() - started
     # each view is on the page, showing payloads as text; scrolled to, so that Lab renders it
     # (its notebook skips rendering off-screen cells) and anything in it gets its chance to run
-    for selector in VIEWS + (".jp-RenderedMarkdown",):
+    for selector in (*VIEWS, ".jp-RenderedMarkdown"):
         watch.phase = selector
         node = page.locator(selector).first
         assert node.count() == 1, selector
@@ -529,7 +533,6 @@ def test_export_html_executes_nothing_even_without_its_csp(page, served, export)
     if export == "roles":
         screenshot(page, "xss_export_roles_nocsp")
     ARTIFACTS.mkdir(exist_ok=True)
-
 
 
 @in_browser

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from models.cli_helpers import process_alive
@@ -78,6 +79,24 @@ def shell_reply(kernel, msg_id: str, timeout: float = 30) -> dict:
             return reply["content"]
 
 
+# Cells run through the shell channel only, and values come back through a file written in
+# the kernel: no IOPub bookkeeping, so each call costs what the cell costs.
+def run(kernel, code: str, timeout: float = 60) -> None:
+    reply = shell_reply(kernel, kernel.kc.execute(code), timeout)
+    if reply["status"] != "ok":
+        trace = "\n".join(reply.get("traceback", []))
+        raise AssertionError(f"cell failed:\n{code}\n{reply.get('ename')}: {trace}")
+
+
+def value(kernel, expr: str) -> Any:
+    out = Path(kernel_out[0])
+    run(kernel, f"Path({str(out)!r}).write_text(json.dumps({expr}), encoding='utf-8')")
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+kernel_out: list[str] = []  # the result file of the current test
+
+
 def assert_paired(life: list, runs: int = 1) -> None:
     starts = [run for kind, run, _ in life if kind == "RunStart"]
     ends = [run for kind, run, _ in life if kind in ("RunEnd", "RunFailed")]
@@ -92,7 +111,8 @@ def assert_no_orphans(record: dict) -> None:
 
 @pytest.fixture
 def work(kernel, tmp_path: Path) -> Path:
-    kernel.run(SETUP.format(work=str(tmp_path)))
+    run(kernel, SETUP.format(work=str(tmp_path)))
+    kernel_out[:] = [str(tmp_path / "value.json")]
     return tmp_path
 
 
@@ -101,10 +121,8 @@ def record_of(work: Path) -> dict:
 
 
 def test_kernel_interrupt_during_async_for_over_run(kernel, work):
-    kernel.run("branch = Branch(chat_model=agent()); life = watched(branch); seen = []")
-    msg_id = kernel.kc.execute(
-        "async for m in branch.run('say hello'):\n    seen.append(m.role)\n"
-    )
+    run(kernel, "branch = Branch(chat_model=agent()); life = watched(branch); seen = []")
+    msg_id = kernel.kc.execute("async for m in branch.run('say hello'):\n    seen.append(m.role)\n")
     wait_for_file_text(work / "deltas.txt", PARTIAL)
     record = record_of(work)
     assert group_alive(record["pgid"])  # the agent streams, then hangs: the cell is stuck
@@ -118,18 +136,19 @@ def test_kernel_interrupt_during_async_for_over_run(kernel, work):
     # the cell ended only after run()'s cleanup: the group is already gone, SIGTERM did it
     assert_no_orphans(record)
     assert elapsed < 2.5, f"interrupt took {elapsed:.2f}s (the SIGKILL grace is 3 s)"
-    got = kernel.value("state(branch, life)")
+    got = value(kernel, "state(branch, life)")
     assert got["roles"] == ["user", "assistant"]
     assert got["last"] == PARTIAL and got["last_meta"] == {"stopped": True}
     assert_paired(got["life"])
     assert got["life"][-1][0] == "RunEnd" and got["life"][-1][2] is True
-    assert kernel.value("seen") == ["user"]
+    assert value(kernel, "seen") == ["user"]
     # the kernel is fine and the branch runs again
-    kernel.run(
+    run(
+        kernel,
         "branch.chat_model = agent(mode='', lines=0)\n"
-        "async for m in branch.run('again'):\n    pass"
+        "async for m in branch.run('again'):\n    pass",
     )
-    got = kernel.value("state(branch, life)")
+    got = value(kernel, "state(branch, life)")
     assert got["last"] == "Hello! How can I help you today?"
     assert_paired(got["life"], runs=2)
     assert_no_orphans(record_of(work))
@@ -138,9 +157,10 @@ def test_kernel_interrupt_during_async_for_over_run(kernel, work):
 def test_kernel_interrupt_during_await_view_asend(kernel, work):
     """The cell awaits the view's own run (``await view.asend(...)``): the interrupt cancels
     the wait, which cancels the view's task: stopped like the Stop button."""
-    kernel.run(
+    run(
+        kernel,
         "vb = Branch(chat_model=agent()); vlife = watched(vb)\n"
-        "vview = BranchView(vb, verb='run'); display(vview)"
+        "vview = BranchView(vb, verb='run'); display(vview)",
     )
     msg_id = kernel.kc.execute("await vview.asend('say hello')")
     wait_for_file_text(work / "deltas.txt", PARTIAL)
@@ -149,13 +169,14 @@ def test_kernel_interrupt_during_await_view_asend(kernel, work):
     reply = shell_reply(kernel, msg_id)
     assert reply["status"] == "error"
     assert_no_orphans(record)
-    got = kernel.value("state(vb, vlife)")
+    got = value(kernel, "state(vb, vlife)")
     assert got["roles"] == ["user", "assistant"] and got["last"] == PARTIAL
     assert got["last_meta"] == {"stopped": True}
     assert_paired(got["life"])
-    view = kernel.value(
+    view = value(
+        kernel,
         "{'running': vview.running, 'send': vview.send_button.disabled,"
-        " 'stop': vview.stop_button.disabled, 'status': vview.status.value}"
+        " 'stop': vview.stop_button.disabled, 'status': vview.status.value}",
     )
     assert view["running"] is False and view["send"] is False and view["stop"] is True
     assert "stopped" in view["status"]
@@ -165,17 +186,18 @@ def test_kernel_interrupt_while_idle_leaves_a_background_run_alone(kernel, work)
     """The ■ button while no cell runs but a view's run streams: ipykernel ignores SIGINT
     between cells, so the run goes on to its normal end (the view's Stop is the way to stop
     it). What matters here: the kernel survives and nothing is left half done."""
-    kernel.run(
+    run(
+        kernel,
         "ib = Branch(chat_model=agent(mode='', lines=0, delay=0.15)); ilife = watched(ib)\n"
-        "iview = BranchView(ib, verb='run'); display(iview); iview.send('say hello')"
+        "iview = BranchView(ib, verb='run'); display(iview); iview.send('say hello')",
     )
     wait_for_file_text(work / "deltas.txt", "Hello! How can ")
     record = record_of(work)
     kernel.km.interrupt_kernel()
     time.sleep(0.3)
     assert kernel.km.is_alive()
-    kernel.run("await iview.wait()")
-    got = kernel.value("state(ib, ilife)")
+    run(kernel, "await iview.wait()")
+    got = value(kernel, "state(ib, ilife)")
     assert got["roles"] == ["user", "assistant"]
     assert got["last"] == "Hello! How can I help you today?" and got["last_meta"] == {}
     assert_paired(got["life"])
@@ -188,35 +210,38 @@ def test_lion_cell_re_executed_while_its_run_streams(kernel, work):
     the view's background task, so the cell returned at once and can be run again): the
     earlier run is stopped cleanly — its agent gone, its partial reply recorded, one stopped
     RunEnd — before the new run starts its own agent. Runs on the branch never overlap."""
-    kernel.run(
-        "%load_ext lion_nb\n"
-        "lion_branch = Branch(chat_model=agent()); rlife = watched(lion_branch)"
+    run(
+        kernel,
+        "%load_ext lion_nb\nlion_branch = Branch(chat_model=agent()); rlife = watched(lion_branch)",
     )
     cell = "%%lion --run\nsay hello"
-    kernel.run(cell)  # returns at once; the reply streams in the background
+    run(kernel, cell)  # returns at once; the reply streams in the background
     wait_for_file_text(work / "deltas.txt", PARTIAL)
     first = record_of(work)
-    kernel.run(cell)  # the same cell again
+    run(kernel, cell)  # the same cell again
     wait_for_file_text(work / "deltas.txt", PARTIAL * 2)
     second = record_of(work)
     assert second["pgid"] != first["pgid"]
     assert_no_orphans(first)
     assert group_alive(second["pgid"])
     # stop the second run from its view (the newest BranchView over the branch)
-    kernel.run(
+    run(
+        kernel,
         "views = [o for o in gc.get_objects() if isinstance(o, BranchView)"
         " and o.branch is lion_branch]\n"
         "for v in views: v.stop()\n"
         "for v in views:\n"
         "    try:\n        await v.wait()\n"
-        "    except asyncio.CancelledError:\n        pass"
+        "    except asyncio.CancelledError:\n        pass",
     )
     assert_no_orphans(second)
-    got = kernel.value("state(lion_branch, rlife)")
+    got = value(kernel, "state(lion_branch, rlife)")
     assert_paired(got["life"], runs=2)
     kinds = [kind for kind, _, _ in got["life"]]
     assert kinds == ["RunStart", "RunEnd", "RunStart", "RunEnd"], got["life"]  # no overlap
     assert all(stopped for kind, _, stopped in got["life"] if kind == "RunEnd")
     assert got["roles"] == ["user", "assistant", "user", "assistant"]
-    replies = kernel.value("[(m.response, m.metadata.get('stopped')) for m in lion_branch.messages[1::2]]")
+    replies = value(
+        kernel, "[(m.response, m.metadata.get('stopped')) for m in lion_branch.messages[1::2]]"
+    )
     assert replies == [[PARTIAL, True], [PARTIAL, True]]

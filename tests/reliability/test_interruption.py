@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from pathlib import Path
 
@@ -297,7 +298,7 @@ def _assert_sequential(branch: Branch, life: Lifecycle) -> None:
     """Runs on the branch never overlapped and each prompt's reply follows it."""
     life.assert_no_overlap()
     roles = [m.role for m in branch.messages]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
 
 
 async def test_a_view_re_created_over_a_running_branch_refuses_to_start_a_second_run(fake):
