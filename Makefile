@@ -69,7 +69,15 @@ pytest: $(VENV)/.local browser
 
 test: lint typecheck pytest
 
-bench: $(VENV)/.local
+# The lionagi 0.36.0 baseline gets its own venv: it is measured beside lion_nb, never installed
+# into lion_nb's environment.
+.venv-lionagi/.ready:
+	@echo ">>> Installing the benchmark baseline lionagi 0.36.0 into .venv-lionagi"
+	$(PYTHON) -m venv .venv-lionagi
+	.venv-lionagi/bin/python -m pip install --quiet 'lionagi==0.36.0'
+	touch $@
+
+bench: $(VENV)/.local .venv-lionagi/.ready
 	$(PY) benchmarks/run_all.py
 
 clean:

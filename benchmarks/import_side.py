@@ -1,6 +1,6 @@
 """One side of B3 in a fresh interpreter: cold import time and per-Branch construction time.
 
-    python import_side.py lion_nb|lionagi
+python import_side.py lion_nb|lionagi
 """
 
 from __future__ import annotations
@@ -32,5 +32,14 @@ for _ in range(200):
     t = time.perf_counter()
     Branch()
     samples.append(time.perf_counter() - t)
-print(json.dumps({"side": side, "package_s": package_s, "import_s": import_s, "first_construct_s": first_s,
-                  "construct_median_s": statistics.median(samples)}))
+print(
+    json.dumps(
+        {
+            "side": side,
+            "package_s": package_s,
+            "import_s": import_s,
+            "first_construct_s": first_s,
+            "construct_median_s": statistics.median(samples),
+        }
+    )
+)

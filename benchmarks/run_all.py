@@ -25,8 +25,7 @@ RESULTS = HERE / "results"
 
 
 def run_json(python: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
-    out = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout,
-                         cwd=ROOT)
+    out = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -43,11 +42,16 @@ def bench_b1(quick: bool) -> dict[str, Any]:
         base += run_json(BASE_PY, script, "lionagi", str(n), str(reps))["samples_s"]
     us_ours = statistics.median(ours) / n * 1e6
     us_base = statistics.median(base) / n * 1e6
-    return {"name": "B1 run() per-chunk overhead", "unit": "µs/chunk", "lion_nb": us_ours,
-            "baseline": us_base, "ratio": us_ours / us_base,
-            "target": "≤ 0.5× lionagi and ≤ 50 µs",
-            "met": us_ours <= 50 and us_ours / us_base <= 0.5,
-            "detail": {"chunks": n, "samples_lion_nb_s": ours, "samples_lionagi_s": base}}
+    return {
+        "name": "B1 run() per-chunk overhead",
+        "unit": "µs/chunk",
+        "lion_nb": us_ours,
+        "baseline": us_base,
+        "ratio": us_ours / us_base,
+        "target": "≤ 0.5× lionagi and ≤ 50 µs",
+        "met": us_ours <= 50 and us_ours / us_base <= 0.5,
+        "detail": {"chunks": n, "samples_lion_nb_s": ours, "samples_lionagi_s": base},
+    }
 
 
 def bench_b3(quick: bool) -> list[dict[str, Any]]:
@@ -62,25 +66,94 @@ def bench_b3(quick: bool) -> list[dict[str, Any]]:
     imp_o, imp_b = med(ours, "import_s") * 1e3, med(base, "import_s") * 1e3
     con_o, con_b = med(ours, "construct_median_s") * 1e3, med(base, "construct_median_s") * 1e3
     return [
-        {"name": "B3 cold import (from lion_nb import Branch)", "unit": "ms", "lion_nb": imp_o,
-         "baseline": imp_b, "ratio": imp_o / imp_b, "target": "≤ 100 ms", "met": imp_o <= 100},
-        {"name": "B3 Branch() construction", "unit": "ms", "lion_nb": con_o, "baseline": con_b,
-         "ratio": con_o / con_b, "target": "≤ 5 ms", "met": con_o <= 5},
+        {
+            "name": "B3 cold import (from lion_nb import Branch)",
+            "unit": "ms",
+            "lion_nb": imp_o,
+            "baseline": imp_b,
+            "ratio": imp_o / imp_b,
+            "target": "≤ 100 ms",
+            "met": imp_o <= 100,
+        },
+        {
+            "name": "B3 Branch() construction",
+            "unit": "ms",
+            "lion_nb": con_o,
+            "baseline": con_b,
+            "ratio": con_o / con_b,
+            "target": "≤ 5 ms",
+            "met": con_o <= 5,
+        },
     ]
 
 
-def optional(script: str, quick: bool, *extra: str) -> dict[str, Any] | None:
-    """Benchmarks that live in their own script and write JSON with a ``rows`` list."""
+def external(script: str, quick: bool) -> dict[str, Any] | None:
+    """A benchmark that lives in its own script and writes JSON to ``--out``."""
     path = HERE / script
-    if not path.exists():
-        return None
     out = RESULTS / (path.stem + ".json")
-    args = [str(path), "--out", str(out), *(["--quick"] if quick else []), *extra]
-    subprocess.run([LION_PY, *args], check=True, cwd=ROOT, timeout=3600)
+    args = [str(path), "--out", str(out), *(["--quick"] if quick else [])]
+    done = subprocess.run([LION_PY, *args], cwd=ROOT, timeout=3600)
+    if not out.exists():  # the script exits 1 when its target is missed, but still reports
+        raise RuntimeError(f"{script} exited {done.returncode} without results")
     return json.loads(out.read_text())
 
 
+def b4_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = result["rows"]
+    naive = {(r["tokens"], r["rate"]): r for r in rows if r["view"].startswith("naive")}
+    out = []
+    for r in (r for r in rows if r["view"] == "BranchView"):
+        base = naive.get((r["tokens"], r["rate"]))
+        out.append(
+            {
+                "name": f"B4 widget traffic, {r['tokens']:,} tok at {r['rate']:g} tok/s",
+                "unit": "comm bytes",
+                "lion_nb": r["comm_bytes"],
+                "baseline": base["comm_bytes"] if base else None,
+                "ratio": r["comm_bytes"] / base["comm_bytes"] if base else None,
+                "target": f"≤ 5× final HTML (is {r['ratio']:.2f}×)",
+                "met": r["ratio"] <= 5,
+                "detail": {"view": r, "naive": base},
+            }
+        )
+    return out
+
+
+def b5_rows(result: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    out = [
+        {
+            "name": f"B5 inspector open, {r['messages']:,} messages",
+            "unit": "ms",
+            "lion_nb": r["open_ms"],
+            "baseline": None,
+            "ratio": None,
+            "target": "< 1 s",
+            "met": r["open_ms"] < 1000,
+            "detail": r,
+        }
+        for r in result["sizes"]
+    ]
+    script = str(HERE / "memory_side.py")
+    n = "2000" if quick else "10000"
+    ours = run_json(LION_PY, script, "lion_nb", n)["bytes_per_message"]
+    base = run_json(BASE_PY, script, "lionagi", n)["bytes_per_message"]
+    out.append(
+        {
+            "name": "B5 memory per message (tracemalloc)",
+            "unit": "bytes",
+            "lion_nb": ours,
+            "baseline": base,
+            "ratio": ours / base,
+            "target": "report",
+            "met": None,
+        }
+    )
+    return out
+
+
 def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
@@ -93,20 +166,22 @@ def main() -> None:
     if not Path(BASE_PY).exists():
         sys.exit("the lionagi baseline venv is missing: run `make bench`")
     RESULTS.mkdir(exist_ok=True)
-    rows: list[dict[str, Any]] = [bench_b1(args.quick), *bench_b3(args.quick)]
-    for script in ("bench_api.py", "bench_widget_traffic.py", "bench_inspector.py",
-                   "bench_local.py"):
-        result = optional(script, args.quick)
-        if result:
-            rows.extend(result.get("rows", []))
+    rows: list[dict[str, Any]] = [bench_b1(args.quick)]
+    rows += external("bench_api.py", args.quick)["rows"]  # B2
+    rows += bench_b3(args.quick)
+    rows += b4_rows(external("bench_widget_traffic.py", args.quick))
+    rows += b5_rows(external("bench_inspector.py", args.quick), args.quick)
+    rows += external("bench_local.py", args.quick)["rows"]  # B6
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)
     print("-" * len(header))
     for r in rows:
         met = "" if r.get("met") is None else ("  ✓" if r["met"] else "  ✗")
-        print(f"{r['name']:<48} {r['unit']:<12} {fmt(r.get('lion_nb')):>10} "
-              f"{fmt(r.get('baseline')):>10} {fmt(r.get('ratio')):>7}  {r.get('target', '')}{met}")
+        print(
+            f"{r['name']:<48} {r['unit']:<12} {fmt(r.get('lion_nb')):>10} "
+            f"{fmt(r.get('baseline')):>10} {fmt(r.get('ratio')):>7}  {r.get('target', '')}{met}"
+        )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,14 @@ def lion_nb_events(n: int) -> list[dict]:
         events.append({"type": "text", "text": "tok "})
         if (i + 1) % TOOL_EVERY == 0:
             tid = f"t{i}"
-            events.append({"type": "tool_use", "tool_id": tid, "name": "Read",
-                           "arguments": {"file_path": "a.txt"}})
+            events.append(
+                {
+                    "type": "tool_use",
+                    "tool_id": tid,
+                    "name": "Read",
+                    "arguments": {"file_path": "a.txt"},
+                }
+            )
             events.append({"type": "tool_result", "tool_id": tid, "output": "contents"})
     events.append({"type": "result", "metadata": {"usage": {"input_tokens": 1}}})
     return events
@@ -35,8 +41,14 @@ def lionagi_chunks(n: int) -> list[dict]:
         chunks.append({"type": "text", "content": "tok ", "is_delta": True})
         if (i + 1) % TOOL_EVERY == 0:
             tid = f"t{i}"
-            chunks.append({"type": "tool_use", "tool_name": "Read", "tool_id": tid,
-                           "tool_input": {"file_path": "a.txt"}})
+            chunks.append(
+                {
+                    "type": "tool_use",
+                    "tool_name": "Read",
+                    "tool_id": tid,
+                    "tool_input": {"file_path": "a.txt"},
+                }
+            )
             chunks.append({"type": "tool_result", "tool_id": tid, "tool_output": "contents"})
     chunks.append({"type": "result", "metadata": {}})
     return chunks
@@ -85,8 +97,17 @@ def main() -> None:
     for _ in range(reps):
         elapsed, messages = asyncio.run(once(n))
         samples.append(elapsed)
-    print(json.dumps({"side": side, "chunks": n, "median_s": statistics.median(samples),
-                      "samples_s": samples, "messages": messages}))
+    print(
+        json.dumps(
+            {
+                "side": side,
+                "chunks": n,
+                "median_s": statistics.median(samples),
+                "samples_s": samples,
+                "messages": messages,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
