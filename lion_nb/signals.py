@@ -131,13 +131,16 @@ class RoundEnd(Signal):
 @dataclass(slots=True, kw_only=True)
 class ParseAttempt(Signal):
     """One attempt of ``parse``: 0 is local extraction of the original text, later ones parse
-    a repair turn's reply. ``errors`` are per-field validation errors (loc, msg, type)."""
+    a repair turn's reply. ``errors`` are per-field validation errors (loc, msg, type).
+    ``final``: no attempt of this parse follows (it validated, or the retries are used up), so
+    a view following one parse knows when it has settled."""
 
     attempt: int
     raw: str
     ok: bool
     errors: list[dict[str, Any]]
     target: str
+    final: bool = False
 
 
 Handler = Callable[[Signal], Any]

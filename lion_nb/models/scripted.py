@@ -60,7 +60,8 @@ def _normalise(reply: Any, request: Any) -> dict[str, Any]:
     if isinstance(reply, dict):
         out = dict(reply)
         if "json" in out:
-            out["text"] = json.dumps(out.pop("json"))
+            # non-ASCII text stays readable in the transcript (no \u00e8 escapes)
+            out["text"] = json.dumps(out.pop("json"), ensure_ascii=False)
         return out
     raise TypeError(f"unsupported scripted reply: {reply!r}")
 

@@ -76,6 +76,7 @@ async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
                     ok=False,
                     errors=_errors_of(exc),
                     target=_type_name(fmt),
+                    final=attempt == attempts,
                 )
             )
         else:
@@ -87,6 +88,7 @@ async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
                     ok=True,
                     errors=[],
                     target=_type_name(fmt),
+                    final=True,
                 )
             )
             return value

@@ -8,10 +8,11 @@ verb as a background task the view owns, so a Stop click reaches the kernel whil
 streams (a click during an awaiting cell is deferred until the cell ends). Runs started
 elsewhere (``await branch.communicate(...)`` in a cell) show up live as well.
 
-Rendering is idempotent by message id: a recorded message is one HTML card
-(``render.html.message_html``); a message still streaming is a ``LiveMessage`` that the recorded
-card replaces when ``MessageAdded`` arrives. A view built from ``branch.messages`` therefore shows
-the same HTML as one that watched the run (``rendered_html()`` compares them).
+The transcript (``widgets.transcript.Transcript``) is rendered idempotently by message id, so a
+view built from ``branch.messages`` shows the same HTML as one that watched the run
+(``rendered_html()`` compares them). Like the other views (``viewbase.StaticFallback``), the
+view saves the transcript as ``text/html`` / ``text/plain`` beside the widget and replaces that
+saved output when a run ends, so a notebook saved after the run holds the final transcript.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from lion_nb.render.html import Status, head_html, message_html, transcript_html
+from lion_nb.render.html import Status, transcript_html
+from lion_nb.render.text import transcript_plain
 from lion_nb.signals import (
     MessageAdded,
     ParseAttempt,
@@ -39,8 +41,10 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
-from lion_nb.widgets.live import LiveConfig, LiveMessage, WidgetKit
+from lion_nb.widgets.live import LiveConfig, WidgetKit
 from lion_nb.widgets.style import stylesheet_html
+from lion_nb.widgets.transcript import Transcript
+from lion_nb.widgets.viewbase import StaticFallback
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -108,14 +112,7 @@ def _error_html(error: BaseException) -> str:
     )
 
 
-def _model_label(branch: Branch) -> str | None:
-    model = getattr(branch, "_chat_model", None)  # never resolve a default model just to label
-    if model is None:
-        return None
-    return f"{model.provider_name}/{model.model}" if model.model else model.provider_name
-
-
-class BranchView(ipywidgets.VBox):
+class BranchView(StaticFallback, ipywidgets.VBox):
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
     ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
@@ -147,15 +144,16 @@ class BranchView(ipywidgets.VBox):
         self.verb_kwargs = dict(verb_kwargs or {})
         self.title = title if title is not None else branch.name
         self.config = config or LiveConfig()
-        self._clock = clock
-        self._hidden = frozenset() if history else frozenset(branch.progression)
         self._kit = WidgetKit()
-        self._items: list[tuple[Any, Any]] = []  # (key, widget); key: message id or a tag
-        self._live: dict[uuid.UUID, LiveMessage] = {}
+        self.transcript = Transcript(
+            branch,
+            self._kit,
+            hidden=frozenset() if history else frozenset(branch.progression),
+            config=self.config,
+            clock=clock,
+        )
         self._runs: set[uuid.UUID] = set()
         self._task: asyncio.Task[Any] | None = None
-        self._provisional: Any = None  # the prompt shown at once, until its Instruction is recorded
-        self._provisional_key: Any = None
         self._driving = False
         self._stop_requested = False
         self._shown_errors: set[int] = set()
@@ -165,12 +163,9 @@ class BranchView(ipywidgets.VBox):
         w = ipywidgets
         height_css = f"{height}px" if isinstance(height, int) else height
         self._style = self._kit.html(stylesheet_html())
-        self._transcript = w.VBox(
-            layout=w.Layout(flex="0 0 auto"), _dom_classes=("lion-transcript",)
-        )
         # column-reverse keeps the scroll position pinned to the bottom as messages grow
         self._scroller = w.Box(
-            children=(self._transcript,),
+            children=(self.transcript.box,),
             layout=w.Layout(max_height=height_css, overflow="auto", flex_flow="column-reverse"),
             _dom_classes=("lion-scroll",),
         )
@@ -212,7 +207,8 @@ class BranchView(ipywidgets.VBox):
             _dom_classes=("lion-view",),
         )
         self._unsubscribe = branch._observers.subscribe(_SIGNALS, self._on_signal)
-        self._rebuild()
+        self.transcript.rebuild()
+        self._ready = True
 
     # ----- public --------------------------------------------------------------------------
     @property
@@ -264,10 +260,7 @@ class BranchView(ipywidgets.VBox):
         self.prompt.value = ""
         self._stop_requested = False
         self._clear_error()
-        self._provisional = self._kit.html(self._pending_prompt_html(text))
-        self._provisional_key = ("pending", uuid.uuid4())
-        self._items.append((self._provisional_key, self._provisional))
-        self._sync_children()
+        self.transcript.show_prompt(text)
         self._driving = True
         _ACTIVE[self.branch.id] = self
         self._task = loop.create_task(self._drive(text, after=other))
@@ -297,15 +290,16 @@ class BranchView(ipywidgets.VBox):
 
     def rendered_html(self) -> str:
         """The transcript's HTML as the widgets show it, in order."""
-        return "".join(self._item_html(key, widget) for key, widget in self._items)
+        return self.transcript.html()
 
     def refresh(self) -> None:
         """Rebuild the transcript from ``branch.messages`` (e.g. after ``clear_messages``)."""
-        self._rebuild()
+        self.transcript.rebuild()
+        self.refresh_static()
 
     def close(self) -> None:
         """Unsubscribe from the branch, cancel a run started here, close every widget."""
-        if "_unsubscribe" not in self.__dict__:  # __init__ failed part-way (or GC of one)
+        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
             super().close()
             return
         if self.closed:
@@ -314,15 +308,9 @@ class BranchView(ipywidgets.VBox):
         self._unsubscribe()
         if self._task is not None and not self._task.done():
             self._task.cancel()
-        for live in self._live.values():
-            live.close()
-        self._live.clear()
-        for _key, widget in self._items:
-            widget.close()
-        self._items.clear()
+        self.transcript.close()
         for widget in (
             self._style,
-            self._transcript,
             self._scroller,
             self._error,
             self.prompt,
@@ -336,14 +324,14 @@ class BranchView(ipywidgets.VBox):
         self._kit.style.close()
         super().close()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        # Static fallback: a saved notebook opened without a kernel or widget state (GitHub,
-        # nbviewer) shows the transcript instead of a bare "VBox(...)"; Lab picks the widget.
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is not None:
-            messages = [self.branch.messages[i] for i in self._shown_ids()]
-            bundle["text/html"] = stylesheet_html() + transcript_html(messages, title=self.title)
-        return bundle
+    # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
+    # widget state (GitHub, nbviewer) shows the recorded transcript instead of "VBox(...)".
+    def static_html(self) -> str:
+        return transcript_html(self.transcript.messages(), title=self.title)
+
+    def static_text(self) -> str:
+        body = transcript_plain(self.transcript.messages())
+        return f"{self.title}\n\n{body}" if self.title else body
 
     # ----- running -------------------------------------------------------------------------
     async def _drive(self, text: str, after: BranchView | None = None) -> Any:
@@ -374,9 +362,10 @@ class BranchView(ipywidgets.VBox):
 
     def _settle(self, outcome: Status) -> None:
         """After the task: replies that were not recorded keep their partial text, marked."""
-        for live in list(self._live.values()):
-            live.finish(outcome)
-        self._provisional = None  # an unrecorded prompt stays visible as it is
+        self.transcript.finish_live(outcome)
+        self.transcript.release_prompt()
+        if outcome == "failed" and not self._runs:
+            self.refresh_static()  # failed before its run began: no RunFailed refreshes it
         if outcome == "stopped":
             self.status.value = self._status_html("stopped", "stopped")
         elif outcome == "failed" and not self._runs:
@@ -395,9 +384,9 @@ class BranchView(ipywidgets.VBox):
         if self.closed:
             return
         if isinstance(signal, StreamDelta):
-            self._on_delta(signal)
+            self.transcript.on_delta(signal)
         elif isinstance(signal, MessageAdded):
-            self._on_message(signal.message)
+            self.transcript.on_message(signal.message)
         elif isinstance(signal, RunStart):
             self._runs.add(signal.run_id)
             self._set_running()
@@ -407,13 +396,13 @@ class BranchView(ipywidgets.VBox):
             self._on_run_end(signal)
         elif isinstance(signal, RunFailed):
             self._runs.discard(signal.run_id)
-            for live in list(self._live.values()):
-                live.finish("failed")
+            self.transcript.finish_live("failed")
             self._show_error(signal.error)
             self.status.value = self._status_html(
                 "failed", f"{signal.operation} failed after {signal.duration_ms / 1000:.1f} s"
             )
             self._set_running()
+            self.refresh_static()
         elif isinstance(signal, RoundStart):
             label = "final answer" if signal.final else f"round {signal.round}"
             self.status.value = self._status_html("running", f"ReAct {label}…")
@@ -426,135 +415,23 @@ class BranchView(ipywidgets.VBox):
                 "running", f"parse attempt {signal.attempt + 1} did not validate; retrying…"
             )
 
-    def _on_delta(self, signal: StreamDelta) -> None:
-        live = self._live.get(signal.message_id)
-        if live is None:
-            if any(key == signal.message_id for key, _ in self._items):
-                return  # a late delta for a message already recorded
-            mid = signal.message_id
-            live = LiveMessage(
-                mid,
-                self._kit,
-                config=self.config,
-                clock=self._clock,
-                model=_model_label(self.branch),
-                on_widget=lambda widget: self._place(("live", mid), widget),
-            )
-            self._live[mid] = live
-        live.feed(signal)
-
-    def _place(self, key: Any, widget: Any) -> None:
-        """Show ``widget`` for ``key``: in its place if it is shown, else at the end."""
-        for i, (k, _) in enumerate(self._items):
-            if k == key:
-                self._items[i] = (key, widget)
-                break
-        else:
-            self._items.append((key, widget))
-        self._sync_children()
-
-    def _on_message(self, message: Any) -> None:
-        mid = message.id
-        if mid in self._hidden or any(key == mid for key, _ in self._items):
-            return
-        card = message_html(message)
-        live = self._live.pop(mid, None)
-        if live is not None and live.widget is not None:
-            # the recorded card replaces the live rendering, in the live widget itself
-            index = self._index_of(("live", mid))
-            shown = self._items[index][1]
-            widget = live.adopt(card)
-            self._items[index] = (mid, widget)
-            if widget is not shown:
-                self._sync_children()
-            return
-        if live is not None:
-            live.cancel()
-        if self._provisional is not None and message.role == "user":
-            index = self._index_of(self._provisional_key)
-            self._provisional.value = card  # same widget: no new comm, one update
-            self._items[index] = (mid, self._provisional)
-            self._provisional = None
-            return
-        # Operations record the instruction after the reply streamed: keep reading order by
-        # placing a new message before the replies still streaming.
-        index = next(
-            (
-                i
-                for i, (key, _) in enumerate(self._items)
-                if isinstance(key, tuple) and key[0] == "live"
-            ),
-            len(self._items),
-        )
-        self._items.insert(index, (mid, self._kit.html(card)))
-        self._sync_children()
-
     def _on_run_end(self, signal: RunEnd) -> None:
         if signal.stopped:
-            for live in list(self._live.values()):
-                live.finish("stopped")
+            self.transcript.finish_live("stopped")
             self.status.value = self._status_html("stopped", f"{signal.operation} stopped")
         else:
-            # Replies streamed for turns that are not recorded (parse repairs) are dropped.
-            for mid in [m for m, live in self._live.items() if not live.done]:
-                self._live.pop(mid).close()
-                self._drop(("live", mid))
+            self.transcript.drop_unfinished()
             usage = ""
             if signal.output_tokens:
                 usage = f" · {signal.input_tokens or 0:,} in / {signal.output_tokens:,} out tokens"
             self.status.value = self._status_html(
                 "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}"
             )
-            recorded = [key for key, _ in self._items if isinstance(key, uuid.UUID)]
-            if recorded != self._shown_ids():
-                self._rebuild()  # the branch changed without signals (clear_messages)
+            self.transcript.check()  # the branch may have changed without signals
         self._set_running()
+        self.refresh_static()  # a notebook saved from now on holds this run's messages
 
-    # ----- transcript ----------------------------------------------------------------------
-    def _rebuild(self) -> None:
-        old = self._items
-        for live in self._live.values():
-            live.close()
-        self._live.clear()
-        self._items = [
-            (m.id, self._kit.html(message_html(m)))
-            for m in self.branch.messages
-            if m.id not in self._hidden
-        ]
-        if self._provisional is not None:
-            self._items.append((self._provisional_key, self._provisional))
-            old = [(k, w) for k, w in old if w is not self._provisional]
-        self._sync_children()
-        for _key, widget in old:
-            widget.close()
-
-    def _shown_ids(self) -> list[uuid.UUID]:
-        return [i for i in self.branch.progression if i not in self._hidden]
-
-    def _sync_children(self) -> None:
-        self._transcript.children = tuple(widget for _, widget in self._items)
-
-    def _index_of(self, key: Any) -> int:
-        return next(i for i, (k, _) in enumerate(self._items) if k == key)
-
-    def _drop(self, key: Any) -> None:
-        self._items = [(k, w) for k, w in self._items if k != key]
-        self._sync_children()
-
-    def _item_html(self, key: Any, widget: Any) -> str:
-        if isinstance(key, tuple) and key[0] == "live" and key[1] in self._live:
-            return self._live[key[1]].html()
-        return widget.value
-
-    def _pending_prompt_html(self, text: str) -> str:
-        from lion_nb.render.markdown import render_markdown
-
-        return (
-            f'<div class="lion-msg lion-user lion-pending" data-role="user">'
-            f"{head_html('user')}"
-            f'<div class="lion-body lion-md">{render_markdown(text)}</div></div>'
-        )
-
+    # ----- errors ----------------------------------------------------------------------------
     def _show_error(self, error: BaseException) -> None:
         if id(error) in self._shown_errors:
             return

@@ -8,11 +8,28 @@ parse attempts that led to it — filled in live while a structured reply stream
 Live mode validates each JSON value as it completes (``render.live_parse.LiveParse``), never
 the accumulated text per chunk; the table re-renders at most ``1 / refresh_interval`` times a
 second. HTML comes from ``render.parse_tree``.
+
+A live view with a ``branch`` follows *one* structured reply and the parse of it, then settles:
+
+- it shows the text reply streaming on the branch (a newer reply replaces one that did not
+  validate: a parse repair turn's reply is followed like the original);
+- it collects the ``ParseAttempt`` signals of the first parse that starts (attempt 0) after the
+  view was made; attempts of a parse already under way are ignored;
+- it settles at that parse's valid attempt or its last failed one (``ParseAttempt.final``:
+  retries used up, whatever ``handle_validation`` then does), or, when no parse settled it, at
+  the end of a run in which it followed a reply (a reply without ``response_format``, a run that
+  failed mid-reply). Settled, it stops listening - later replies, parses and runs on the branch
+  do not change it - and replaces its saved static output (``refresh_static``), so a notebook
+  saved afterwards holds the parsed result even when no run ended (``branch.parse``).
+
+A text that never streamed here (``branch.parse(text, ...)``, a non-streaming model) is read
+from the settling attempt's ``raw`` text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
@@ -71,7 +88,8 @@ class ParseView(StaticFallback, ipywidgets.VBox):
     """A result (pydantic model instance, dict or list) or, given a model *type*, a live view
     of the reply being parsed into it. ``branch`` feeds live mode from its signals (the next
     reply's text deltas, its ParseAttempt rounds); ``errors`` and ``attempts`` can be given
-    for a finished parse."""
+    for a finished parse. A model type with ``errors`` is a finished parse that failed: its
+    fields are listed with the failing ones marked (no live mode, so no ``branch``)."""
 
     view_css = _CSS
 
@@ -86,17 +104,25 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         refresh_interval: float = 0.1,
     ) -> None:
         target = result_or_model_type
-        self.live = isinstance(target, type) and issubclass(target, BaseModel)
+        is_type = isinstance(target, type) and issubclass(target, BaseModel)
+        if is_type and errors is not None and branch is not None:
+            raise ValueError(
+                "errors= shows a finished parse, branch= follows the next one: give one of them"
+            )
+        self.live = is_type and errors is None
         self.model_type: type[BaseModel] | None = (
-            target if self.live else (type(target) if isinstance(target, BaseModel) else None)
+            target if is_type else (type(target) if isinstance(target, BaseModel) else None)
         )
-        self.result: Any = None if self.live else target
+        self.result: Any = None if is_type else target
         self.errors = _error_dicts(errors)
         self.attempts: list[dict[str, Any]] = list(attempts or [])
         self.title = title or (type_name(self.model_type) if self.model_type else "Result")
         self.parser = LiveParse(self.model_type) if self.live else None
         self.branch = branch
         self._message_id: Any = None
+        self._text: list[str] = []  # what was fed since the last reset (compared with attempts)
+        self._parse_started = False  # attempt 0 of the parse this view follows has arrived
+        self.settled = False  # the followed reply/parse is over; no longer listening
         self.closed = False
         self._kit = WidgetKit()
         self._style = self._kit.html(self.style_html())
@@ -121,6 +147,8 @@ class ParseView(StaticFallback, ipywidgets.VBox):
     @property
     def status(self) -> str:
         if self.parser is not None and self.result is None:
+            if self.errors:  # the followed parse gave up
+                return "not-json" if self.parser.status == "not-json" else "invalid"
             return self.parser.status
         return "invalid" if self.errors else "valid"
 
@@ -128,6 +156,7 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         """Add text of the structured reply (live mode)."""
         if self.parser is None:
             raise TypeError("feed() needs a live ParseView (made from a model type)")
+        self._text.append(delta)
         self.parser.feed(delta)
         if self.parser.status == "valid":  # the object closed and validated
             self.result = self.parser.result
@@ -152,7 +181,7 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         self._refresh.flush()
 
     def _on_signal(self, signal: Signal) -> None:
-        if self.closed or self.parser is None:
+        if self.closed or self.settled or self.parser is None:
             return
         if isinstance(signal, StreamDelta):
             if signal.kind != "text":
@@ -161,36 +190,107 @@ class ParseView(StaticFallback, ipywidgets.VBox):
                 if self.parser.status in ("valid", "invalid") and self.result is not None:
                     return  # keep a finished result; a later reply is someone else's
                 self._message_id = signal.message_id  # a new reply: start over
+                self._text = []
                 self.parser.reset()
             self.feed(signal.delta)
         elif isinstance(signal, MessageAdded):
             if signal.message.id == self._message_id:
                 self.finish()
         elif isinstance(signal, ParseAttempt):
-            self.attempts.append(
-                {
-                    "attempt": signal.attempt,
-                    "ok": signal.ok,
-                    "raw": signal.raw,
-                    "errors": list(signal.errors),
-                    "target": signal.target,
-                }
-            )
-            self._refresh.flush()
+            self._on_attempt(signal)
         elif isinstance(signal, RunEnd | RunFailed):
+            if self._message_id is not None or self._parse_started:
+                self._settle(None)
+            # else: a run that showed this view nothing yet; keep waiting for the reply
+
+    def _on_attempt(self, signal: ParseAttempt) -> None:
+        if signal.attempt == 0:
+            if self._parse_started:  # a second parse: the first ended without a final mark
+                self._settle(None)
+                return
+            self._parse_started = True
+        elif not self._parse_started:
+            return  # a repair attempt of a parse that began before this view was made
+        self.attempts.append(
+            {
+                "attempt": signal.attempt,
+                "ok": signal.ok,
+                "raw": signal.raw,
+                "errors": list(signal.errors),
+                "target": signal.target,
+            }
+        )
+        if "".join(self._text) != signal.raw:
+            # What streamed here is not what this attempt parsed (a given text, a reply of a
+            # parse already under way, a non-streaming model): show the attempt's text.
+            self._read(signal.raw)
+        if signal.ok or signal.final:
+            self._settle(signal)
+        else:
             self._refresh.flush()
-            self.refresh_static()
+
+    def _settle(self, attempt: ParseAttempt | None) -> None:
+        """The followed reply/parse is over: show its outcome, stop listening, and replace
+        the saved static output (a parse emits no RunEnd of its own)."""
+        self.settled = True
+        self._unsubscribe()
+        parser = self.parser
+        if parser is None:  # only a live view follows a parse
+            return
+        if parser.status == "streaming":  # a repair turn's reply is never recorded: end it here
+            parser.finish()
+        if attempt is not None:
+            if not attempt.ok:
+                self.errors = list(attempt.errors)  # what parse saw (after fuzzy key matching)
+            elif self.result is None:
+                self.result = (
+                    parser.result
+                    if isinstance(parser.result, BaseModel)
+                    else self._validated(attempt.raw)
+                )
+        self._refresh.flush()
+        self.refresh_static()
+
+    def _read(self, raw: str) -> None:
+        """Show ``raw`` instead of what streamed, as if it had streamed whole."""
+        if self.parser is None:  # only a live view follows a parse
+            return
+        self._message_id = None
+        self._text = []
+        self.result = None
+        self.parser.reset()
+        self.feed(raw)
+        self.finish()
+
+    def _validated(self, raw: str) -> Any:
+        """The value ``parse`` got from ``raw`` (its local step: JSON found in the text, keys
+        fuzzy-matched), or None when the parse was into another type."""
+        from lion_nb.operations.parse import parse_locally
+        from lion_nb.operations.types import ParseParam
+
+        try:
+            return parse_locally(raw, self.model_type, ParseParam(response_format=self.model_type))
+        except ValueError:
+            return None
 
     # ----- output ------------------------------------------------------------------------
     def rows(self) -> list[Any]:
         if self.parser is not None and self.result is None:
             return self.parser.rows()
-        return tree_rows(
-            self.result, model_type=self.model_type, errors=errors_by_path(self.errors)
-        )
+        errors = errors_by_path(self.errors)
+        if self.result is None and self.model_type is not None:
+            # errors without the data (a ValidationError keeps no input): the model's fields,
+            # the failing ones marked; nothing is "still to come"
+            return [
+                replace(r, kind="field", status="invalid" if r.errors else "")
+                if r.kind == "pending"
+                else r
+                for r in tree_rows({}, model_type=self.model_type, errors=errors)
+            ]
+        return tree_rows(self.result, model_type=self.model_type, errors=errors)
 
     def current_errors(self) -> list[dict[str, Any]]:
-        if self.parser is not None and self.result is None:
+        if self.parser is not None and self.result is None and not self.errors:
             return self.parser.all_errors()
         return self.errors
 

@@ -48,7 +48,6 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.browser.conftest import (
-    ARTIFACTS,
     run_notebook_in_lab,
     screenshot,
     shutdown_kernels,
@@ -532,7 +531,6 @@ def test_export_html_executes_nothing_even_without_its_csp(page, served, export)
         assert documents == [f"{base}/{variant}"], documents  # nothing else was fetched
     if export == "roles":
         screenshot(page, "xss_export_roles_nocsp")
-    ARTIFACTS.mkdir(exist_ok=True)
 
 
 @in_browser

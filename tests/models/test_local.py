@@ -221,7 +221,10 @@ async def test_forced_tool_call_runs_the_python_tool_through_operate() -> None:
     deltas: list[StreamDelta] = []
     b.observe(StreamDelta, handler=deltas.append)
     result = await b.operate(
-        instruction="What is the weather in Lyon?", tools=[get_weather], tool_choice="get_weather"
+        instruction="What is the weather in Lyon?",
+        actions=True,
+        tools=[get_weather],
+        tool_choice="get_weather",
     )
     assert len(calls) == 1 and calls[0].strip()
     requests = [m for m in b.messages if isinstance(m, ActionRequest)]

@@ -10,7 +10,11 @@ checks the same three things:
 - exactly one terminal lifecycle signal (``RunEnd``/``RunFailed``) per ``RunStart``, with the
   same run id, and nothing for a run that never started;
 - the text the agent streamed before the interruption is on ``branch.messages``, marked
-  ``stopped``.
+  ``stopped``. (A ``break`` can only happen at a yielded message, where no text is pending;
+  there the check is that every message the agent's stream completed is recorded.)
+
+A cell re-executed while its run is active: a second ``BranchView`` refuses to start another
+run on the branch; the ``%%lion`` magic stops the earlier run cleanly, then starts the new one.
 
 The kernel-level scenarios (a real ``KeyboardInterrupt`` via ``interrupt_kernel``, a ``%%lion``
 cell re-executed while its run streams) are in ``tests/kernel/test_interrupt_kernel.py``.

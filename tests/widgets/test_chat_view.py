@@ -247,6 +247,44 @@ def test_static_fallback_has_the_transcript_as_html():
     assert "<script>" not in html_ and "<style" in html_
 
 
+async def test_the_saved_output_is_refreshed_when_a_run_ends(outputs):
+    """A notebook saved after the run holds the final transcript, not the messages shown when
+    the view's cell ran: at each run end (RunEnd or RunFailed) the view replaces its saved
+    output."""
+    branch = Branch(system="S", chat_model=scripted("FIRST-REPLY", "SECOND <b>reply</b>"))
+    view = BranchView(branch, title="T")
+    outputs.show(view)
+    assert "FIRST-REPLY" not in outputs.of(view)["text/html"]
+    await branch.communicate("one")  # a run started elsewhere (a later cell)
+    assert "FIRST-REPLY" in outputs.of(view)["text/html"]
+    await view.asend("two")  # a run started from the view
+    saved = outputs.of(view)
+    assert saved["text/html"].endswith(transcript_html(list(branch.messages), title="T"))
+    assert "SECOND &lt;b&gt;reply" in saved["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" in saved
+    # text/plain is the transcript too (not "VBox(children=...)")
+    assert "SECOND <b>reply</b>" in saved["text/plain"] and "VBox(" not in saved["text/plain"]
+    branch.chat_model = scripted(ServerError("down", provider="scripted"))
+    await view.asend("three")  # a failed run: its instruction is saved too
+    assert "three" in outputs.of(view)["text/plain"]
+    view.close()
+
+
+async def test_the_magic_view_saves_its_exchange_when_the_run_ends(outputs):
+    from lion_nb.magics import lion
+
+    notes = Branch(chat_model=scripted("MAGIC-REPLY", "MAGIC-REPLY-2"))
+    await notes.communicate("earlier")
+    view, text, _wait = lion("--branch notes", "Ask {topic}", {"notes": notes, "topic": "TOPIC-9"})
+    outputs.show(view)
+    assert "TOPIC-9" not in outputs.of(view)["text/html"]
+    await view.asend(text)
+    saved = outputs.of(view)
+    assert "TOPIC-9" in saved["text/html"] and "MAGIC-REPLY-2" in saved["text/html"]
+    assert "earlier" not in saved["text/html"]  # history=False: only this cell's exchange
+    view.close()
+
+
 # ----- LiveMessage: throttle, budget, previews ---------------------------------------------------
 async def test_first_token_is_sent_at_once_then_updates_are_throttled():
     live = LiveMessage(uuid.uuid4(), WidgetKit(), config=LiveConfig(max_rate=10))

@@ -381,8 +381,7 @@ def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
 
     if not local_model_available():
         pytest.skip("the local model is not installed (lion_nb[local])")
-    if not callable(getattr(LocalProvider, "count_tokens", None)):
-        pytest.skip("LocalProvider does not expose count_tokens(text)")
+    assert callable(LocalProvider.count_tokens)
     branch = big_branch(5, model=iModel(provider="local"))
     turn = turns.next_turn(branch.messages, branch._chat_model)
     counter = branch._chat_model.provider.count_tokens

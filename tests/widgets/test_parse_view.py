@@ -209,3 +209,141 @@ def test_static_representations() -> None:
     with pytest.raises(TypeError):
         view.feed("{}")
     view.close()
+
+
+# ----- errors for a model type; following one parse; the saved output -------------------------
+BAD = {**ORDER, "customer": "A much too long name", "items": [{"name": "tea", "price": -1}]}
+
+
+async def test_a_model_type_with_errors_is_a_failed_parse_shown_per_field() -> None:
+    with pytest.raises(ValidationError) as info:
+        Order.model_validate(BAD)
+    view = ParseView(Order, errors=info.value)
+    assert not view.live and view.status == "invalid"
+    assert {tuple(e["loc"]) for e in view.current_errors()} == {
+        ("customer",),
+        ("items", 0, "price"),
+    }
+    by = rows_by_path(view.rows())
+    assert by[("customer",)].status == "invalid"
+    assert by[("customer",)].errors == ["String should have at most 10 characters"]
+    assert by[("note",)].status == "" and not by[("note",)].errors
+    assert "items.[0].price" in view._errors.value and "greater than 0" in view._errors.value
+    assert "not received yet" not in view._tree.value  # a finished parse: nothing to wait for
+    bundle = view._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("Order: invalid")
+    assert "error at customer: String should have at most 10" in bundle["text/plain"]
+    assert "greater than 0" in bundle["text/html"]
+    view.close()
+    # the ParseError that branch.parse raises carries the ValidationError
+    branch = Branch(chat_model=iModel(provider="scripted", replies=[]))
+    with pytest.raises(ParseError) as raised:
+        await branch.parse(json.dumps(BAD), Order, max_retries=0, handle_validation="raise")
+    from_parse = ParseView(Order, errors=raised.value)
+    assert from_parse.status == "invalid" and from_parse.errors == view.errors
+    from_parse.close()
+    with pytest.raises(ValueError, match="give one of them"):
+        ParseView(Order, errors=info.value, branch=branch)
+
+
+def _settled_state(view: ParseView) -> tuple:
+    return (view.status, view.result, [(a["attempt"], a["ok"]) for a in view.attempts])
+
+
+async def test_a_settled_view_ignores_later_replies_and_parses_on_the_branch() -> None:
+    other = {"customer": "Zed", "items": []}
+    branch = Branch(
+        chat_model=iModel(provider="scripted", replies=[json.dumps(ORDER), json.dumps(other)])
+    )
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    result = await branch.communicate("order", response_format=Order)
+    assert _settled_state(view) == ("valid", result, [(0, True)])
+    settled_html = view.static_html()
+    await branch.parse(json.dumps(other), Order)  # an unrelated parse ...
+    await branch.communicate("another", response_format=Order)  # ... and a later reply
+    assert _settled_state(view) == ("valid", result, [(0, True)])
+    assert view.static_html() == settled_html and "Zed" not in view._tree.value
+    assert view.settled
+    view.close()
+
+
+async def test_a_parse_that_gives_up_settles_the_view_at_its_last_attempt() -> None:
+    """No run ends around ``branch.parse``: the attempt marked final settles the view."""
+    branch = Branch(chat_model=iModel(provider="scripted", replies=[json.dumps(ORDER)]))
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    text = "Here: " + json.dumps(BAD)
+    assert await branch.parse(text, Order, max_retries=0) == text  # return_value
+    assert view.settled and view.status == "invalid" and view.result is None
+    assert [(a["attempt"], a["ok"]) for a in view.attempts] == [(0, False)]
+    assert {tuple(e["loc"]) for e in view.current_errors()} == {
+        ("customer",),
+        ("items", 0, "price"),
+    }
+    # the text never streamed here: the tree is read from the attempt's raw text
+    assert rows_by_path(view.rows())[("note",)].value == "ring twice"
+    await branch.communicate("order", response_format=Order)  # a later, valid reply
+    assert view.status == "invalid" and view.result is None and len(view.attempts) == 1
+    view.close()
+
+
+async def test_a_parse_of_a_given_text_shows_its_result() -> None:
+    branch = Branch()
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    # keys in another case: parse fuzzy-matches them, and so does the view
+    text = "Sure! " + json.dumps({"Customer": "Alice", "ITEMS": ORDER["items"]})
+    result = await branch.parse(text, Order)
+    assert result.customer == "Alice"
+    assert view.settled and view.status == "valid" and view.result == result
+    assert "Alice" in view._tree.value and not view.current_errors()
+    view.close()
+
+
+async def test_attempts_of_a_parse_under_way_when_the_view_was_made_are_ignored() -> None:
+    from lion_nb.signals import ParseAttempt
+
+    fixed = json.dumps(ORDER)
+    branch = Branch(chat_model=iModel(provider="scripted", replies=["still not json", fixed]))
+    views: list[ParseView] = []
+
+    def make_view(signal: ParseAttempt) -> None:
+        if signal.attempt == 0 and not views:  # a view made while this parse runs
+            views.append(ParseView(Order, branch=branch, refresh_interval=0))
+
+    branch.observe(ParseAttempt, handler=make_view)
+    seen: list[ParseAttempt] = []
+    branch.observe(ParseAttempt, handler=seen.append)
+    await branch.parse("no json here", Order, max_retries=2)
+    assert [(a.attempt, a.ok, a.final) for a in seen] == [
+        (0, False, False),
+        (1, False, False),
+        (2, True, True),
+    ]
+    (view,) = views
+    assert view.attempts == [] and not view.settled  # not its parse
+    second = json.dumps({**ORDER, "customer": "Bob"})
+    result = await branch.parse(second, Order)  # the first parse started after it
+    assert view.settled and view.result == result
+    assert [(a["attempt"], a["ok"]) for a in view.attempts] == [(0, True)]
+    view.close()
+
+
+async def test_the_saved_output_is_refreshed_when_a_parse_settles(outputs) -> None:
+    """A notebook saved after ``branch.parse`` holds the parsed result, not the view as it was
+    when its cell ran (parse emits no RunEnd)."""
+    fixer = iModel(provider="scripted", replies=[json.dumps(ORDER)])
+    branch = Branch(parse_model=fixer)
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    outputs.show(view)
+    assert outputs.of(view)["text/plain"].startswith("Order: waiting")
+    await branch.parse(json.dumps(BAD), Order, max_retries=1)
+    saved = outputs.of(view)
+    assert saved["text/plain"].startswith("Order: valid"), saved["text/plain"][:80]
+    assert "ring twice" in saved["text/html"] and "repair turn 1" in saved["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" in saved
+    failing = ParseView(Order, branch=Branch(), refresh_interval=0)
+    outputs.show(failing)
+    await failing.branch.parse(json.dumps(BAD), Order, max_retries=0)
+    assert outputs.of(failing)["text/plain"].startswith("Order: invalid")
+    assert "greater than 0" in outputs.of(failing)["text/html"]
+    view.close()
+    failing.close()

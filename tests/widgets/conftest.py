@@ -1,0 +1,46 @@
+"""A stand-in for the notebook's output area: what IPython's ``display`` / ``update_display``
+would save in the .ipynb for a view shown with a display id (the static fallback)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+class SavedOutputs:
+    """Display id -> the bundle a saved notebook would hold for that output."""
+
+    def __init__(self) -> None:
+        self.saved: dict[str, dict[str, Any]] = {}
+        self.updates = 0
+
+    def display(self, obj: Any, *, raw: bool = False, display_id: str | None = None, **_: Any):
+        assert raw and isinstance(obj, dict) and display_id, "views display raw bundles by id"
+        self.saved[display_id] = obj
+
+    def update_display(self, obj: Any, *, display_id: str, raw: bool = False, **_: Any) -> None:
+        assert raw and display_id in self.saved, "update of a display that was never shown"
+        self.saved[display_id] = obj
+        self.updates += 1
+
+    def show(self, view: Any) -> str:
+        """Display ``view`` as a cell would; returns its display id."""
+        view._ipython_display_()
+        return view._display_id
+
+    def of(self, view: Any) -> dict[str, Any]:
+        return self.saved[view._display_id]
+
+
+@pytest.fixture
+def outputs(monkeypatch: pytest.MonkeyPatch) -> SavedOutputs:
+    import IPython.display
+
+    import lion_nb.widgets.viewbase as viewbase
+
+    out = SavedOutputs()
+    monkeypatch.setattr(IPython.display, "display", out.display)
+    monkeypatch.setattr(IPython.display, "update_display", out.update_display)
+    monkeypatch.setattr(viewbase, "_shell", lambda: object())  # as if inside IPython
+    return out
