@@ -155,6 +155,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         self._runs: set[uuid.UUID] = set()
         self._task: asyncio.Task[Any] | None = None
         self._driving = False
+        self._run_began = False  # a RunStart arrived since this view's last Send
         self._stop_requested = False
         self._shown_errors: set[int] = set()
         self.last_error: BaseException | None = None
@@ -261,6 +262,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         self._stop_requested = False
         self._clear_error()
         self.transcript.show_prompt(text)
+        self._run_began = False
         self._driving = True
         _ACTIVE[self.branch.id] = self
         self._task = loop.create_task(self._drive(text, after=other))
@@ -364,8 +366,10 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         """After the task: replies that were not recorded keep their partial text, marked."""
         self.transcript.finish_live(outcome)
         self.transcript.release_prompt()
-        if outcome == "failed" and not self._runs:
-            self.refresh_static()  # failed before its run began: no RunFailed refreshes it
+        if not self._run_began:
+            # no run lifecycle ended (a custom verb recording without one, a failure before
+            # the run began): nothing else replaces the saved output
+            self.refresh_static()
         if outcome == "stopped":
             self.status.value = self._status_html("stopped", "stopped")
         elif outcome == "failed" and not self._runs:
@@ -388,6 +392,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         elif isinstance(signal, MessageAdded):
             self.transcript.on_message(signal.message)
         elif isinstance(signal, RunStart):
+            self._run_began = True
             self._runs.add(signal.run_id)
             self._set_running()
             self.status.value = self._status_html("running", f"{signal.operation}…")
