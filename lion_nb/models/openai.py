@@ -28,7 +28,7 @@ import random
 import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -103,9 +103,13 @@ class OpenAIProvider:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_retry_after: float = 60.0,
+        json_mode: Literal["json_schema", "json_object"] = "json_schema",
         **defaults: Any,
     ) -> None:
         self.model = model
+        # "json_object" sends {"type": "json_object", "schema": ...}: the form llama.cpp's
+        # server (and some other local servers) accept; OpenAI's own API wants json_schema.
+        self.json_mode = json_mode
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = api_key_env
         self.timeout = timeout
@@ -184,10 +188,13 @@ class OpenAIProvider:
             body["tools"] = [format_tool(tool) for tool in request.tools]
         if request.tool_choice is not None:
             body["tool_choice"] = format_tool_choice(request.tool_choice)
-        if request.response_schema is not None:
-            body["response_format"] = response_format(
-                request.response_schema, request.response_name
-            )
+        if request.response_schema is not None and "response_format" not in body:
+            if self.json_mode == "json_object":
+                body["response_format"] = {"type": "json_object", "schema": request.response_schema}
+            else:
+                body["response_format"] = response_format(
+                    request.response_schema, request.response_name
+                )
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         return body, timeout

@@ -605,3 +605,12 @@ def test_random_splits_and_truncations_over_http(server: ChatServer, fox_runner,
         assert text == FOX
         assert end >= FOX_BODY.index(b"data: [DONE]")  # only a cut after the finish event
     assert len(server.requests) == requests + 1 and server.pending == 0  # never retried
+
+
+def test_json_object_mode_sends_the_llama_cpp_server_form():
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    request = ModelRequest(messages=[{"role": "user", "content": "x"}], response_schema=schema)
+    body, _ = OpenAIProvider(model="m", json_mode="json_object").build_body(request)
+    assert body["response_format"] == {"type": "json_object", "schema": schema}
+    body, _ = OpenAIProvider(model="m").build_body(request)
+    assert body["response_format"]["type"] == "json_schema"

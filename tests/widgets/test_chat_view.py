@@ -7,9 +7,10 @@ import asyncio
 import uuid
 
 import pytest
+from pydantic import BaseModel
 
 from lion_nb import Branch, BranchView, iModel
-from lion_nb.errors import ServerError
+from lion_nb.errors import ParseError, ServerError
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.render.html import message_html, transcript_html
 from lion_nb.signals import StreamDelta
@@ -65,7 +66,7 @@ def test_attaching_to_a_branch_with_messages_shows_them():
     view = BranchView(branch)
     assert view.rendered_html() == "".join(message_html(m) for m in branch.messages)
     assert "<em>you</em>" in view.rendered_html()
-    assert len(view._transcript.children) == 3
+    assert len(view.transcript.box.children) == 3
     assert not view.send_button.disabled and view.stop_button.disabled
 
 
@@ -79,7 +80,7 @@ async def test_live_view_equals_a_view_rebuilt_from_messages():
     assert view.rendered_html() == rebuilt.rendered_html()
     assert view.rendered_html() == "".join(message_html(m) for m in branch.messages)
     assert "&lt;b&gt;question" in view.rendered_html()  # the prompt is text, not markup
-    assert not view._live  # no streaming widgets left behind
+    assert not view.transcript.live  # no streaming widgets left behind
 
 
 async def test_streaming_updates_the_view_progressively_and_disables_send():
@@ -91,12 +92,12 @@ async def test_streaming_updates_the_view_progressively_and_disables_send():
     assert task is not None and view.running
     assert view.send_button.disabled and not view.stop_button.disabled
     view.send("again")  # Send is refused while a run is active
-    assert view.task is task and len(view._items) == 1
+    assert view.task is task and len(view.transcript.items) == 1
     seen: list[str] = []
     for _ in range(200):
         await asyncio.sleep(0.01)
-        if view._live:
-            seen.append(next(iter(view._live.values())).html())
+        if view.transcript.live:
+            seen.append(next(iter(view.transcript.live.values())).html())
         if task.done():
             break
     await task
@@ -123,7 +124,7 @@ async def test_a_run_started_elsewhere_shows_live_and_in_reading_order():
     branch = Branch(chat_model=scripted({"text": REPLY, "delay": 0.001}))
     view = BranchView(branch)
     await branch.communicate("asked in a cell")
-    assert [k for k, _ in view._items] == [m.id for m in branch.messages]
+    assert [k for k, _ in view.transcript.items] == [m.id for m in branch.messages]
     assert view.rendered_html() == BranchView(branch).rendered_html()
 
 
@@ -136,12 +137,12 @@ async def test_stop_during_communicate_keeps_the_partial_reply_marked_stopped():
     task = view.task
     for _ in range(300):
         await asyncio.sleep(0.01)
-        if view._live and "part3" in next(iter(view._live.values())).html():
+        if view.transcript.live and "part3" in next(iter(view.transcript.live.values())).html():
             break
     view.stop_button.click()
     await task  # the view swallows its own cancellation
     assert "stopped" in view.status.value
-    live = next(iter(view._live.values()))
+    live = next(iter(view.transcript.live.values()))
     assert live.done and "part3" in live.html() and "lion-stopped" in live.html()
     assert "part199" not in view.rendered_html()
     assert not view.running and not view.send_button.disabled and view.stop_button.disabled
@@ -158,7 +159,7 @@ async def test_stop_during_run_records_the_partial_text():
     task = view.task
     for _ in range(300):
         await asyncio.sleep(0.01)
-        if view._live and "tok5" in next(iter(view._live.values())).html():
+        if view.transcript.live and "tok5" in next(iter(view.transcript.live.values())).html():
             break
     view.stop()
     await task
@@ -187,7 +188,7 @@ async def test_errors_show_in_the_view_instead_of_escaping():
 async def test_send_needs_a_loop_and_a_prompt():
     view = BranchView(Branch(chat_model=scripted("x")))
     view.send("   ")
-    assert view.task is None and view._items == []
+    assert view.task is None and view.transcript.items == []
     with pytest.raises(ValueError, match="unknown verb"):
         BranchView(Branch(), verb="shout")
 
@@ -210,7 +211,7 @@ async def test_close_unsubscribes_and_cancels_its_run():
     with pytest.raises(asyncio.CancelledError):
         await task
     await branch.communicate("after close")  # nothing reaches the closed view
-    assert view._items == []
+    assert view.transcript.items == []
 
 
 async def test_custom_verb_and_history_false():
@@ -224,7 +225,7 @@ async def test_custom_verb_and_history_false():
     view = BranchView(branch, verb=twice, history=False)
     assert view.rendered_html() == ""
     assert await view.asend("now") == "three"
-    assert [k for k, _ in view._items] == [m.id for m in branch.messages][2:]
+    assert [k for k, _ in view.transcript.items] == [m.id for m in branch.messages][2:]
 
 
 async def test_clear_messages_is_picked_up_at_the_next_run_end():
@@ -234,7 +235,7 @@ async def test_clear_messages_is_picked_up_at_the_next_run_end():
     branch.clear_messages()
     await view.asend("2")
     assert view.rendered_html() == BranchView(branch).rendered_html()
-    assert len(view._items) == 3
+    assert len(view.transcript.items) == 3
 
 
 def test_static_fallback_has_the_transcript_as_html():
@@ -264,10 +265,15 @@ async def test_the_saved_output_is_refreshed_when_a_run_ends(outputs):
     assert "application/vnd.jupyter.widget-view+json" in saved
     # text/plain is the transcript too (not "VBox(children=...)")
     assert "SECOND <b>reply</b>" in saved["text/plain"] and "VBox(" not in saved["text/plain"]
-    branch.chat_model = scripted(ServerError("down", provider="scripted"))
-    await view.asend("three")  # a failed run: its instruction is saved too
-    assert "three" in outputs.of(view)["text/plain"]
+    branch.chat_model = scripted("THIRD not json")
+    with pytest.raises(ParseError):  # a failed run (RunFailed) that recorded its exchange
+        await branch.communicate("three", response_format=Answer, num_parse_retries=0)
+    assert "THIRD not json" in outputs.of(view)["text/plain"]
     view.close()
+
+
+class Answer(BaseModel):
+    n: int
 
 
 async def test_the_magic_view_saves_its_exchange_when_the_run_ends(outputs):
