@@ -218,15 +218,20 @@ async def run(
                     tracker.usage.add(usage)  # this run's RunEnd, whichever task resumes us
                 else:
                     record_usage(usage)  # the enclosing run's (operate / ReAct)
+            # record the whole batch before yielding any of it: a consumer that stops at the
+            # first (break, cancel) must not lose what the agent already sent with it
             for message in messages:
                 branch.add_message(message)
+            for message in messages:
                 yield message
             if asm.error is not None:
                 raise asm.error
             if asm.ended:
                 break
-        for message in asm.finish():
+        final = asm.finish()
+        for message in final:
             branch.add_message(message)
+        for message in final:
             yield message
     except (GeneratorExit, asyncio.CancelledError):
         stopped = True  # aclose(), abandonment (finalised via aclose) or cancellation

@@ -1,12 +1,16 @@
-"""What the inspector, rounds, parse and compare views share: a static fallback that survives
-in a saved notebook, and a throttle for live re-renders.
+"""What the chat, inspector, rounds, parse and compare views share: a static fallback that
+survives in a saved notebook, and a throttle for live re-renders.
 
 Static fallback: a view's mime bundle carries ``text/html`` (its current content, rendered by
 the pure render functions) and ``text/plain`` beside the widget view, so GitHub, nbviewer or
 ``nbconvert`` without widget state show the transcript instead of ``VBox(...)``. A view that
-was displayed by IPython keeps its display id and, when a run ends, replaces the saved bundle
-(``update_display``), so the notebook saved *after* the run holds the final content, not what
-the view showed when its cell ran.
+was displayed by IPython keeps its display id and, when a run ends (a parse view: when its
+parse settles), replaces the saved bundle (``update_display``), so the notebook saved *after*
+the run holds the final content, not what the view showed when its cell ran.
+
+The update goes out with the IOPub parent of the code that ended the run: JupyterLab routes it
+to the display wherever it is, but ``nbclient`` applies only updates sent while a cell runs, so
+a run that ends after its cell (a background task) is saved there when awaited from a cell.
 """
 
 from __future__ import annotations

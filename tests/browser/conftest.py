@@ -122,7 +122,7 @@ def jupyter_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab
             process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # playwright keeps an event loop running: not past the module
 def browser(jupyter_lab: JupyterLab) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

@@ -40,9 +40,10 @@ class Kernel:
         cell_id: str | None = None,
         *,
         lenient: bool = False,
-    ) -> None:
+    ) -> bool:
         """Collect IOPub messages for ``timeout`` seconds, or until the idle status of
-        ``until_idle_of`` (then ``lenient`` returns quietly on timeout instead of raising)."""
+        ``until_idle_of`` (then ``lenient`` returns quietly on timeout instead of raising).
+        True when that idle status was seen."""
         cell_id = cell_id or until_idle_of
         deadline = time.monotonic() + timeout
         while True:
@@ -50,7 +51,7 @@ class Kernel:
             if remaining <= 0:
                 if until_idle_of is not None and not lenient:
                     raise TimeoutError("kernel did not finish the cell in time")
-                return
+                return False
             try:
                 msg = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
             except queue.Empty:
@@ -76,17 +77,18 @@ class Kernel:
                 and parent == until_idle_of
                 and msg["content"]["execution_state"] == "idle"
             ):
-                return
+                return True
 
     def run(self, code: str, timeout: float = 60, *, check: bool = True) -> Cell:
         msg_id = self.kc.execute(code)
         cell = Cell(status="?")
         deadline = time.monotonic() + timeout
         reply = None
+        idle = False
         while reply is None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"kernel did not answer the cell in time:\n{code}")
-            self._drain_iopub(None, 0.05, cell, msg_id)
+            idle = idle or self._drain_iopub(msg_id, 0.05, cell, msg_id, lenient=True)
             try:
                 msg = self.kc.get_shell_msg(timeout=0.05)
             except queue.Empty:
@@ -95,7 +97,8 @@ class Kernel:
                 reply = msg
         # outputs of the cell arrive on IOPub before its idle status; wait for that (briefly:
         # the reply already says the cell is done)
-        self._drain_iopub(msg_id, 5, cell, msg_id, lenient=True)
+        if not idle:
+            self._drain_iopub(msg_id, 5, cell, msg_id, lenient=True)
         cell.status = reply["content"]["status"]
         if check and cell.status != "ok":
             raise AssertionError(f"cell failed:\n{code}\n{cell.error}{cell.stderr}")

@@ -71,9 +71,35 @@ fork.chat_model = iModel(provider="scripted", replies=["FORK-REPLY-13"])
 await fork.communicate("And in the fork?")
 CompareView(branch, fork)
 """,
+    # 9, 10: a chat view displayed before its runs (one awaited in a cell, one sent from it).
+    # Markers are built at run time so that a converted page shows them only from outputs.
+    """
+from lion_nb import Branch, BranchView
+mark = "MARK-".join
+chat = Branch(system="Be brief.", name="chat", chat_model=iModel(provider="scripted", replies=[
+    mark(["CHAT-", "41"]), mark(["CHAT-", "42 <script>alert("]) + "2)</script>"]))
+chat_view = BranchView(chat)
+chat_view
+""",
+    'await chat.communicate("first")\n_ = await chat_view.asend(mark(["CHAT-PROMPT-", "2"]))',
+    # 11, 12: the %%lion magic; its view is displayed before the reply exists
+    """
+%load_ext lion_nb
+n = 3
+notes = Branch(chat_model=iModel(provider="scripted", replies=[mark(["MAGIC-", "57"])]))
+""",
+    "%%lion --branch notes --wait\nSay MAGIC-PROMPT-{n}",
 ]
 
 MARKERS = ["ZEBRA-REPLY-77", "ANSWER-MARK-5", "TEA-MARK-9", "FORK-REPLY-13"]
+# in the saved text/html only: the chat views are rebuilt from their branch, not widget state
+CHAT_MARKERS = [
+    "CHAT-MARK-41",
+    "CHAT-MARK-42",
+    "CHAT-PROMPT-MARK-2",
+    "MAGIC-PROMPT-3",
+    "MAGIC-MARK-57",
+]
 
 
 class _Text(HTMLParser):
@@ -144,6 +170,22 @@ def test_views_save_their_final_content_beside_the_widget(executed) -> None:
     assert executed.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
 
 
+def test_the_chat_view_and_the_magic_save_the_final_transcript(executed) -> None:
+    """Displayed before the runs, a BranchView (and the %%lion magic's view) replace their
+    saved text/html and text/plain when a run ends: the notebook holds the whole exchange."""
+    chat = data_of(executed, 9)
+    assert "application/vnd.jupyter.widget-view+json" in chat
+    for marker in ("CHAT-MARK-41", "first", "CHAT-PROMPT-MARK-2", "CHAT-MARK-42"):
+        assert marker in chat["text/html"], marker
+        assert marker in chat["text/plain"], marker
+    assert "<script>alert(2)" not in chat["text/html"]
+    assert not chat["text/plain"].startswith(("VBox(", "<lion_nb"))
+    magic = data_of(executed, 12)
+    assert "application/vnd.jupyter.widget-view+json" in magic
+    assert "MAGIC-PROMPT-3" in magic["text/html"] and "MAGIC-MARK-57" in magic["text/html"]
+    assert "MAGIC-MARK-57" in magic["text/plain"]
+
+
 def _convert(nb) -> str:
     from nbconvert import HTMLExporter
 
@@ -159,9 +201,10 @@ def test_nbconvert_without_widget_state_shows_the_transcripts(executed) -> None:
     html = _convert(nb)
     (ARTIFACTS / "static_fallback_no_state.html").write_text(html)
     text, scripts = visible_text(html)
-    for marker in [*MARKERS, "ANALYSIS-MARK-31"]:
+    for marker in [*MARKERS, *CHAT_MARKERS, "ANALYSIS-MARK-31"]:
         assert marker in text, marker
     assert "alert(1)" in text and "alert(1)" not in scripts  # shown as text, never run
+    assert "alert(2)" in text and "alert(2)" not in scripts
     assert html.count('class="lion-msg ') >= 10
     assert "Output()" not in html and "VBox(" not in html
     assert not re.search(r"&lt;lion_nb\.|<lion_nb\.|ProgressionInspector object", html)

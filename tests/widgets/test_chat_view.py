@@ -257,8 +257,9 @@ async def test_the_saved_output_is_refreshed_when_a_run_ends(outputs):
     outputs.show(view)
     assert "FIRST-REPLY" not in outputs.of(view)["text/html"]
     await branch.communicate("one")  # a run started elsewhere (a later cell)
-    assert "FIRST-REPLY" in outputs.of(view)["text/html"]
+    assert "FIRST-REPLY" in outputs.of(view)["text/html"] and outputs.updates == 1
     await view.asend("two")  # a run started from the view
+    assert outputs.updates == 2  # once per run
     saved = outputs.of(view)
     assert saved["text/html"].endswith(transcript_html(list(branch.messages), title="T"))
     assert "SECOND &lt;b&gt;reply" in saved["text/html"]
@@ -274,6 +275,17 @@ async def test_the_saved_output_is_refreshed_when_a_run_ends(outputs):
 
 class Answer(BaseModel):
     n: int
+
+
+async def test_a_verb_without_a_run_lifecycle_still_refreshes_the_saved_output(outputs):
+    async def record(branch, text):  # records the exchange, emits no RunStart/RunEnd
+        return await branch.chat_and_record(text)
+
+    view = BranchView(Branch(chat_model=scripted("CUSTOM-REPLY")), verb=record)
+    outputs.show(view)
+    await view.asend("hi")
+    assert "CUSTOM-REPLY" in outputs.of(view)["text/html"] and outputs.updates == 1
+    view.close()
 
 
 async def test_the_magic_view_saves_its_exchange_when_the_run_ends(outputs):
