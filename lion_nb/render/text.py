@@ -180,8 +180,11 @@ def _strip_unsafe_fence_info(text: str) -> str:
     """Drop a code fence's info string unless it is one plain language word: renderers put it
     in a ``class`` attribute, and some (JupyterLab's Markdown output) do so unescaped."""
     tokens = _detector_md().parse(text, {})
-    bad = [t for t in tokens if t.type == "fence" and t.map is not None
-           and not _SAFE_INFO.fullmatch(t.info.strip())]
+    bad = [
+        t
+        for t in tokens
+        if t.type == "fence" and t.map is not None and not _SAFE_INFO.fullmatch(t.info.strip())
+    ]
     if not bad:
         return text
     lines = text.split("\n")

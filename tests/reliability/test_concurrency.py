@@ -59,10 +59,17 @@ async def test_hundred_cli_runs_concurrently_in_one_session():
     session = Session()
     branches = []
     for i in range(N):
-        model = iModel(provider="scripted", cli=True, delay=0.001,
-                       replies=[{"text": f"answer {i} " * 5,
-                                 "tool_calls": [{"name": "Read", "arguments": {"i": i},
-                                                 "output": f"out {i}"}]}])
+        model = iModel(
+            provider="scripted",
+            cli=True,
+            delay=0.001,
+            replies=[
+                {
+                    "text": f"answer {i} " * 5,
+                    "tool_calls": [{"name": "Read", "arguments": {"i": i}, "output": f"out {i}"}],
+                }
+            ],
+        )
         branches.append(session.new_branch(chat_model=model, name=f"r{i}"))
     signals = _lifecycle_recorder(session)
 

@@ -46,8 +46,9 @@ SCRIPT = textwrap.dedent("""
 
 
 def _files(root):
-    return sorted(os.path.relpath(os.path.join(d, f), root)
-                  for d, _, fs in os.walk(root) for f in fs)
+    return sorted(
+        os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+    )
 
 
 def test_no_files_outside_data_dir_no_network_no_root_logger(tmp_path):
@@ -56,8 +57,14 @@ def test_no_files_outside_data_dir_no_network_no_root_logger(tmp_path):
     cwd.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LION_NB", "XDG_"))}
     env["HOME"] = str(home)
-    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("clean")
     assert _files(cwd) == []
