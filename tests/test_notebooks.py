@@ -33,7 +33,7 @@ EXPECTED = {
         "action_response  '1\\thello from file",
         "run_and_collect returned:",
         "RunEnd.stopped = True",
-        "recorded: ['user', 'assistant']",
+        "recorded: ['user', 'assistant', 'action_request']",
         "'stopped': True",
         "child exit code: -9",
         "recovered: True",

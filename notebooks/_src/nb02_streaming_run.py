@@ -133,8 +133,9 @@ CELLS = [
     You can stop reading at any point. Close the generator — `await stream.aclose()`, or let
     `contextlib.aclosing` do it when you `break` — and `run()` terminates the agent's whole
     process group *before* `aclose()` returns, records what it had received, and ends the run
-    with `RunEnd(stopped=True)`. Here we stop as soon as the agent has said what it will do,
-    before its tool runs:
+    with `RunEnd(stopped=True)`. Here we stop as soon as the agent has said what it will do.
+    The tool call it sent along with that sentence is recorded too (nothing the agent sent is
+    lost), but its result never arrives:
     """),
     code("""
     from contextlib import aclosing

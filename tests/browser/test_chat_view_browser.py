@@ -100,7 +100,10 @@ import json
 from lion_nb import Branch, iModel
 from lion_nb.messages import ActionRequest, ActionResponse, Instruction
 payloads = json.loads({json.dumps(json.dumps(payloads))})
-replies = [{{"text": p, "thinking": p, "delay": 0.0}} for p in payloads]
+# every payload streams through the live renderer, a dozen per reply (one run per payload
+# took minutes: each reply's view settles on its own idle timer)
+groups = ["\\n\\n".join(payloads[i:i + 12]) for i in range(0, len(payloads), 12)]
+replies = [{{"text": g, "thinking": g, "delay": 0.0}} for g in groups]
 branch = Branch(system=payloads[0], chat_model=iModel(provider="scripted", replies=replies))
 for p in payloads:
     branch.add_message(ActionRequest(function=p[:40], arguments={{"q": p}}))
@@ -111,14 +114,15 @@ view = lion_nb.view(branch, height=600)
 view
 """
     drive = """
-for p in payloads:
-    await view.asend(p)
+for g in groups:
+    await view.asend(g)
 print("sent", len(branch.messages))
 """
     static = "branch"  # the Branch's own _repr_html_ (static transcript) in the page too
     nb = write_notebook(jupyter_lab, "xss.ipynb", ["import lion_nb", setup, drive, static])
     run_notebook_in_lab(page, jupyter_lab, nb)
-    page.get_by_text(f"sent {1 + 3 * len(payloads) + 2 * len(payloads)}").wait_for(timeout=120_000)
+    groups = -(-len(payloads) // 12)
+    page.get_by_text(f"sent {1 + 3 * len(payloads) + 2 * groups}").wait_for(timeout=120_000)
     page.locator(".lion-transcript").last.wait_for()
     time.sleep(2.0)  # give any onerror/onload/animation a chance to fire
     screenshot(page, "chat_view_xss")
@@ -153,3 +157,50 @@ print("sent", len(branch.messages))
         if "lion" in e.lower() or "alert" in e.lower() or "evil" in e.lower()
     ]
     assert relevant == [], relevant
+
+
+def test_a_notebook_saved_from_lab_after_send_runs_holds_the_final_transcript(page, jupyter_lab):
+    """Runs started with the Send button end outside any cell; the view still replaces its
+    saved output (JupyterLab routes the update to the display), and the re-rendered widget is
+    shown once and keeps working."""
+    setup = """
+import lion_nb
+from lion_nb import Branch, iModel
+mark = "MARK-".join
+branch = Branch(chat_model=iModel(provider="scripted", replies=[
+    mark(["LAB-SAVED-", "1"]), mark(["LAB-SAVED-", "2"])]))
+view = lion_nb.view(branch, title="save test")
+view
+"""
+    nb = write_notebook(jupyter_lab, "saved.ipynb", [setup])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    output = page.locator(".jp-OutputArea-output").first
+    for n in (1, 2):
+        output.locator(".lion-view textarea").wait_for(timeout=60_000)
+        output.locator(".lion-view textarea").fill(f"question {n}")
+        output.locator(".lion-view button:has-text('Send')").click()
+        output.locator(f".lion-view .lion-assistant:has-text('LAB-SAVED-MARK-{n}')").wait_for(
+            timeout=30_000
+        )
+        time.sleep(2.0)  # refresh_delay: the saved output is replaced after a quiet second
+        # re-rendered from the same widget model: one view, with the whole transcript
+        assert output.locator(".lion-view .lion-transcript").count() == 1
+    page.locator(".jp-Notebook >> visible=true").first.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 60
+    import nbformat
+
+    html = ""
+    while time.monotonic() < deadline:
+        saved = nbformat.read(jupyter_lab.root / nb, as_version=4)
+        outputs = [o for o in saved.cells[0].get("outputs", []) if "data" in o]
+        html = outputs[0]["data"].get("text/html", "") if outputs else ""
+        if "LAB-SAVED-MARK-2" in html:
+            break
+        time.sleep(0.5)
+    print("DEBUG", page.locator(".jp-StatusBar-Widget").all_inner_texts())
+    screenshot(page, "debug_saved")
+    assert "LAB-SAVED-MARK-1" in html and "LAB-SAVED-MARK-2" in html, html[-500:]
+    assert "question 2" in html
+    assert page.watched.dialogs == [] and page.watched.external_requests == []

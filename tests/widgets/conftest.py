@@ -1,17 +1,39 @@
-"""A stand-in for the notebook's output area: what IPython's ``display`` / ``update_display``
+"""A stand-in for the notebook: IPython's cell events and what ``display`` / ``update_display``
 would save in the .ipynb for a view shown with a display id (the static fallback)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+
+class Events:
+    """IPython's ``shell.events``: callbacks per event name."""
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, list[Any]] = {}
+
+    def register(self, name: str, fn: Any) -> None:
+        self.callbacks.setdefault(name, []).append(fn)
+
+    def trigger(self, name: str) -> None:
+        for fn in self.callbacks.get(name, []):
+            fn(None)
+
+
+class Shell:
+    def __init__(self) -> None:
+        self.events = Events()
 
 
 class SavedOutputs:
     """Display id -> the bundle a saved notebook would hold for that output."""
 
     def __init__(self) -> None:
+        self.shell = Shell()
         self.saved: dict[str, dict[str, Any]] = {}
         self.updates = 0
 
@@ -24,9 +46,19 @@ class SavedOutputs:
         self.saved[display_id] = obj
         self.updates += 1
 
+    @contextlib.contextmanager
+    def cell(self) -> Iterator[None]:
+        """The body runs as a notebook cell (IPython's pre_run_cell ... post_run_cell)."""
+        self.shell.events.trigger("pre_run_cell")
+        try:
+            yield
+        finally:
+            self.shell.events.trigger("post_run_cell")
+
     def show(self, view: Any) -> str:
-        """Display ``view`` as a cell would; returns its display id."""
-        view._ipython_display_()
+        """Display ``view`` as a cell of its own would; returns its display id."""
+        with self.cell():
+            view._ipython_display_()
         return view._display_id
 
     def of(self, view: Any) -> dict[str, Any]:
@@ -42,5 +74,6 @@ def outputs(monkeypatch: pytest.MonkeyPatch) -> SavedOutputs:
     out = SavedOutputs()
     monkeypatch.setattr(IPython.display, "display", out.display)
     monkeypatch.setattr(IPython.display, "update_display", out.update_display)
-    monkeypatch.setattr(viewbase, "_shell", lambda: object())  # as if inside IPython
+    monkeypatch.setattr(viewbase, "_shell", lambda: out.shell)  # as if inside IPython
+    monkeypatch.setattr(viewbase, "_CELLS", viewbase._Cells())
     return out

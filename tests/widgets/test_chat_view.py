@@ -250,16 +250,19 @@ def test_static_fallback_has_the_transcript_as_html():
 
 async def test_the_saved_output_is_refreshed_when_a_run_ends(outputs):
     """A notebook saved after the run holds the final transcript, not the messages shown when
-    the view's cell ran: at each run end (RunEnd or RunFailed) the view replaces its saved
-    output."""
+    the view's cell ran: a run end (RunEnd or RunFailed) replaces the saved output, once, at
+    the end of the cell."""
     branch = Branch(system="S", chat_model=scripted("FIRST-REPLY", "SECOND <b>reply</b>"))
     view = BranchView(branch, title="T")
     outputs.show(view)
     assert "FIRST-REPLY" not in outputs.of(view)["text/html"]
-    await branch.communicate("one")  # a run started elsewhere (a later cell)
+    with outputs.cell():
+        await branch.communicate("one")  # a run started elsewhere (a later cell)
+        assert outputs.updates == 0  # sent when the cell ends, not per run
     assert "FIRST-REPLY" in outputs.of(view)["text/html"] and outputs.updates == 1
-    await view.asend("two")  # a run started from the view
-    assert outputs.updates == 2  # once per run
+    with outputs.cell():
+        await view.asend("two")  # a run started from the view
+    assert outputs.updates == 2
     saved = outputs.of(view)
     assert saved["text/html"].endswith(transcript_html(list(branch.messages), title="T"))
     assert "SECOND &lt;b&gt;reply" in saved["text/html"]
@@ -267,14 +270,44 @@ async def test_the_saved_output_is_refreshed_when_a_run_ends(outputs):
     # text/plain is the transcript too (not "VBox(children=...)")
     assert "SECOND <b>reply</b>" in saved["text/plain"] and "VBox(" not in saved["text/plain"]
     branch.chat_model = scripted("THIRD not json")
-    with pytest.raises(ParseError):  # a failed run (RunFailed) that recorded its exchange
+    with outputs.cell(), pytest.raises(ParseError):  # a failed run that recorded its exchange
         await branch.communicate("three", response_format=Answer, num_parse_retries=0)
-    assert "THIRD not json" in outputs.of(view)["text/plain"]
+    assert "THIRD not json" in outputs.of(view)["text/plain"] and outputs.updates == 3
+    with outputs.cell():
+        view.refresh()  # nothing changed: the saved output is not sent again
+    assert outputs.updates == 3
     view.close()
 
 
 class Answer(BaseModel):
     n: int
+
+
+async def test_many_runs_in_one_cell_replace_the_saved_output_once(outputs):
+    """JupyterLab renders a widget output anew for each update, so updates are coalesced."""
+    branch = Branch(chat_model=scripted(*[f"reply {i}" for i in range(20)]))
+    view = BranchView(branch)
+    outputs.show(view)
+    with outputs.cell():
+        for i in range(20):
+            await view.asend(f"q{i}")
+    assert outputs.updates == 1 and "reply 19" in outputs.of(view)["text/plain"]
+    view.close()
+
+
+async def test_a_run_that_ends_outside_any_cell_is_saved_shortly_after(outputs):
+    """A Send click (or ``%%lion`` without ``--wait``): the run ends when no cell executes."""
+    branch = Branch(chat_model=scripted({"text": "LATE-REPLY", "delay": 0.05}))
+    view = BranchView(branch)
+    view.refresh_delay = 0.2
+    outputs.show(view)
+    with outputs.cell():
+        view.send("go")  # returns at once; the cell ends while the reply streams
+    await view.wait()
+    assert outputs.updates == 0  # not yet: refresh_delay after the run ended
+    await asyncio.sleep(0.5)
+    assert outputs.updates == 1 and "LATE-REPLY" in outputs.of(view)["text/plain"]
+    view.close()
 
 
 async def test_a_verb_without_a_run_lifecycle_still_refreshes_the_saved_output(outputs):
@@ -283,7 +316,8 @@ async def test_a_verb_without_a_run_lifecycle_still_refreshes_the_saved_output(o
 
     view = BranchView(Branch(chat_model=scripted("CUSTOM-REPLY")), verb=record)
     outputs.show(view)
-    await view.asend("hi")
+    with outputs.cell():
+        await view.asend("hi")
     assert "CUSTOM-REPLY" in outputs.of(view)["text/html"] and outputs.updates == 1
     view.close()
 
@@ -294,9 +328,10 @@ async def test_the_magic_view_saves_its_exchange_when_the_run_ends(outputs):
     notes = Branch(chat_model=scripted("MAGIC-REPLY", "MAGIC-REPLY-2"))
     await notes.communicate("earlier")
     view, text, _wait = lion("--branch notes", "Ask {topic}", {"notes": notes, "topic": "TOPIC-9"})
-    outputs.show(view)
-    assert "TOPIC-9" not in outputs.of(view)["text/html"]
-    await view.asend(text)
+    with outputs.cell():  # what the magic does with --wait
+        view._ipython_display_()
+        assert "TOPIC-9" not in outputs.of(view)["text/html"]
+        await view.asend(text)
     saved = outputs.of(view)
     assert "TOPIC-9" in saved["text/html"] and "MAGIC-REPLY-2" in saved["text/html"]
     assert "earlier" not in saved["text/html"]  # history=False: only this cell's exchange

@@ -335,14 +335,16 @@ async def test_the_saved_output_is_refreshed_when_a_parse_settles(outputs) -> No
     view = ParseView(Order, branch=branch, refresh_interval=0)
     outputs.show(view)
     assert outputs.of(view)["text/plain"].startswith("Order: waiting")
-    await branch.parse(json.dumps(BAD), Order, max_retries=1)
+    with outputs.cell():
+        await branch.parse(json.dumps(BAD), Order, max_retries=1)
     saved = outputs.of(view)
     assert saved["text/plain"].startswith("Order: valid"), saved["text/plain"][:80]
     assert "ring twice" in saved["text/html"] and "repair turn 1" in saved["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in saved
     failing = ParseView(Order, branch=Branch(), refresh_interval=0)
     outputs.show(failing)
-    await failing.branch.parse(json.dumps(BAD), Order, max_retries=0)
+    with outputs.cell():
+        await failing.branch.parse(json.dumps(BAD), Order, max_retries=0)
     assert outputs.of(failing)["text/plain"].startswith("Order: invalid")
     assert "greater than 0" in outputs.of(failing)["text/html"]
     view.close()
