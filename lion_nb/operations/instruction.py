@@ -26,7 +26,7 @@ def response_schema_of(fmt: Any) -> dict[str, Any] | None:
     raise TypeError(f"response_format must be a pydantic model or a JSON schema dict, not {fmt!r}")
 
 
-def _context_list(context: Any) -> list[Any]:
+def context_list(context: Any) -> list[Any]:
     if context is None:
         return []
     return list(context) if isinstance(context, list | tuple) else [context]
@@ -49,7 +49,7 @@ def build_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Ins
     request_fields = param.request_fields
     if isinstance(request_fields, list):
         request_fields = {name: "..." for name in request_fields}
-    context = _context_list(param.context) + injected
+    context = context_list(param.context) + injected
     if param.include_token_usage_to_model:
         from lion_nb.operations.tokens import estimate_tokens
 

@@ -38,6 +38,7 @@ from lion_nb.errors import ConfigurationError, ParseError
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse
 from lion_nb.operations.act import SOURCE, act
 from lion_nb.operations.fields import ActionRequestModel, compose, with_action_responses
+from lion_nb.operations.instruction import context_list as _context_list
 from lion_nb.operations.jsonx import extract_json
 from lion_nb.operations.types import ChatParam, ParseParam, RunParam
 
@@ -67,12 +68,6 @@ def _model_is_cli(branch: Branch, chat_model: iModel | None) -> bool:
         return bool(getattr(branch.chat_model, "is_cli", False))
     except ConfigurationError:  # no model at all: a custom Middle may not need one
         return False
-
-
-def _context_list(context: Any) -> list[Any]:
-    if context is None:
-        return []
-    return list(context) if isinstance(context, list | tuple) else [context]
 
 
 def unseen_tool_results(branch: Branch) -> list[dict[str, Any]]:
