@@ -23,7 +23,7 @@ import html
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
@@ -299,19 +299,14 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         self.transcript.rebuild()
         self.refresh_static()
 
-    def close(self) -> None:
-        """Unsubscribe from the branch, cancel a run started here, close every widget."""
-        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
-            super().close()
-            return
-        if self.closed:
-            return
-        self.closed = True
+    def _release(self) -> None:
         self._unsubscribe()
         if self._task is not None and not self._task.done():
-            self._task.cancel()
+            self._task.cancel()  # a run started here
         self.transcript.close()
-        for widget in (
+
+    def _owned_widgets(self) -> Iterable[Any]:
+        return (
             self._style,
             self._scroller,
             self._error,
@@ -320,11 +315,9 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             self.stop_button,
             self.status,
             *self.children,
-        ):
-            widget.close()
-        self._kit.layout.close()
-        self._kit.style.close()
-        super().close()
+            self._kit.layout,
+            self._kit.style,
+        )
 
     # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
     # widget state (GitHub, nbviewer) shows the recorded transcript instead of "VBox(...)".

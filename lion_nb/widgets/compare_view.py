@@ -11,8 +11,8 @@ It follows both branches: a new message or a finished run re-renders the compari
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
@@ -109,19 +109,13 @@ class CompareView(StaticFallback, ipywidgets.VBox):
             lines.append(f"[{kind}] {left} | {right}")
         return "\n".join(lines)
 
-    def close(self) -> None:
-        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
-            super().close()
-            return
-        if self.closed:
-            return
-        self.closed = True
+    def _release(self) -> None:
         for unsubscribe in self._unsubscribers:
             unsubscribe()
         self._refresh.cancel()
-        for widget in (self._style, self._body, self._kit.layout, self._kit.style):
-            widget.close()
-        super().close()
+
+    def _owned_widgets(self) -> Iterable[Any]:
+        return (self._style, self._body, self._kit.layout, self._kit.style)
 
     def __repr__(self) -> str:
         return f"<CompareView {_title(self.branch_a)!r} vs {_title(self.branch_b)!r}>"

@@ -17,7 +17,7 @@ page changes, so a 10,000-message branch opens as fast as a 50-message one. All 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
@@ -386,19 +386,15 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             head += f" (#{start}–#{stop - 1} shown)"
         return head + "\n\n" + transcript_plain(messages[start:stop])
 
-    def close(self) -> None:
-        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
-            super().close()
-            return
-        if self.closed:
-            return
-        self.closed = True
+    def _release(self) -> None:
         self._unsubscribe()
         self._refresh.cancel()
         for row in self._rows:
             row.close()
         self.pager.close()
-        for widget in (
+
+    def _owned_widgets(self) -> Iterable[Any]:
+        return (
             self._style,
             self._header,
             self._next,
@@ -407,10 +403,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self._rows_box,
             self.status,
             self._forks_box,
-        ):
-            widget.close()
-        self._chrome.close()
-        super().close()
+            *self._chrome.widgets(),
+        )
 
     def __repr__(self) -> str:
         return f"<ProgressionInspector of {self.branch!r} rows from #{self.start}>"

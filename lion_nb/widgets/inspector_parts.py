@@ -36,15 +36,11 @@ class Chrome(WidgetKit):
             layout=self.square if square else self.auto, style=self.button_style, **kw
         )
 
+    def widgets(self) -> tuple[Any, ...]:
+        return (self.button_style, self.square, self.auto, self.row, self.layout, self.style)
+
     def close(self) -> None:
-        for widget in (
-            self.button_style,
-            self.square,
-            self.auto,
-            self.row,
-            self.layout,
-            self.style,
-        ):
+        for widget in self.widgets():
             widget.close()
 
 

@@ -28,7 +28,7 @@ from the settling attempt's ``raw`` text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -331,16 +331,12 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         )
         return "\n".join(lines)
 
-    def close(self) -> None:
-        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
-            super().close()
-            return
-        if self.closed:
-            return
-        self.closed = True
+    def _release(self) -> None:
         self._unsubscribe()
         self._refresh.cancel()
-        for widget in (
+
+    def _owned_widgets(self) -> Iterable[Any]:
+        return (
             self._style,
             self._header,
             self._tree,
@@ -348,9 +344,7 @@ class ParseView(StaticFallback, ipywidgets.VBox):
             self._attempts,
             self._kit.layout,
             self._kit.style,
-        ):
-            widget.close()
-        super().close()
+        )
 
     def __repr__(self) -> str:
         return f"<ParseView {self.title} {self.status}>"

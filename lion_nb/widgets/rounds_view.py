@@ -15,7 +15,7 @@ re-rendered at most ``1 / refresh_interval`` times a second. The view model is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
@@ -180,25 +180,19 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
                 )
         return "\n".join(lines)
 
-    def close(self) -> None:
-        if not self._ready:  # __init__ failed part-way (ipywidgets closes from __del__)
-            super().close()
-            return
-        if self.closed:
-            return
-        self.closed = True
+    def _release(self) -> None:
         self._unsubscribe()
         self._refresh.cancel()
-        for widget in (
+
+    def _owned_widgets(self) -> Iterable[Any]:
+        return (
             *self._widgets.values(),
             self._style,
             self._header,
             self._box,
             self._kit.layout,
             self._kit.style,
-        ):
-            widget.close()
-        super().close()
+        )
 
     def __repr__(self) -> str:
         return f"<ReActRoundsView of {self.branch!r} rounds={len(self.rounds)}>"

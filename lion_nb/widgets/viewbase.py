@@ -28,7 +28,7 @@ import sys
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from lion_nb.widgets.style import stylesheet_html
@@ -146,6 +146,23 @@ class StaticFallback:
     closed = False  # set by close(); a closed widget has no bundle to save
     view_css = ""  # rules of this view beyond the shared stylesheet
     refresh_delay = 1.0  # seconds before a refresh asked outside any cell is sent
+
+    def close(self) -> None:
+        """Close once: the view's subscriptions and timers (``_release``), the widgets it made
+        (``_owned_widgets``), then the container. A view whose ``__init__`` failed part-way
+        (ipywidgets closes from ``__del__``) only closes the container."""
+        if self._ready and not self.closed:
+            self.closed = True
+            self._release()
+            for widget in self._owned_widgets():
+                widget.close()
+        super().close()  # type: ignore[misc]
+
+    def _release(self) -> None:
+        """Unsubscribe from signals, cancel timers and tasks (each view says which)."""
+
+    def _owned_widgets(self) -> Iterable[Any]:
+        return ()
 
     def style_html(self) -> str:
         """``<style>`` for the view: the shared stylesheet, these views' rules, its own."""
