@@ -64,33 +64,23 @@ async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
     candidate = text
     last_error: Exception | None = None
     for attempt in range(attempts + 1):
+        error: ValueError | None = None
         try:
             value = parse_locally(candidate, fmt, parse_param)
         except ValueError as exc:
-            last_error = exc
-            branch._emit(
-                ParseAttempt(
-                    branch_id=branch.id,
-                    attempt=attempt,
-                    raw=candidate,
-                    ok=False,
-                    errors=_errors_of(exc),
-                    target=_type_name(fmt),
-                    final=attempt == attempts,
-                )
+            error = last_error = exc
+        branch._emit(
+            ParseAttempt(
+                branch_id=branch.id,
+                attempt=attempt,
+                raw=candidate,
+                ok=error is None,
+                errors=[] if error is None else _errors_of(error),
+                target=_type_name(fmt),
+                final=error is None or attempt == attempts,
             )
-        else:
-            branch._emit(
-                ParseAttempt(
-                    branch_id=branch.id,
-                    attempt=attempt,
-                    raw=candidate,
-                    ok=True,
-                    errors=[],
-                    target=_type_name(fmt),
-                    final=True,
-                )
-            )
+        )
+        if error is None:
             return value
         if attempt == attempts:
             break

@@ -10,6 +10,7 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 TESTS = Path(__file__).resolve().parents[1]
 CLI_FIXTURES = TESTS / "fixtures" / "cli"
@@ -21,6 +22,24 @@ def recording(name: str) -> Path:
     path = CLI_FIXTURES / f"{name}.jsonl"
     assert path.is_file(), path
     return path
+
+
+def chunk_key(chunk: Any) -> tuple:
+    """A comparable summary of a Chunk; ``duration_ms`` (a wall-clock reading) is left out."""
+    meta = {k: v for k, v in chunk.metadata.items() if k != "duration_ms"}
+    return (
+        chunk.type,
+        chunk.text,
+        chunk.session_id,
+        chunk.tool_id,
+        chunk.name,
+        json.dumps(chunk.arguments, sort_keys=True),
+        json.dumps(chunk.output),
+        chunk.is_error,
+        chunk.benign_eos,
+        type(chunk.error).__name__,
+        json.dumps(meta, sort_keys=True, default=str),
+    )
 
 
 def all_recordings() -> list[str]:

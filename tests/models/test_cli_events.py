@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from models.cli_helpers import all_recordings, recording
+from models.cli_helpers import all_recordings, chunk_key, recording
 
 from lion_nb.errors import (
     AuthenticationError,
@@ -205,12 +205,12 @@ def test_recording_maps_to_typed_chunks(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_byte_split_gives_the_same_chunks(name: str) -> None:
     data = recording(name).read_bytes()
-    whole = [_key(c) for c in chunks_of(name)]
+    whole = [chunk_key(c) for c in chunks_of(name)]
     rng = random.Random(name)
     for _ in range(25):
         cuts = sorted(rng.randrange(len(data) + 1) for _ in range(rng.randrange(1, 10)))
         blocks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-        assert [_key(c) for c in chunks_of(name, blocks)] == whole
+        assert [chunk_key(c) for c in chunks_of(name, blocks)] == whole
 
 
 @pytest.mark.parametrize(
@@ -218,25 +218,9 @@ def test_byte_split_gives_the_same_chunks(name: str) -> None:
 )
 def test_byte_split_at_every_offset(name: str) -> None:
     data = recording(name).read_bytes()
-    whole = [_key(c) for c in chunks_of(name)]
+    whole = [chunk_key(c) for c in chunks_of(name)]
     for cut in range(len(data) + 1):
-        assert [_key(c) for c in chunks_of(name, [data[:cut], data[cut:]])] == whole, cut
-
-
-def _key(chunk: Chunk) -> tuple:
-    return (
-        chunk.type,
-        chunk.text,
-        chunk.session_id,
-        chunk.tool_id,
-        chunk.name,
-        json.dumps(chunk.arguments, sort_keys=True),
-        json.dumps(chunk.output),
-        chunk.is_error,
-        chunk.benign_eos,
-        type(chunk.error).__name__,
-        json.dumps(chunk.metadata, sort_keys=True, default=str),
-    )
+        assert [chunk_key(c) for c in chunks_of(name, [data[:cut], data[cut:]])] == whole, cut
 
 
 # -- Claude Code specifics ------------------------------------------------------------------

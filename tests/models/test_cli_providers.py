@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import statistics
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import FakeCLI, all_recordings, process_alive, recording
+from models.cli_helpers import FakeCLI, all_recordings, chunk_key, process_alive, recording
 
 from lion_nb.errors import (
     AuthenticationError,
@@ -57,23 +56,6 @@ EXIT_CODES = {
 
 async def collect(provider: Any, request: CLIRequest) -> list[Chunk]:
     return [chunk async for chunk in provider.stream(request)]
-
-
-def key(chunk: Chunk) -> tuple:
-    meta = {k: v for k, v in chunk.metadata.items() if k != "duration_ms"}
-    return (
-        chunk.type,
-        chunk.text,
-        chunk.session_id,
-        chunk.tool_id,
-        chunk.name,
-        json.dumps(chunk.arguments, sort_keys=True),
-        json.dumps(chunk.output),
-        chunk.is_error,
-        chunk.benign_eos,
-        type(chunk.error).__name__,
-        json.dumps(meta, sort_keys=True, default=str),
-    )
 
 
 def mapped(name: str) -> list[Chunk]:
@@ -258,12 +240,12 @@ async def test_every_recording_through_a_process(fake_cli: FakeCLI, name: str) -
     provider = PROVIDERS[cli](cli_path=str(fake_cli.path), env=env)
     chunks = await collect(provider, CLIRequest(prompt="Say hello."))
 
-    expected = [key(c) for c in mapped(name)]
+    expected = [chunk_key(c) for c in mapped(name)]
     if exit_code and not any(c.type == "error" for c in mapped(name)):
         # Only the exit code tells: Gemini killed by `timeout` while retrying.
         assert isinstance(chunks[-1].error, CLIError) and chunks[-1].error.status == exit_code
         chunks = chunks[:-1]
-    assert [key(c) for c in chunks] == expected
+    assert [chunk_key(c) for c in chunks] == expected
     assert provider.session_id == mapped(name)[0].session_id
     assert all(isinstance(c.metadata["duration_ms"], int) for c in chunks if c.type == "result")
     assert not group_alive(fake_cli.record()["pgid"])
@@ -456,7 +438,7 @@ async def test_grandchild_holding_stdout_does_not_hang_the_stream(fake_cli: Fake
     started = time.perf_counter()
     chunks = await collect(provider, CLIRequest(prompt="hi"))
     assert time.perf_counter() - started < 3.0
-    assert [key(c) for c in chunks] == [key(c) for c in mapped("codex/shell")]
+    assert [chunk_key(c) for c in chunks] == [chunk_key(c) for c in mapped("codex/shell")]
     (grandchild,) = fake_cli.record()["children"]
     assert not process_alive(grandchild)
 
