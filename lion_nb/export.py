@@ -135,7 +135,7 @@ def import_json(text: str | bytes, **overrides: Any) -> Branch:
             message = MESSAGE.validate_python(_decode(raw))
         except ValueError as exc:
             raise ValueError(f"message {position} of the export is invalid: {exc}") from exc
-        branch._messages._append(message)  # restoring, not new: no MessageAdded
+        branch.restore_message(message)
     if data.get("provenance"):
         table = provenance_of(branch)
         assert table is not None

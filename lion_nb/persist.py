@@ -259,7 +259,7 @@ def recover_branch(
     def record(messages: list[Any]) -> None:
         for message in messages:
             if message.id not in branch.messages:
-                branch._messages._append(message)  # restoring, not new: no MessageAdded
+                branch.restore_message(message)
 
     for chunk in chunks:
         record(asm.feed(chunk))
@@ -277,7 +277,7 @@ def recover_branch(
 
 
 def _restore_session(branch: Branch, session_id: str) -> None:
-    model = branch._chat_model
+    model = branch.chat_model_or_none
     if model is None:
         branch.metadata.setdefault("provider_session_id", session_id)
         return

@@ -109,6 +109,59 @@ class StreamDelta(Signal):
         return text[: self.length]
 
 
+class MessageStream:
+    """The one accumulator of a message while it streams: a ``TextAccumulator`` per part
+    (text, thinking, each tool call's arguments). Called with each provider delta (it is a
+    ``DeltaSink``), it emits ``StreamDelta`` whose ``snapshot`` is that part so far, so a view
+    renders the snapshot and one attached mid-stream shows everything. ``emit`` returns False
+    when nobody listens; the signal is then not even built."""
+
+    __slots__ = ("_emit", "_parts", "branch_id", "message_id")
+
+    def __init__(
+        self,
+        branch_id: uuid.UUID,
+        message_id: uuid.UUID,
+        emit: Callable[[Callable[[], Signal]], Any] | None = None,
+    ) -> None:
+        self.branch_id = branch_id
+        self.message_id = message_id
+        self._emit = emit
+        self._parts: dict[str, TextAccumulator] = {}
+
+    def __call__(
+        self, kind: Any, delta: str, *, name: str | None = None, call_id: str | None = None
+    ) -> None:
+        key = kind if kind != "tool_args" else f"tool_args:{call_id}"
+        acc = self._parts.get(key)
+        if acc is None:
+            acc = self._parts[key] = TextAccumulator()
+        acc.append(delta)
+        if self._emit is not None:
+            length = acc.length
+            self._emit(
+                lambda: StreamDelta(
+                    branch_id=self.branch_id,
+                    message_id=self.message_id,
+                    kind=kind,
+                    delta=delta,
+                    source=acc,
+                    length=length,
+                    name=name,
+                    call_id=call_id,
+                )
+            )
+
+    def text(self, kind: str = "text") -> str:
+        """The ``kind`` part so far ("" if none arrived)."""
+        acc = self._parts.get(kind)
+        return acc.value() if acc is not None else ""
+
+    def __bool__(self) -> bool:
+        """Whether any text or thinking arrived."""
+        return any(self._parts[k].length for k in ("text", "thinking") if k in self._parts)
+
+
 @dataclass(slots=True, kw_only=True)
 class RoundStart(Signal):
     """A ReAct round began: ``round`` 1 is the first analysis; ``final`` marks the answer turn."""
@@ -149,20 +202,31 @@ Handler = Callable[[Signal], Any]
 class Observers:
     """Subscriptions by signal type. ``emit`` is synchronous and cheap: sync handlers run
     inline; async handlers become tasks that ``drain()`` awaits (ADR D4: message signals are
-    drained before a terminal lifecycle signal)."""
+    drained before a terminal lifecycle signal).
+
+    A subscription is either the caller's (``observe``) or *held* by an object that ends it
+    itself (a view, through ``subscribe``): ``clear()`` removes only the former, so a user's
+    ``unobserve_all()`` never detaches a view that is still open."""
 
     __slots__ = ("_handlers", "_pending", "_resolved")
 
     def __init__(self) -> None:
-        self._handlers: list[tuple[tuple[type[Signal], ...], Handler]] = []
+        self._handlers: list[_Subscription] = []
         self._pending: set[asyncio.Task[Any]] = set()
         self._resolved: dict[type, tuple[Handler, ...]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._handlers)
 
-    def subscribe(self, types: tuple[type[Signal], ...], handler: Handler) -> Callable[[], None]:
-        entry = (types or (Signal,), handler)
+    def __len__(self) -> int:
+        return len(self._handlers)
+
+    def subscribe(
+        self, types: tuple[type[Signal], ...], handler: Handler, *, held: bool = False
+    ) -> Callable[[], None]:
+        """Add ``handler`` for ``types`` (all signals when empty); returns the function that
+        removes exactly this subscription."""
+        entry = _Subscription(types or (Signal,), handler, held)
         self._handlers.append(entry)
         self._resolved.clear()
 
@@ -173,10 +237,23 @@ class Observers:
 
         return unsubscribe
 
+    def unsubscribe(self, handler: Handler) -> bool:
+        """Remove every subscription of ``handler``; False if it had none."""
+        kept = [e for e in self._handlers if e.handler != handler]
+        removed = len(kept) != len(self._handlers)
+        self._handlers[:] = kept
+        self._resolved.clear()
+        return removed
+
+    def clear(self) -> None:
+        """Remove the callers' subscriptions; held ones (open views) stay."""
+        self._handlers[:] = [e for e in self._handlers if e.held]
+        self._resolved.clear()
+
     def _for(self, kind: type) -> tuple[Handler, ...]:
         found = self._resolved.get(kind)
         if found is None:
-            found = tuple(h for types, h in self._handlers if issubclass(kind, types))
+            found = tuple(e.handler for e in self._handlers if issubclass(kind, e.types))
             self._resolved[kind] = found
         return found
 
@@ -199,6 +276,13 @@ class Observers:
     async def drain(self) -> None:
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+
+@dataclass(slots=True, eq=False)
+class _Subscription:
+    types: tuple[type[Signal], ...]
+    handler: Handler
+    held: bool
 
 
 def observe_decorator(bus_subscribe: Callable[..., Any], types: tuple[Any, ...], handler: Any):

@@ -23,3 +23,9 @@ def kinds(signals: list, *, skip_deltas: bool = True) -> list[str]:
     return [
         type(s).__name__ for s in signals if not (skip_deltas and type(s).__name__ == "StreamDelta")
     ]
+
+
+def held_outside_messages(branch: Branch, text: str) -> bool:
+    """Whether any of the branch's state other than its recorded messages holds ``text``
+    (a call's context-provider additions must not linger on the branch after the call)."""
+    return text in repr({k: v for k, v in vars(branch).items() if k != "_messages"})

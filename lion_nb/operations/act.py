@@ -39,6 +39,7 @@ from pydantic_core import to_jsonable_python
 from lion_nb.messages import ActionRequest, ActionResponse
 from lion_nb.models.base import ToolCall
 from lion_nb.operations.fields import ActionResponseModel
+from lion_nb.session.port import BranchPort
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -110,16 +111,16 @@ class _Call:
     answered: bool = False
 
 
-def _prepare(branch: Branch, item: Any) -> _Call:
+def _prepare(port: BranchPort, item: Any) -> _Call:
     request = as_action_request(item)
-    recorded = request in branch.messages
+    recorded = request in port.messages
     response_id = request.action_response_id
-    if response_id is None or response_id in branch.messages:
+    if response_id is None or response_id in port.messages:
         response_id = uuid.uuid4()
         if not recorded:  # not yet a recorded value: the link can still be part of it
             request = request.model_copy(update={"action_response_id": response_id})
     call = _Call(request=request, recorded=recorded, response_id=response_id)
-    registry = branch.tools
+    registry = port.tools
     tool = registry.get(request.function)
     if tool is None:
         known = ", ".join(registry.names) or "none"
@@ -134,20 +135,20 @@ def _prepare(branch: Branch, item: Any) -> _Call:
     return call
 
 
-async def _record_request(branch: Branch, call: _Call) -> None:
+async def _record_request(port: BranchPort, call: _Call) -> None:
     if not call.recorded:
-        await branch.a_add_message(call.request)
+        port.record(call.request)
         call.recorded = True
 
 
 async def _record_response(
-    branch: Branch, call: _Call, output: Any, *, is_error: bool, duration_ms: float | None = None
+    port: BranchPort, call: _Call, output: Any, *, is_error: bool, duration_ms: float | None = None
 ) -> None:
     meta: dict[str, Any] = {"source": SOURCE}
     if duration_ms is not None:
         meta["duration_ms"] = round(duration_ms, 3)
     req = call.request
-    await branch.a_add_message(
+    port.record(
         ActionResponse(
             id=call.response_id,
             function=req.function,
@@ -169,7 +170,7 @@ def _error_text(exc: BaseException) -> str:
 
 
 async def _execute(
-    branch: Branch, call: _Call, limit: float | None
+    port: BranchPort, call: _Call, limit: float | None
 ) -> tuple[ActionResponseModel, BaseException | None]:
     req = call.request
     error: BaseException | None = call.problem
@@ -188,7 +189,7 @@ async def _execute(
     elapsed = (time.perf_counter() - started) * 1000.0
     if error is not None:
         output = _error_text(error)
-    await _record_response(branch, call, output, is_error=error is not None, duration_ms=elapsed)
+    await _record_response(port, call, output, is_error=error is not None, duration_ms=elapsed)
     model = ActionResponseModel(
         function=req.function,
         arguments=req.arguments,
@@ -199,16 +200,14 @@ async def _execute(
     return model, error
 
 
-async def _close_open_calls(branch: Branch, calls: list[_Call]) -> None:
+async def _close_open_calls(port: BranchPort, calls: list[_Call]) -> None:
     for call in calls:
         if call.recorded and not call.answered:
-            await _record_response(
-                branch, call, "cancelled before the tool returned", is_error=True
-            )
+            await _record_response(port, call, "cancelled before the tool returned", is_error=True)
 
 
 async def act(
-    branch: Branch,
+    branch: Branch | BranchPort,
     action_request: Any,
     *,
     strategy: Literal["concurrent", "sequential"] = "concurrent",
@@ -219,8 +218,9 @@ async def act(
     (a sync tool's thread cannot be killed; its result is then ignored)."""
     if strategy not in ("concurrent", "sequential"):
         raise ValueError(f"strategy must be 'concurrent' or 'sequential', not {strategy!r}")
+    port = BranchPort.of(branch)
     items = list(action_request) if isinstance(action_request, list | tuple) else [action_request]
-    calls = [_prepare(branch, item) for item in items]
+    calls = [_prepare(port, item) for item in items]
     if not suppress_errors:
         for call in calls:
             if call.problem is not None:
@@ -230,21 +230,21 @@ async def act(
     try:
         if strategy == "sequential":
             for call in calls:
-                await _record_request(branch, call)
-                model, error = await _execute(branch, call, action_timeout)
+                await _record_request(port, call)
+                model, error = await _execute(port, call, action_timeout)
                 results.append(model)
                 if error is not None and not suppress_errors:
                     raise error
         else:
             for call in calls:
-                await _record_request(branch, call)
-            outcomes = await asyncio.gather(*(_execute(branch, c, action_timeout) for c in calls))
+                await _record_request(port, call)
+            outcomes = await asyncio.gather(*(_execute(port, c, action_timeout) for c in calls))
             for model, error in outcomes:
                 results.append(model)
                 if error is not None:
                     errors.append(error)
     except asyncio.CancelledError:
-        await _close_open_calls(branch, calls)
+        await _close_open_calls(port, calls)
         raise
     if errors and not suppress_errors:
         raise errors[0]

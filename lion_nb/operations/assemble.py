@@ -11,10 +11,11 @@ pending request becomes an ``ActionResponse`` (unmatched results are ignored); `
 metadata (usage, cost, turns, duration) rides on the next flushed response — the final one; an
 ``error`` chunk ends the stream (benign end-of-stream) or flushes the text and sets ``error``.
 
-Message ids are derived from ``namespace`` (the run id) and a counter, so a replay of the same
-chunks yields the same ids: recovery can tell which messages a snapshot already holds. The id of
-the response being built (``next_id``) is known before it is recorded, so ``StreamDelta`` signals
-for its growing text are keyed by the id it will be recorded under.
+Message ids are derived from ``namespace`` (one per stream, kept in the persistence header) and
+a counter, so a replay of the same chunks yields the same ids: recovery can tell which messages
+a snapshot already holds. The response being built accumulates in one ``MessageStream`` made
+for the id it will be recorded under (``stream_for(next_id)``, the branch port's, which emits
+``StreamDelta`` with the running snapshot; a silent one without it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from typing import Any
 
 from lion_nb.errors import LionError, ProviderError
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, RoledMessage
-from lion_nb.models.base import Chunk, DeltaSink
+from lion_nb.models.base import Chunk
+from lion_nb.signals import MessageStream
 from lion_nb.usage import Usage
 
 logger = logging.getLogger(__name__)
@@ -92,8 +94,8 @@ class StreamAssembler:
     """Turns one stream's chunks into messages (see the module docstring).
 
     ``sender``: who speaks for the agent (the model label); ``recipient``: whom it answers
-    (the instruction's sender). ``delta_sink(message_id)`` makes the callback that receives
-    text/thinking deltas for the response that will be recorded under ``message_id``.
+    (the instruction's sender). ``stream_for(message_id)`` makes the accumulator of the
+    response that will be recorded under ``message_id``.
     """
 
     def __init__(
@@ -103,18 +105,16 @@ class StreamAssembler:
         recipient: str | None = None,
         provider: str | None = None,
         namespace: uuid.UUID | None = None,
-        delta_sink: Callable[[uuid.UUID], DeltaSink] | None = None,
+        stream_for: Callable[[uuid.UUID], MessageStream] | None = None,
     ) -> None:
         self.sender = sender
         self.recipient = recipient
         self.provider = provider
         self.namespace = namespace or uuid.uuid4()
-        self._make_sink = delta_sink
+        self._stream_for = stream_for
         self._seq = 0
         self.next_id = self._new_id()
-        self._sink: DeltaSink | None = None
-        self._text: list[str] = []
-        self._thinking: list[str] = []
+        self._building: MessageStream | None = None  # the response being streamed
         self._result: dict[str, Any] = {}  # result metadata not yet attached to a response
         self._pending: dict[str, ActionRequest] = {}  # tool_id -> its request
         self.result: dict[str, Any] = {}  # every result chunk of the stream, merged
@@ -130,18 +130,21 @@ class StreamAssembler:
 
     @property
     def pending_text(self) -> str:
-        return "".join(self._text)
+        return self._building.text() if self._building is not None else ""
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._text or self._thinking)
+        return self._building is not None and bool(self._building)
 
     def _delta(self, kind: Any, text: str) -> None:
-        if self._make_sink is None:
-            return
-        if self._sink is None:
-            self._sink = self._make_sink(self.next_id)
-        self._sink(kind, text)
+        if self._building is None:
+            make = self._stream_for
+            self._building = (
+                make(self.next_id)
+                if make is not None
+                else MessageStream(self.namespace, self.next_id)
+            )
+        self._building(kind, text)
 
     def feed(self, chunk: Chunk) -> list[RoledMessage]:
         """The messages ``chunk`` completes, in the order to record them."""
@@ -149,15 +152,9 @@ class StreamAssembler:
         if chunk.session_id:
             self.session_id = chunk.session_id
         kind = chunk.type
-        if kind == "text":
+        if kind == "text" or kind == "thinking":
             if chunk.text:
-                self._text.append(chunk.text)
-                self._delta("text", chunk.text)
-            return []
-        if kind == "thinking":
-            if chunk.text:
-                self._thinking.append(chunk.text)
-                self._delta("thinking", chunk.text)
+                self._delta(kind, chunk.text)
             return []
         if kind == "tool_use":
             out: list[RoledMessage] = list(self.flush())
@@ -218,11 +215,14 @@ class StreamAssembler:
         return []
 
     def _response(self, extra: dict[str, Any]) -> AssistantResponse:
+        building = self._building
+        text = building.text() if building is not None else ""
+        thinking = building.text("thinking") if building is not None else ""
         metadata: dict[str, Any] = {}
         if self.sender:
             metadata["model"] = self.sender
-        if self._thinking:
-            metadata["thinking"] = "".join(self._thinking)
+        if thinking:
+            metadata["thinking"] = thinking
         if self._result:
             metadata.update(self._result)
             self._result = {}  # attached once: a later response must not count it again
@@ -231,15 +231,13 @@ class StreamAssembler:
         metadata.update(extra)
         response = AssistantResponse(
             id=self.next_id,
-            response="".join(self._text),
+            response=text,
             metadata=metadata,
             sender=self.sender,
             recipient=self.recipient,
         )
-        self._text.clear()
-        self._thinking.clear()
         self.next_id = self._new_id()
-        self._sink = None
+        self._building = None
         self.responses.append(response)
         return response
 

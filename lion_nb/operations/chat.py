@@ -10,16 +10,10 @@ from lion_nb.errors import ExecutionError, LionError
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.models.base import ModelRequest
 from lion_nb.operations.types import ChatParam
+from lion_nb.session.port import BranchPort
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
-
-
-def history_for(branch: Branch, progression: Any) -> list[Any]:
-    """The messages sent before the new instruction: the branch's, or a chosen progression."""
-    if progression is None:
-        return list(branch.messages)
-    return [branch.messages[i] for i in progression]
 
 
 def model_label(model: Any) -> str:
@@ -28,45 +22,46 @@ def model_label(model: Any) -> str:
 
 @overload
 async def chat(
-    branch: Branch,
+    branch: Branch | BranchPort,
     instruction: Any,
     chat_param: ChatParam,
     return_ins_res_message: Literal[False] = False,
 ) -> str: ...
 @overload
 async def chat(
-    branch: Branch, instruction: Any, chat_param: ChatParam, return_ins_res_message: Literal[True]
+    branch: Branch | BranchPort,
+    instruction: Any,
+    chat_param: ChatParam,
+    return_ins_res_message: Literal[True],
 ) -> tuple[Instruction, AssistantResponse]: ...
 
 
 async def chat(
-    branch: Branch,
+    branch: Branch | BranchPort,
     instruction: Any,
     chat_param: ChatParam,
     return_ins_res_message: bool = False,
 ) -> tuple[Instruction, AssistantResponse] | str:
     from lion_nb.operations.instruction import build_instruction
 
-    model = chat_param.imodel or branch.chat_model
+    port = BranchPort.of(branch)
+    model = chat_param.imodel or port.chat_model
+    ins = build_instruction(port, instruction, chat_param)
+    request = ModelRequest(
+        messages=compile_messages([*port.history(chat_param.progression), ins]),
+        tools=chat_param.tool_schemas or None,
+        tool_choice=chat_param.tool_choice,
+        response_schema=ins.response_schema,
+        response_name=getattr(chat_param.response_format, "__name__", "response"),
+        options=dict(chat_param.imodel_kw or {}),
+    )
+    response_id = uuid.uuid4()
     try:
-        ins = build_instruction(branch, instruction, chat_param)
-        request = ModelRequest(
-            messages=compile_messages([*history_for(branch, chat_param.progression), ins]),
-            tools=chat_param.tool_schemas or None,
-            tool_choice=chat_param.tool_choice,
-            response_schema=ins.response_schema,
-            response_name=getattr(chat_param.response_format, "__name__", "response"),
-            options=dict(chat_param.imodel_kw or {}),
-        )
-        response_id = uuid.uuid4()
-        try:
-            result = await model.complete(request, branch.delta_sink(response_id))
-        except LionError:
-            raise
-        except Exception as exc:  # an unclassified failure is still a FAILED call
-            raise ExecutionError(f"{model_label(model)} call failed: {exc!r}") from exc
-    finally:
-        branch._injected_context = None
+        result = await model.complete(request, port.stream(response_id))
+    except LionError:
+        raise
+    except Exception as exc:  # an unclassified failure is still a FAILED call
+        raise ExecutionError(f"{model_label(model)} call failed: {exc!r}") from exc
     metadata: dict[str, Any] = {"model": result.model or model_label(model)}
     if usage := result.usage.as_dict():
         metadata["usage"] = usage

@@ -1,5 +1,5 @@
 """``communicate``: a recorded exchange plus optional parsing (ADR D3). The lifecycle is the
-facade's (``Branch._observed_run``); this module emits none of its own."""
+facade's (``observed_run``); this module emits none of its own."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from lion_nb.operations.chat import chat
 from lion_nb.operations.jsonx import extract_json, fuzzy_keys
 from lion_nb.operations.parse import parse
 from lion_nb.operations.types import ChatParam, ParseParam
+from lion_nb.session.port import BranchPort
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -29,7 +30,7 @@ def map_request_fields(text: str, fields: dict[str, Any], threshold: float = 0.8
 
 
 async def communicate(
-    branch: Branch,
+    branch: Branch | BranchPort,
     instruction: Any,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,
@@ -37,18 +38,19 @@ async def communicate(
     skip_validation: bool = False,
     request_fields: dict | None = None,
 ) -> Any:
+    port = BranchPort.of(branch)
     if clear_messages:
-        branch.clear_messages()
+        port.clear_messages()
     if request_fields and chat_param.request_fields is None:
         chat_param = chat_param.with_(request_fields=request_fields)
-    ins, res = await chat(branch, instruction, chat_param, return_ins_res_message=True)
-    await branch.a_add_message(ins)
-    await branch.a_add_message(res)
+    ins, res = await chat(port, instruction, chat_param, return_ins_res_message=True)
+    port.record(ins)
+    port.record(res)
     if skip_validation:
         return res.response
     if parse_param is not None and parse_param.response_format is not None:
         try:
-            return await parse(branch, res.response, parse_param)
+            return await parse(port, res.response, parse_param)
         except ValueError as exc:  # ParseError is a ValueError too: name the requested type
             fmt = parse_param.response_format
             if isinstance(exc, ParseError):

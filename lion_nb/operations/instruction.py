@@ -10,7 +10,7 @@ from lion_nb.messages import Instruction
 
 if TYPE_CHECKING:
     from lion_nb.operations.types import ChatParam
-    from lion_nb.session.branch import Branch
+    from lion_nb.session.port import BranchPort
 
 
 def response_schema_of(fmt: Any) -> dict[str, Any] | None:
@@ -32,16 +32,11 @@ def context_list(context: Any) -> list[Any]:
     return list(context) if isinstance(context, list | tuple) else [context]
 
 
-def build_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Instruction:
+def build_instruction(port: BranchPort, instruction: Any, param: ChatParam) -> Instruction:
     """The Instruction for this turn. Context providers run here; what they add is recorded in
-    the instruction's context (so the inspector shows what the model saw). The temporary
-    injection slot ``branch._injected_context`` is cleared by the caller in a ``finally``."""
-    injected: list[Any] = []
-    for provider in branch.context_providers:
-        extra = provider(branch, instruction)
-        if extra is not None:
-            injected.append(extra)
-    branch._injected_context = injected or None
+    the instruction's context (so the inspector shows what the model saw, and nothing of it
+    lingers on the branch after the call)."""
+    injected = port.context_additions(instruction)
     if isinstance(instruction, Instruction):
         if not injected:
             return instruction
@@ -53,7 +48,7 @@ def build_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Ins
     if param.include_token_usage_to_model:
         from lion_nb.operations.tokens import estimate_tokens
 
-        used = estimate_tokens(m.text for m in branch.messages)
+        used = estimate_tokens(m.text for m in port.messages)
         context.append(f"Conversation so far: about {used} tokens.")
     return Instruction(
         instruction=instruction,
@@ -64,6 +59,6 @@ def build_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Ins
         response_schema=response_schema_of(param.response_format),
         images=list(param.images or []),
         image_detail=param.image_detail,
-        sender=param.sender or branch.user or "user",
-        recipient=param.recipient or str(branch.id),
+        sender=param.sender or port.user or "user",
+        recipient=param.recipient or str(port.id),
     )

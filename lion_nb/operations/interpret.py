@@ -9,6 +9,7 @@ from lion_nb.operations.types import ChatParam
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
+    from lion_nb.session.port import BranchPort
 
 GUIDANCE = (
     "Rewrite the user's raw request as a clear, specific prompt for a language model. Keep "
@@ -18,7 +19,7 @@ GUIDANCE = (
 
 
 async def interpret(
-    branch: Branch,
+    branch: Branch | BranchPort,
     text: str,
     chat_param: ChatParam,
     *,

@@ -1,7 +1,14 @@
-"""``Operation``: a graph-executable node naming one branch operation (ADR D2)."""
+"""``Operation``: a graph-executable node naming one branch operation (ADR D2).
+
+A node is an event, not a call: ``invoke(branch)`` settles it to a ``status`` with a ``response``
+or an ``error`` and records where (``branch``) and when (``started_at``, ``ended_at``,
+``duration_ms``) it ran. ``lion_nb.flow`` schedules nodes; a node knows nothing of graphs beyond
+the ids of the nodes it waits for (``depends_on``).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from enum import StrEnum
@@ -9,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import OperationError
 from lion_nb.operations.types import BranchOperations
+from lion_nb.usage import RunUsage, Usage, current_run_usage
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -16,15 +24,23 @@ if TYPE_CHECKING:
 
 class Status(StrEnum):
     PENDING = "pending"
-    PROCESSING = "processing"
+    RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+    SKIPPED = "skipped"
+
+    @property
+    def settled(self) -> bool:
+        return self in (Status.COMPLETED, Status.FAILED, Status.SKIPPED)
 
 
 class Operation:
     """``Operation("communicate", {"instruction": "hi"})``. ``invoke(branch)`` settles the
-    node to one response value; a failure is captured in ``status``/``error`` (the node is an
-    event, not a call), while ``_invoke`` raises."""
+    node; a failure is captured in ``status``/``error`` while ``execute`` raises.
+
+    ``usage`` (input/output tokens, cost) is what the node's model calls reported: the run
+    lifecycle's figures (``RunEnd``, added by the flow engines) plus calls made outside any
+    run (``chat``, registered operations), counted while the node ran."""
 
     def __init__(
         self,
@@ -32,37 +48,99 @@ class Operation:
         parameters: dict[str, Any] | None = None,
         *,
         branch_id: uuid.UUID | None = None,
+        depends_on: tuple[uuid.UUID, ...] = (),
         metadata: dict[str, Any] | None = None,
     ) -> None:
+        if not isinstance(operation, str) or not operation:
+            raise TypeError(f"an operation is named by a non-empty string, not {operation!r}")
         self.id = uuid.uuid4()
         self.operation = operation
         self.parameters = dict(parameters or {})
         self.branch_id = branch_id
+        self.depends_on = tuple(depends_on)
         self.metadata = dict(metadata or {})
         self.status = Status.PENDING
         self.response: Any = None
         self.error: BaseException | None = None
+        self.branch: Branch | None = None
+        self.started_at: float | None = None  # time.time() when it started running
+        self.ended_at: float | None = None
         self.duration_ms: float | None = None
+        self.usage = RunUsage()
+        self._started = 0.0
 
-    async def _invoke(self, branch: Branch) -> Any:
+    # ----- state transitions (used by invoke and by the flow engines) -----------------------
+    def mark_running(self, branch: Branch | None) -> None:
+        if self.status.settled:
+            raise RuntimeError(f"{self!r} has already settled")
+        self.branch = branch
+        if branch is not None:
+            self.branch_id = branch.id
+        self.status = Status.RUNNING
+        self.started_at = time.time()
+        self._started = time.perf_counter()
+
+    def _finish(self) -> None:
+        self.ended_at = time.time()
+        if self.started_at is not None:
+            self.duration_ms = (time.perf_counter() - self._started) * 1000.0
+
+    def mark_completed(self, response: Any) -> None:
+        self.response = response
+        self.status = Status.COMPLETED
+        self._finish()
+
+    def mark_failed(self, error: BaseException) -> None:
+        self.error = error
+        self.status = Status.FAILED
+        self._finish()
+
+    def mark_skipped(self, reason: BaseException) -> None:
+        """Not run because a node it depends on did not complete (``reason`` says which)."""
+        self.error = reason
+        self.status = Status.SKIPPED
+        self.ended_at = time.time()
+
+    def add_run_usage(
+        self,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        total_cost_usd: float | None,
+    ) -> None:
+        """Add what one of this node's runs reported (``RunEnd``): calls made inside a run
+        are counted by the run, not by the node, so nothing is counted twice."""
+        self.usage.add(Usage(input_tokens, output_tokens, total_cost_usd))
+
+    # ----- running ---------------------------------------------------------------------------
+    async def execute(self, branch: Branch) -> Any:
+        """Resolve the operation on ``branch`` (built-ins first, then the session's registry)
+        and await it; streaming verbs are drained into a list. Raises on failure."""
         from lion_nb.session.session import call_operation
 
         func = branch.get_operation(self.operation)
         if func is None:
             raise OperationError(f"Unsupported operation type: {self.operation}")
-        return await call_operation(branch, self.operation, func, dict(self.parameters))
+        token = current_run_usage.set(self.usage)
+        try:
+            return await call_operation(branch, self.operation, func, dict(self.parameters))
+        finally:
+            current_run_usage.reset(token)
+
+    _invoke = execute  # the name earlier callers used
 
     async def invoke(self, branch: Branch) -> Any:
-        self.status = Status.PROCESSING
-        started = time.perf_counter()
+        """Run on ``branch`` and settle. Cancellation settles the node as failed (with the
+        ``CancelledError``) and propagates."""
+        self.mark_running(branch)
         try:
-            self.response = await self._invoke(branch)
-            self.status = Status.COMPLETED
+            response = await self.execute(branch)
+        except asyncio.CancelledError as exc:
+            self.mark_failed(exc)
+            raise
         except Exception as exc:  # captured by design; inspect .error
-            self.error = exc
-            self.status = Status.FAILED
-        finally:
-            self.duration_ms = (time.perf_counter() - started) * 1000.0
+            self.mark_failed(exc)
+        else:
+            self.mark_completed(response)
         return self.response
 
     def __repr__(self) -> str:

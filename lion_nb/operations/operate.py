@@ -23,13 +23,15 @@ Choices where ADR-0021 is silent (ADR-0022 owns the coordinator):
 * A CLI agent cannot be handed Python tools natively: their schemas travel in the instruction's
   context, as do results ``act`` recorded since the agent's last turn (the agent keeps its own
   history and never saw them).
-* A per-call ``chat_model`` applies to this call only: ``run`` adopts a per-call CLI model as
-  the branch's model (ADR D3), so operate puts the branch's own model back afterwards.
+* A per-call ``chat_model`` applies to this call only: the exchange gets a port for this call
+  (``BranchPort.for_call``), through which ``run`` cannot adopt it as the branch's model
+  (ADR D3's adoption belongs to ``Branch.run``), so nothing has to be put back.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -41,6 +43,7 @@ from lion_nb.operations.fields import ActionRequestModel, compose, with_action_r
 from lion_nb.operations.instruction import context_list as _context_list
 from lion_nb.operations.jsonx import extract_json
 from lion_nb.operations.types import ChatParam, ParseParam, RunParam
+from lion_nb.session.port import BranchPort
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
@@ -61,19 +64,19 @@ _CHAT_FIELDS = (
 _FAILED = object()  # the reply did not validate
 
 
-def _model_is_cli(branch: Branch, chat_model: iModel | None) -> bool:
+def _model_is_cli(port: BranchPort, chat_model: iModel | None) -> bool:
     if chat_model is not None:
         return bool(getattr(chat_model, "is_cli", False))
     try:
-        return bool(getattr(branch.chat_model, "is_cli", False))
+        return bool(getattr(port.chat_model, "is_cli", False))
     except ConfigurationError:  # no model at all: a custom Middle may not need one
         return False
 
 
-def unseen_tool_results(branch: Branch) -> list[dict[str, Any]]:
+def unseen_tool_results(port: BranchPort) -> list[dict[str, Any]]:
     """Results ``act`` recorded after the model's last turn (a CLI agent has not seen them)."""
     found: list[dict[str, Any]] = []
-    for message in reversed(list(branch.messages)):
+    for message in reversed(list(port.messages)):
         if not isinstance(message, ActionRequest | ActionResponse):
             break
         if isinstance(message, ActionResponse) and message.metadata.get("source") == SOURCE:
@@ -88,13 +91,13 @@ def unseen_tool_results(branch: Branch) -> list[dict[str, Any]]:
     return found[::-1]
 
 
-def _exchange_tool_calls(branch: Branch, new_ids: set[Any]) -> tuple[bool, list[ActionRequest]]:
+def _exchange_tool_calls(port: BranchPort, new_ids: set[Any]) -> tuple[bool, list[ActionRequest]]:
     """Whether this exchange's replies carried native tool calls, and those not yet answered
     in the branch (an adapter may have executed some itself)."""
-    answered = {m.call_id for m in branch.messages if isinstance(m, ActionRequest) and m.call_id}
+    answered = {m.call_id for m in port.messages if isinstance(m, ActionRequest) and m.call_id}
     any_calls = False
     out: list[ActionRequest] = []
-    for message in branch.messages:
+    for message in port.messages:
         if message.id not in new_ids or not isinstance(message, AssistantResponse):
             continue
         for call in message.metadata.get("tool_calls") or []:
@@ -115,7 +118,7 @@ def _exchange_tool_calls(branch: Branch, new_ids: set[Any]) -> tuple[bool, list[
 
 
 async def _validate(
-    branch: Branch, raw: Any, fmt: Any, parse_model: iModel | None, retries: int
+    port: BranchPort, raw: Any, fmt: Any, parse_model: iModel | None, retries: int
 ) -> Any:
     """``raw`` as ``fmt`` (a model class or a JSON-schema dict), or ``_FAILED``."""
     from lion_nb.operations.parse import parse
@@ -138,7 +141,7 @@ async def _validate(
         return _FAILED
     param = ParseParam(response_format=fmt, imodel=parse_model, max_retries=retries)
     try:
-        return await parse(branch, raw, param)
+        return await parse(port, raw, param)
     except ValueError:  # ParseError included
         return _FAILED
 
@@ -183,8 +186,152 @@ def _declares_sequential(result: Any) -> bool:
     return isinstance(result, dict) and result.get("action_strategy") == "sequential"
 
 
+@dataclass(slots=True)
+class _Plan:
+    """What ``operate``'s keywords decide before the exchange."""
+
+    chat_param: ChatParam
+    exchange: Any  # the Middle
+    builtin: bool  # communicate / run_and_collect (they take the port)
+    request_fmt: Any
+    response_type: Any
+    actions: bool
+    retries: int
+    strategy: Literal["concurrent", "sequential"]
+    action_timeout: float | None
+
+
+def _retries(kwargs: dict[str, Any]) -> int:
+    retries = kwargs.pop("num_parse_retries", 3)
+    if retries > 5:
+        warnings.warn(
+            f"num_parse_retries={retries} is high; clamped to 5", UserWarning, stacklevel=5
+        )
+        retries = 5
+    return retries
+
+
+def _exchange_context(port: BranchPort, context: Any, schemas: list[Any], is_cli: bool) -> Any:
+    """The instruction's context: a CLI agent gets the tool schemas and unseen results there."""
+    items = _context_list(context)
+    if is_cli:
+        if schemas:
+            items.append({"tools": schemas})
+        if pending := unseen_tool_results(port):
+            items.append({"tool_results": pending})
+    return items or None
+
+
+def _plan(
+    port: BranchPort,
+    *,
+    guidance: Any,
+    context: Any,
+    chat_model: iModel | None,
+    response_format: Any,
+    actions: bool,
+    reason: bool,
+    tools: Any,
+    middle: Middle | None,
+    persist_kw: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> _Plan:
+    """Pop operate's own keywords from ``kwargs`` (the rest are model options), compose the
+    schema, pick the parameter class and the Middle."""
+    chat_kw = {k: kwargs.pop(k) for k in _CHAT_FIELDS if k in kwargs}
+    extra_schemas = list(kwargs.pop("tool_schemas", None) or [])
+    persist_kw["snapshot_dir"] = kwargs.pop("snapshot_dir", None)
+    retries = _retries(kwargs)
+    strategy = kwargs.pop("action_strategy", "concurrent")
+    action_timeout = kwargs.pop("action_timeout", None)
+
+    actions = bool(actions or (tools is not None and tools is not False))
+    offered = port.tools.resolve(tools) if actions else []
+    request_fmt, response_type = compose(response_format, reason=reason, actions=actions)
+    schemas = [t.schema for t in offered] + extra_schemas
+    is_cli = _model_is_cli(port, chat_model)
+    persist = persist_kw["stream_persist"] or any(
+        persist_kw[k] is not None for k in ("persist_dir", "snapshot_dir")
+    )
+    param_kw: dict[str, Any] = dict(
+        guidance=guidance,
+        context=_exchange_context(port, context, schemas, is_cli),
+        response_format=request_fmt,
+        tool_schemas=schemas or None,
+        imodel=chat_model,
+        imodel_kw=kwargs or None,
+        **chat_kw,
+    )
+    streamed = is_cli or persist
+    chat_param = RunParam(**param_kw, **persist_kw) if streamed else ChatParam(**param_kw)
+    exchange: Any = middle
+    if exchange is None:
+        if streamed:
+            from lion_nb.operations.run import run_and_collect as exchange
+        else:
+            from lion_nb.operations.communicate import communicate as exchange
+    return _Plan(
+        chat_param=chat_param,
+        exchange=exchange,
+        builtin=middle is None,
+        request_fmt=request_fmt,
+        response_type=response_type,
+        actions=actions,
+        retries=retries,
+        strategy=strategy,
+        action_timeout=action_timeout,
+    )
+
+
+async def _interpret_reply(
+    port: BranchPort, plan: _Plan, raw: Any, tool_turn: bool, parse_model: iModel | None
+) -> Any:
+    """The exchange's reply validated against the composed schema, or ``_FAILED``."""
+    text_has_json = True
+    if tool_turn and isinstance(raw, str):
+        try:
+            extract_json(raw)
+        except ValueError:
+            text_has_json = False  # a tool-calling turn: nothing to parse, nothing to repair
+    result: Any = _FAILED
+    if raw is not None and text_has_json:
+        retries = 0 if tool_turn else plan.retries
+        result = await _validate(port, raw, plan.request_fmt, parse_model, retries)
+    if result is _FAILED and tool_turn:
+        result = _defaults_of(plan.request_fmt)
+    return result
+
+
+def _merge_requests(result: Any, native: list[ActionRequest]) -> tuple[Any, list[Any]]:
+    """The calls to run (native ones first, then structured ones not already among them),
+    and ``result`` with every requested call in its ``action_requests``."""
+    seen = {(r.function, repr(r.arguments)) for r in native}
+    structured = [
+        r for r in _structured_requests(result) if (r.function, repr(r.arguments)) not in seen
+    ]
+    requests: list[Any] = list(native)
+    requests += [{"function": r.function, "arguments": r.arguments} for r in structured]
+    merged = [
+        ActionRequestModel(function=r.function, arguments=r.arguments) for r in native
+    ] + structured
+    if isinstance(result, BaseModel):
+        return result.model_copy(update={"action_requests": merged}), requests
+    return {**result, "action_requests": [r.model_dump() for r in merged]}, requests
+
+
+def _unparsed(plan: _Plan, raw: Any, handle_validation: HandleValidation) -> Any:
+    if handle_validation == "raise":
+        name = getattr(plan.request_fmt, "__name__", "the requested schema")
+        raise ParseError(
+            f"could not parse the response into {name}",
+            target=plan.request_fmt,
+            raw=raw if isinstance(raw, str) else repr(raw),
+        )
+    return None if handle_validation == "return_none" else raw
+
+
 async def operate(
-    branch: Branch,
+    branch: Branch | BranchPort,
     *,
     instruction: Any = None,
     guidance: Any = None,
@@ -214,125 +361,61 @@ async def operate(
         raise ValueError(
             f"handle_validation must be raise/return_value/return_none, not {handle_validation!r}"
         )
-    chat_kw = {k: kwargs.pop(k) for k in _CHAT_FIELDS if k in kwargs}
-    extra_schemas = list(kwargs.pop("tool_schemas", None) or [])
-    snapshot_dir = kwargs.pop("snapshot_dir", None)
-    retries = kwargs.pop("num_parse_retries", 3)
-    if retries > 5:
-        warnings.warn(
-            f"num_parse_retries={retries} is high; clamped to 5", UserWarning, stacklevel=3
-        )
-        retries = 5
-    strategy = kwargs.pop("action_strategy", "concurrent")
-    action_timeout = kwargs.pop("action_timeout", None)
-
-    actions = bool(actions or (tools is not None and tools is not False))
-    offered = branch.tools.resolve(tools) if actions else []
-    request_fmt, response_type = compose(response_format, reason=reason, actions=actions)
-    schemas = [t.schema for t in offered] + extra_schemas
-
-    is_cli = _model_is_cli(branch, chat_model)
-    context_items = _context_list(context)
-    if is_cli:
-        if schemas:
-            context_items.append({"tools": schemas})
-        if pending := unseen_tool_results(branch):
-            context_items.append({"tool_results": pending})
-    persist = stream_persist or persist_dir is not None or snapshot_dir is not None
-    param_cls = RunParam if (is_cli or persist) else ChatParam
-    param_kw: dict[str, Any] = dict(
+    port = BranchPort.of(branch)
+    plan = _plan(
+        port,
         guidance=guidance,
-        context=context_items or None,
-        response_format=request_fmt,
-        tool_schemas=schemas or None,
-        imodel=chat_model,
-        imodel_kw=kwargs or None,
-        **chat_kw,
+        context=context,
+        chat_model=chat_model,
+        response_format=response_format,
+        actions=actions,
+        reason=reason,
+        tools=tools,
+        middle=middle,
+        persist_kw={"stream_persist": stream_persist, "persist_dir": persist_dir},
+        kwargs=kwargs,
     )
-    if param_cls is RunParam:
-        param_kw.update(
-            stream_persist=stream_persist, persist_dir=persist_dir, snapshot_dir=snapshot_dir
-        )
-    chat_param = param_cls(**param_kw)
-
-    exchange: Any = middle
-    if exchange is None:
-        if is_cli or persist:
-            from lion_nb.operations.run import run_and_collect as exchange
-        else:
-            from lion_nb.operations.communicate import communicate as exchange
-
-    before = set(branch.progression)
-    own_model = branch._chat_model  # restored below, see the module doc
-    try:
-        raw = await exchange(
-            branch,
-            instruction,
-            chat_param,
-            None,
-            clear_messages=clear_messages,
-            skip_validation=skip_validation,
-        )
-    finally:
-        if chat_model is not None and branch._chat_model is not own_model:
-            branch.chat_model = own_model  # type: ignore[assignment]
+    before = set(port.messages.progression)
+    # a per-call chat_model applies to this call only: the port for the exchange never lets
+    # run() adopt it; a custom Middle is user code and gets the branch itself
+    target = port.for_call(chat_model=chat_model) if plan.builtin else port.branch
+    raw = await plan.exchange(
+        target,
+        instruction,
+        plan.chat_param,
+        None,
+        clear_messages=clear_messages,
+        skip_validation=skip_validation,
+    )
     if skip_validation:
         return raw
-
     tool_turn = False
     native: list[ActionRequest] = []
-    if actions:
-        new_ids = {i for i in branch.progression if i not in before}
-        tool_turn, native = _exchange_tool_calls(branch, new_ids)
-    if request_fmt is None:
+    if plan.actions:
+        new_ids = {i for i in port.messages.progression if i not in before}
+        tool_turn, native = _exchange_tool_calls(port, new_ids)
+    if plan.request_fmt is None:
         return raw
-
-    result: Any = _FAILED
-    text_has_json = True
-    if tool_turn and isinstance(raw, str):
-        try:
-            extract_json(raw)
-        except ValueError:
-            text_has_json = False  # a tool-calling turn: nothing to parse, nothing to repair
-    if raw is not None and text_has_json:
-        result = await _validate(branch, raw, request_fmt, parse_model, 0 if tool_turn else retries)
-    if result is _FAILED and tool_turn:
-        result = _defaults_of(request_fmt)
-
+    result = await _interpret_reply(port, plan, raw, tool_turn, parse_model)
     requests: list[Any] = list(native)
-    if actions and result is not _FAILED:
-        seen = {(r.function, repr(r.arguments)) for r in native}
-        structured = [
-            r for r in _structured_requests(result) if (r.function, repr(r.arguments)) not in seen
-        ]
-        requests += [{"function": r.function, "arguments": r.arguments} for r in structured]
-        merged = [
-            ActionRequestModel(function=r.function, arguments=r.arguments) for r in native
-        ] + structured
-        if isinstance(result, BaseModel):
-            result = result.model_copy(update={"action_requests": merged})
-        else:
-            result = {**result, "action_requests": [r.model_dump() for r in merged]}
-
+    if plan.actions and result is not _FAILED:
+        result, requests = _merge_requests(result, native)
     responses = []
-    if actions and invoke_actions and requests:
+    if plan.actions and invoke_actions and requests:
+        strategy = plan.strategy
         if strategy == "concurrent" and _declares_sequential(result):
             strategy = "sequential"  # a turn may narrow its own batch, never widen it
         responses = await act(
-            branch, requests, strategy=strategy, suppress_errors=True, action_timeout=action_timeout
+            port,
+            requests,
+            strategy=strategy,
+            suppress_errors=True,
+            action_timeout=plan.action_timeout,
         )
-
     if result is _FAILED:
-        if handle_validation == "raise":
-            name = getattr(request_fmt, "__name__", "the requested schema")
-            raise ParseError(
-                f"could not parse the response into {name}",
-                target=request_fmt,
-                raw=raw if isinstance(raw, str) else repr(raw),
-            )
-        return None if handle_validation == "return_none" else raw
-    if actions:
-        if isinstance(result, BaseModel):
-            return with_action_responses(result, response_type, responses)
-        return {**result, "action_responses": [r.model_dump() for r in responses]}
-    return result
+        return _unparsed(plan, raw, handle_validation)
+    if not plan.actions:
+        return result
+    if isinstance(result, BaseModel):
+        return with_action_responses(result, plan.response_type, responses)
+    return {**result, "action_responses": [r.model_dump() for r in responses]}

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from lion_nb.errors import ParseError
 from lion_nb.operations.jsonx import extract_json, fuzzy_keys
 from lion_nb.operations.types import ChatParam, ParseParam
+from lion_nb.session.port import BranchPort
 from lion_nb.signals import ParseAttempt
 
 if TYPE_CHECKING:
@@ -54,9 +55,10 @@ def _errors_of(exc: Exception) -> list[dict[str, Any]]:
     return [{"loc": [], "msg": str(exc), "type": type(exc).__name__}]
 
 
-async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
+async def parse(branch: Branch | BranchPort, text: str, parse_param: ParseParam) -> Any:
     from lion_nb.operations.chat import chat
 
+    port = BranchPort.of(branch)
     fmt = parse_param.response_format
     if fmt is None:
         raise ValueError("parse needs a response_format (a pydantic model or a JSON schema)")
@@ -69,9 +71,9 @@ async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
             value = parse_locally(candidate, fmt, parse_param)
         except ValueError as exc:
             error = last_error = exc
-        branch._emit(
+        port.emit(
             ParseAttempt(
-                branch_id=branch.id,
+                branch_id=port.id,
                 attempt=attempt,
                 raw=candidate,
                 ok=error is None,
@@ -90,10 +92,10 @@ async def parse(branch: Branch, text: str, parse_param: ParseParam) -> Any:
             context=[text],
             response_format=fmt,
             progression=[],
-            imodel=parse_param.imodel or branch.parse_model,
+            imodel=parse_param.imodel or port.parse_model,
             imodel_kw=parse_param.imodel_kw,
         )
-        candidate = await chat(branch, "Convert to the requested JSON.", repair)
+        candidate = await chat(port, "Convert to the requested JSON.", repair)
     if parse_param.handle_validation == "return_value":
         return text
     if parse_param.handle_validation == "return_none":

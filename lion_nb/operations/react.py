@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from lion_nb.operations.operate import operate
 from lion_nb.operations.react_models import Analysis, ReActAnalysis
 from lion_nb.session.lifecycle import current_run_id
+from lion_nb.session.port import BranchPort
 from lion_nb.signals import RoundEnd, RoundStart
 
 if TYPE_CHECKING:
@@ -79,18 +80,18 @@ def _as_text(instruction: Any) -> str:
 
 
 async def _round(
-    branch: Branch, number: int, final: bool, **operate_kw: Any
+    port: BranchPort, number: int, final: bool, **operate_kw: Any
 ) -> tuple[Any, bool | None]:
     """One round through ``operate``, between RoundStart and RoundEnd."""
     run_id = current_run_id.get()
-    branch._emit(RoundStart(branch_id=branch.id, run_id=run_id, round=number, final=final))
+    port.emit(RoundStart(branch_id=port.id, run_id=run_id, round=number, final=final))
     started = time.perf_counter()
     try:
-        out = await operate(branch, **operate_kw)
+        out = await operate(port, **operate_kw)
     except BaseException as exc:
-        branch._emit(
+        port.emit(
             RoundEnd(
-                branch_id=branch.id,
+                branch_id=port.id,
                 run_id=run_id,
                 round=number,
                 final=final,
@@ -100,9 +101,9 @@ async def _round(
         )
         raise
     more = None if final else needs_extension(out)
-    branch._emit(
+    port.emit(
         RoundEnd(
-            branch_id=branch.id,
+            branch_id=port.id,
             run_id=run_id,
             round=number,
             final=final,
@@ -114,7 +115,7 @@ async def _round(
 
 
 async def ReActStream(  # the ADR's name
-    branch: Branch,
+    branch: Branch | BranchPort,
     instruction: Any = None,
     *,
     guidance: Any = None,
@@ -139,6 +140,7 @@ async def ReActStream(  # the ADR's name
     """Yield each analysis round's result, then the final answer object (``Analysis`` unless
     ``response_format`` was given). Emits no run lifecycle (the facade owns it). Extra
     keywords go to every round's ``operate`` (model options such as temperature)."""
+    port = BranchPort.of(branch)
     extensions = clamp_extensions(max_extensions)
     text = _as_text(instruction)
     if interpret:
@@ -146,14 +148,14 @@ async def ReActStream(  # the ADR's name
         from lion_nb.operations.types import ChatParam
 
         rewritten = await rewrite(
-            branch,
+            port,
             text,
             ChatParam(imodel=interpret_model),
             domain=interpret_domain,
             style=interpret_style,
         )
         text = f"{text}\n\nInterpreted instruction: {rewritten}"
-    offered = branch.tools.resolve(tools)
+    offered = port.tools.resolve(tools)
     common: dict[str, Any] = dict(
         chat_model=chat_model,
         parse_model=parse_model,
@@ -174,7 +176,7 @@ async def ReActStream(  # the ADR's name
         first += "\n\n" + ReActAnalysis.FIRST_EXT_PROMPT.format(extensions=extensions)
     number = 1
     analysis, more = await _round(
-        branch,
+        port,
         number,
         False,
         instruction=first.strip(),
@@ -188,11 +190,11 @@ async def ReActStream(  # the ADR's name
     while extension_allowed and remaining > 0 and more:
         number += 1
         prompt = ReActAnalysis.CONTINUE_EXT_PROMPT.format(extensions=remaining)
-        analysis, more = await _round(branch, number, False, instruction=prompt, **analysis_kw)
+        analysis, more = await _round(port, number, False, instruction=prompt, **analysis_kw)
         remaining -= 1
         yield analysis
     final, _ = await _round(
-        branch,
+        port,
         number + 1,
         True,
         instruction=ReActAnalysis.ANSWER_PROMPT.format(instruction=text),
@@ -203,7 +205,7 @@ async def ReActStream(  # the ADR's name
 
 
 async def ReAct(  # the ADR's name
-    branch: Branch,
+    branch: Branch | BranchPort,
     instruction: Any = None,
     *,
     max_extensions: int | None = 3,

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, Field
 
 from lion_nb.operations.operate import operate
+from lion_nb.session.lifecycle import observed_run
+from lion_nb.session.port import BranchPort
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -105,7 +107,7 @@ def _names_in_text(text: str, names: list[str]) -> list[str]:
 
 
 async def _select(
-    branch: Branch,
+    branch: BranchPort,
     instruction: Any,
     table: dict[str, Any],
     max_num_selections: int,
@@ -135,7 +137,7 @@ async def _select(
 
 
 async def select(
-    branch: Branch,
+    branch: Branch | BranchPort,
     instruction: Any = None,
     choices: Any = None,
     *,
@@ -145,6 +147,7 @@ async def select(
 ) -> SelectionModel:
     """Ask the model to choose; other keywords go to ``operate`` (guidance, chat_model, ...)."""
     table = choice_table(choices)  # bad choices fail before the run starts
-    return await branch._observed_run(
-        "select", _select(branch, instruction, table, max_num_selections, context, operate_kw)
+    port = BranchPort.of(branch)
+    return await observed_run(
+        port, "select", _select(port, instruction, table, max_num_selections, context, operate_kw)
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lion_nb.operations.manager import OperationManager
 from lion_nb.progression import Messages, Progression
-from lion_nb.signals import MessageAdded, Observers, Signal, StreamDelta, observe_decorator
+from lion_nb.signals import MessageAdded, Observers, Signal, observe_decorator
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from lion_nb.messages import AssistantResponse, Instruction, RoledMessage, System
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.types import ChatParam, Middle
+    from lion_nb.session.port import BranchPort
     from lion_nb.session.session import Session
     from lion_nb.session.tools import ToolRegistry
 
@@ -64,7 +65,6 @@ class Branch:
         self._operation_manager = OperationManager()
         self.session: Session | None = None
         self.context_providers: list[Callable[..., Any]] = []
-        self._injected_context: list[Any] | None = None
         self.metadata: dict[str, Any] = {}
         if system is not None:
             if isinstance(system, str):
@@ -102,6 +102,11 @@ class Branch:
         self._chat_model = model
 
     @property
+    def chat_model_or_none(self) -> iModel | None:
+        """The model given or resolved so far, without resolving one from the environment."""
+        return self._chat_model
+
+    @property
     def parse_model(self) -> iModel:
         return self._parse_model if self._parse_model is not None else self.chat_model
 
@@ -129,6 +134,11 @@ class Branch:
         self._emit(MessageAdded(branch_id=self.id, message=message))
         return message
 
+    def restore_message(self, message: RoledMessage) -> None:
+        """Put back a message recorded before (a snapshot, an export, a recovered stream):
+        appended without ``MessageAdded``, since nothing new happened."""
+        self._messages._append(message)
+
     async def a_add_message(self, message: RoledMessage) -> RoledMessage:
         """The asynchronous message path (ADR D3); async observers are drained at run end."""
         return self.add_message(message)
@@ -144,8 +154,21 @@ class Branch:
         With no types, every signal. Returns the handler."""
         return observe_decorator(self._observers.subscribe, signal_types, handler)
 
+    def unobserve(self, handler: Callable[[Signal], Any]) -> bool:
+        """Stop calling ``handler`` (every subscription it has here); False if it had none."""
+        return self._observers.unsubscribe(handler)
+
     def unobserve_all(self) -> None:
-        self._observers = Observers()
+        """Remove every handler added with ``observe``. Subscriptions held by open views
+        (``subscribe``) stay: a view detaches itself when it closes."""
+        self._observers.clear()
+
+    def subscribe(
+        self, types: tuple[type[Signal], ...], handler: Callable[[Signal], Any]
+    ) -> Callable[[], None]:
+        """A subscription its holder ends by calling the returned function (what views use);
+        ``unobserve_all()`` leaves it in place."""
+        return self._observers.subscribe(tuple(types), handler, held=True)
 
     def _emit(self, signal: Signal) -> None:
         if self._observers:
@@ -158,36 +181,16 @@ class Branch:
         if self.session is not None:
             await self.session._observers.drain()
 
-    def delta_sink(self, message_id: uuid.UUID):
-        """A callback that turns provider deltas into ``StreamDelta`` signals for the message
-        that will be recorded under ``message_id``; it keeps the running snapshot per kind."""
-        from lion_nb.signals import TextAccumulator
+    def _emit_if_observed(self, build: Callable[[], Signal]) -> None:
+        """Emit the signal ``build`` makes, building it only if someone listens (per token)."""
+        if self._observers or (self.session is not None and self.session._observers):
+            self._emit(build())
 
-        parts: dict[str, TextAccumulator] = {}
+    def port(self) -> BranchPort:
+        """What an operation may do with this branch (see ``lion_nb.session.port``)."""
+        from lion_nb.session.port import BranchPort
 
-        def sink(
-            kind: Any, delta: str, *, name: str | None = None, call_id: str | None = None
-        ) -> None:
-            key = kind if kind != "tool_args" else f"tool_args:{call_id}"
-            acc = parts.get(key)
-            if acc is None:
-                acc = parts[key] = TextAccumulator()
-            acc.append(delta)
-            if self._observers or (self.session is not None and self.session._observers):
-                self._emit(
-                    StreamDelta(
-                        branch_id=self.id,
-                        message_id=message_id,
-                        kind=kind,
-                        delta=delta,
-                        source=acc,
-                        length=acc.length,
-                        name=name,
-                        call_id=call_id,
-                    )
-                )
-
-        return sink
+        return BranchPort(self)
 
     # ----- operations registry (ADR D2) ---------------------------------------------------
     def get_operation(self, operation: str) -> Callable[..., Any] | None:
@@ -197,9 +200,10 @@ class Branch:
         return self._operation_manager.registry.get(operation)
 
     async def _observed_run(self, operation: str, coro: Any) -> Any:
+        """The verbs' one lifecycle mechanism (``session/lifecycle.py``) around ``coro``."""
         from lion_nb.session.lifecycle import observed_run
 
-        return await observed_run(self, operation, coro)
+        return await observed_run(self.port(), operation, coro)
 
     # ----- verbs --------------------------------------------------------------------------
     def _chat_param(self, **kw: Any) -> ChatParam:
@@ -571,11 +575,12 @@ class Branch:
         from lion_nb.operations.react import ReActStream
         from lion_nb.session.lifecycle import observed_stream
 
+        port = self.port()
         stream = observed_stream(
-            self,
+            port,
             "ReActStream",
             ReActStream(
-                self,
+                port,
                 instruction,
                 tools=tools,
                 response_format=response_format,

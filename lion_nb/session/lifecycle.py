@@ -1,6 +1,8 @@
-"""Run lifecycle ownership (ADR D4).
+"""Run lifecycle ownership (ADR D4): the one mechanism every verb that owns a run uses.
 
-The wrapper that owns an exchange emits ``RunStart`` and exactly one terminal signal. A
+``observed_run`` wraps a coroutine (communicate, operate, ReAct, select); ``observed_stream``
+wraps an async generator for its whole iteration (run, ReActStream). The wrapper that owns an
+exchange emits ``RunStart`` and exactly one terminal signal. A
 task-scoped ContextVar holds the ids of branches whose run is active in this task; a nested
 wrapper on the same branch (communicate inside operate, turns inside ReAct) stays silent, while a
 concurrent task on the same branch (which has its own context) is not suppressed.
@@ -14,9 +16,10 @@ finalised later in another context cannot silence the branch's future runs.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -25,7 +28,9 @@ from lion_nb.signals import RunEnd, RunFailed, RunStart
 from lion_nb.usage import RunUsage, current_run_usage
 
 if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
+    from lion_nb.session.port import BranchPort
+
+logger = logging.getLogger(__name__)
 
 _active_runs: ContextVar[frozenset[uuid.UUID]] = ContextVar(
     "lion_nb_active_runs", default=frozenset()
@@ -33,12 +38,12 @@ _active_runs: ContextVar[frozenset[uuid.UUID]] = ContextVar(
 current_run_id: ContextVar[uuid.UUID | None] = ContextVar("lion_nb_run_id", default=None)
 
 
-def lifecycle_suppressed(branch: Branch) -> bool:
+def lifecycle_suppressed(branch: BranchPort) -> bool:
     return branch.id in _active_runs.get()
 
 
 @contextmanager
-def suppress_lifecycle(branch: Branch) -> Iterator[None]:
+def suppress_lifecycle(branch: BranchPort) -> Iterator[None]:
     """Mark ``branch`` as running in this task: nested wrappers emit nothing."""
     token = _active_runs.set(_active_runs.get() | {branch.id})
     try:
@@ -52,7 +57,7 @@ class RunTracker:
 
     __slots__ = ("branch", "done", "operation", "run_id", "started", "usage")
 
-    def __init__(self, branch: Branch, operation: str) -> None:
+    def __init__(self, branch: BranchPort, operation: str) -> None:
         self.branch = branch
         self.operation = operation
         self.run_id = uuid.uuid4()
@@ -61,7 +66,7 @@ class RunTracker:
         self.done = False
 
     def start(self) -> None:
-        self.branch._emit(
+        self.branch.emit(
             RunStart(branch_id=self.branch.id, run_id=self.run_id, operation=self.operation)
         )
 
@@ -85,7 +90,7 @@ class RunTracker:
             return
         self.done = True
         u = self.usage
-        self.branch._emit(
+        self.branch.emit(
             RunEnd(
                 branch_id=self.branch.id,
                 run_id=self.run_id,
@@ -103,7 +108,7 @@ class RunTracker:
         if self.done:
             return
         self.done = True
-        self.branch._emit(
+        self.branch.emit(
             RunFailed(
                 branch_id=self.branch.id,
                 run_id=self.run_id,
@@ -114,7 +119,7 @@ class RunTracker:
         )
 
 
-async def observed_run(branch: Branch, operation: str, coro: Awaitable[Any]) -> Any:
+async def observed_run(branch: BranchPort, operation: str, coro: Awaitable[Any]) -> Any:
     """Await ``coro`` under one lifecycle: RunStart, then RunEnd(result) or RunFailed(error)
     (re-raised). Message signals are drained first. Cancellation is a stopped RunEnd."""
     if lifecycle_suppressed(branch):
@@ -128,19 +133,26 @@ async def observed_run(branch: Branch, operation: str, coro: Awaitable[Any]) -> 
         tracker.end(None, stopped=True)
         raise
     except BaseException as exc:
-        await branch._drain()
+        await branch.drain()
         tracker.fail(exc)
         raise
-    await branch._drain()
+    await branch.drain()
     tracker.end(result)
     return result
 
 
 async def observed_stream(
-    branch: Branch, operation: str, stream: AsyncGenerator[Any, None]
+    branch: BranchPort,
+    operation: str,
+    stream: AsyncGenerator[Any, None],
+    result: Callable[[], Any] | None = None,
 ) -> AsyncGenerator[Any, None]:
-    """Re-yield ``stream`` under one lifecycle for the whole iteration. A consumer that stops
-    early (``break``, ``aclose()``) or is cancelled ends the run with ``RunEnd(stopped=True)``."""
+    """Re-yield ``stream`` under one lifecycle for the whole iteration. ``RunStart`` comes
+    with the first ``anext`` (closing an unstarted stream emits nothing). A consumer that stops
+    early (``break``, ``aclose()``) or is cancelled ends the run with ``RunEnd(stopped=True)``
+    once ``stream`` has closed (its own cleanup runs first). ``RunEnd.result`` is
+    ``result()`` when given, else the last item. Nested on a branch that is already running
+    in this task, it only re-yields."""
     if lifecycle_suppressed(branch):
         try:
             async for item in stream:
@@ -162,12 +174,28 @@ async def observed_stream(
             yield item
     except (GeneratorExit, asyncio.CancelledError):
         with tracker.step():
-            await stream.aclose()
-        tracker.end(None, stopped=True)
+            await _close_quietly(stream)
+        await _drain_quietly(branch)
+        tracker.end(result() if result is not None else None, stopped=True)
         raise
     except BaseException as exc:
-        await branch._drain()
+        await _drain_quietly(branch)
         tracker.fail(exc)
         raise
-    await branch._drain()
-    tracker.end(last)
+    await branch.drain()
+    tracker.end(result() if result is not None else last)
+
+
+async def _close_quietly(stream: AsyncGenerator[Any, None]) -> None:
+    """Close ``stream`` while stopping; its failure is logged, never replaces the stop."""
+    try:
+        await stream.aclose()
+    except Exception as exc:
+        logger.warning("closing a stopped stream failed: %r", exc, exc_info=exc)
+
+
+async def _drain_quietly(branch: BranchPort) -> None:
+    try:
+        await branch.drain()
+    except Exception as exc:  # an observer's failure never replaces the run's outcome
+        logger.warning("draining observers failed: %r", exc, exc_info=exc)

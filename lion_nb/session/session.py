@@ -141,6 +141,20 @@ class Session:
         """Like ``Branch.observe``, for every branch in the session."""
         return observe_decorator(self._observers.subscribe, signal_types, handler)
 
+    def unobserve(self, handler: Callable[[Signal], Any]) -> bool:
+        """Stop calling ``handler``; False if it was not observing this session."""
+        return self._observers.unsubscribe(handler)
+
+    def unobserve_all(self) -> None:
+        """Remove every ``observe`` handler; subscriptions held by open views stay."""
+        self._observers.clear()
+
+    def subscribe(
+        self, types: tuple[type[Signal], ...], handler: Callable[[Signal], Any]
+    ) -> Callable[[], None]:
+        """A held subscription (see ``Branch.subscribe``); call the result to end it."""
+        return self._observers.subscribe(tuple(types), handler, held=True)
+
     def __repr__(self) -> str:
         return f"<Session {self.name or str(self.id)[:8]} branches={len(self.branches)}>"
 

@@ -1,5 +1,5 @@
 import pytest
-from helpers_core import kinds, recording_branch, scripted
+from helpers_core import held_outside_messages, kinds, recording_branch, scripted
 
 from lion_nb import Branch
 from lion_nb.errors import ExecutionError, ServerError
@@ -52,7 +52,7 @@ async def test_failed_call_raises_execution_error_and_clears_injection():
     branch.context_providers.append(lambda b, ins: {"memory": "likes tea"})
     with pytest.raises(ExecutionError, match="boom"):
         await branch.chat("x")
-    assert branch._injected_context is None
+    assert not held_outside_messages(branch, "likes tea")
     assert len(branch.messages) == 0
 
 
@@ -72,7 +72,7 @@ async def test_context_providers_inject_context_for_the_call():
     ins, _ = await branch.chat("hi", return_ins_res_message=True)
     assert ins.context == [{"memory": "likes tea"}]
     assert "likes tea" in model.provider.requests[0].messages[-1]["content"]
-    assert branch._injected_context is None
+    assert not held_outside_messages(branch, "likes tea")
 
 
 async def test_progression_selects_the_history_sent():

@@ -21,7 +21,7 @@ from helpers.chunk_provider import (
     tool_use,
     use_chunk_provider,
 )
-from helpers_core import kinds
+from helpers_core import held_outside_messages, kinds
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import (
@@ -171,7 +171,7 @@ async def test_context_injection_slot_is_cleared_even_when_the_stream_fails():
     branch.context_providers.append(lambda b, ins: "injected fact")
     with pytest.raises(ServerError):
         await collect(branch.run("x"))
-    assert branch._injected_context is None
+    assert not held_outside_messages(branch, "injected fact")
     assert "injected fact" in branch.messages[0].context
 
 
