@@ -1,237 +1,14 @@
-"""Structured results as a tree table, validation errors per field, and parse attempts.
-
-``tree_rows`` flattens a value (a pydantic model, dicts, lists, scalars; or the partial root of
-a streaming reply) into rows with a path, depth, type and value; a model type adds its declared
-fields that have not arrived yet as pending rows. ``tree_html``, ``errors_html`` and
-``attempts_html`` render them; all text is escaped.
-"""
+"""Structured results as HTML: the tree table of ``viewmodels.parse_tree.tree_rows``, validation
+errors per field, and the parse attempts; all text is escaped."""
 
 from __future__ import annotations
 
-import html
-import json
-import types
-import typing
-from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from lion_nb.render.escape import escape as _e
+from lion_nb.viewmodels.parse_tree import Path, TreeRow
 
-from lion_nb.render.text import visible_controls
-
-__all__ = [
-    "TreeRow",
-    "attempts_html",
-    "errors_by_path",
-    "errors_html",
-    "tree_html",
-    "tree_rows",
-    "type_name",
-]
-
-Path = tuple[Any, ...]
-MAX_ROWS = 2000  # a huge result shows its first rows and says how many were left out
-MAX_VALUE_CHARS = 2000
-
-
-def _e(value: Any) -> str:
-    return html.escape(visible_controls(str(value)), quote=True)
-
-
-@dataclass(frozen=True, slots=True)
-class TreeRow:
-    path: Path
-    depth: int
-    key: str
-    type: str
-    value: str | None  # a leaf's display text; None for containers and pending fields
-    kind: str  # "leaf" | "object" | "list" | "pending" | "partial" | "more"
-    status: str = ""  # "" | "ok" | "invalid" | "pending" | "streaming"
-    errors: list[str] = field(default_factory=list)
-
-
-def type_name(annotation: Any) -> str:
-    """``list[Item]``, ``str | None``, ``Item`` — readable, without ``typing.``."""
-    if annotation is None or annotation is type(None):
-        return "None"
-    origin = typing.get_origin(annotation)
-    if origin is None:
-        return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
-    args = typing.get_args(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return " | ".join(type_name(a) for a in args)
-    if origin is typing.Literal:
-        return "Literal[" + ", ".join(repr(a) for a in args) + "]"
-    if origin is typing.Annotated:
-        return type_name(args[0])
-    name = getattr(origin, "__name__", str(origin))
-    return f"{name}[{', '.join(type_name(a) for a in args)}]" if args else name
-
-
-def _value_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return type(value).__name__
-
-
-def _leaf_text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > MAX_VALUE_CHARS:
-        text = text[:MAX_VALUE_CHARS] + f"… ({len(text):,} chars)"
-    return text
-
-
-def errors_by_path(errors: list[dict[str, Any]] | None) -> dict[Path, list[str]]:
-    """pydantic-style errors (``loc``, ``msg``) grouped by their location."""
-    out: dict[Path, list[str]] = {}
-    for err in errors or ():
-        out.setdefault(tuple(err.get("loc") or ()), []).append(str(err.get("msg", "")))
-    return out
-
-
-def _model_fields(annotation: Any) -> dict[str, Any] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {(f.alias or name): f.annotation for name, f in annotation.model_fields.items()}
-    return None
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``X | None`` -> ``X`` (for walking into the value)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    return annotation
-
-
-def _item_annotation(annotation: Any, key: Any) -> Any:
-    annotation = _unwrap(annotation)
-    fields = _model_fields(annotation)
-    if fields is not None:
-        return fields.get(key)
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin in (list, tuple, set, frozenset) and args:
-        return args[0]
-    if origin is dict and len(args) == 2:
-        return args[1]
-    return None
-
-
-def tree_rows(
-    value: Any,
-    *,
-    model_type: Any = None,
-    errors: dict[Path, list[str]] | None = None,
-    status: dict[Path, str] | None = None,
-    partial: tuple[Path, str] | None = None,
-    max_rows: int = MAX_ROWS,
-) -> list[TreeRow]:
-    """Rows for ``value``. ``model_type`` names expected fields (pending until they arrive);
-    ``status`` marks paths ("ok", "invalid", ...); ``partial`` is a string still streaming."""
-    errors = errors or {}
-    status = status or {}
-    rows: list[TreeRow] = []
-    if isinstance(value, BaseModel):
-        model_type = model_type or type(value)
-        value = value.model_dump(mode="python", by_alias=True)
-
-    def add(row: TreeRow) -> bool:
-        if len(rows) >= max_rows:
-            return False
-        rows.append(row)
-        return True
-
-    def walk(node: Any, annotation: Any, path: Path, depth: int) -> bool:
-        if isinstance(node, BaseModel):
-            annotation = annotation or type(node)
-            node = node.model_dump(mode="python", by_alias=True)
-        if isinstance(node, dict):
-            items: list[tuple[Any, Any]] = list(node.items())
-            expected = _model_fields(_unwrap(annotation)) or {}
-            for key in expected:
-                if key not in node:
-                    items.append((key, _PENDING))
-        elif isinstance(node, list | tuple):
-            items = list(enumerate(node))
-        else:
-            return True
-        for key, child in items:
-            child_path = (*path, key)
-            child_ann = _item_annotation(annotation, key) if annotation is not None else None
-            label = f"[{key}]" if isinstance(key, int) else str(key)
-            tname = type_name(child_ann) if child_ann is not None else _value_type(child)
-            errs = errors.get(child_path, [])
-            st = status.get(child_path, "invalid" if errs else "")
-            if child is _PENDING:
-                partial_text = (
-                    partial[1] if partial is not None and partial[0] == child_path else None
-                )
-                is_partial = partial_text is not None
-                ok = add(
-                    TreeRow(
-                        child_path,
-                        depth,
-                        label,
-                        tname,
-                        partial_text,
-                        "partial" if is_partial else "pending",
-                        "streaming" if is_partial else (st or "pending"),
-                        errs,
-                    )
-                )
-                if not ok:
-                    return False
-                continue
-            if isinstance(child, dict | list | tuple | BaseModel):
-                kind = "list" if isinstance(child, list | tuple) else "object"
-                size = len(child) if not isinstance(child, BaseModel) else None
-                tname = (
-                    tname
-                    if child_ann is not None
-                    else (f"list ({size})" if kind == "list" else "object")
-                )
-                if not add(TreeRow(child_path, depth, label, tname, None, kind, st, errs)):
-                    return False
-                if not walk(child, child_ann, child_path, depth + 1):
-                    return False
-            else:
-                if not add(
-                    TreeRow(child_path, depth, label, tname, _leaf_text(child), "leaf", st, errs)
-                ):
-                    return False
-        return True
-
-    if isinstance(value, dict | list | tuple) or model_type is not None:
-        root = value if value is not None else {}
-        complete = walk(root, model_type, (), 0)
-    else:
-        complete = add(
-            TreeRow(
-                (),
-                0,
-                "value",
-                _value_type(value),
-                _leaf_text(value),
-                "leaf",
-                status.get((), ""),
-                errors.get((), []),
-            )
-        )
-    if not complete:
-        rows.append(TreeRow((), 0, "…", "", f"more rows not shown (limit {max_rows:,})", "more"))
-    return rows
-
-
-class _Pending:
-    def __repr__(self) -> str:
-        return "<pending>"
-
-
-_PENDING = _Pending()
+__all__ = ["attempts_html", "errors_html", "parse_header_html", "parse_view_html", "tree_html"]
 
 _STATUS_MARK = {"ok": "✓", "invalid": "✗", "pending": "…", "streaming": "…"}
 
@@ -309,3 +86,25 @@ def attempts_html(attempts: list[dict[str, Any]] | None) -> str:
             f'<pre class="lion-json">{_e(raw)}</pre></details>{errors_html(errs)}</li>'
         )
     return f'<ol class="lion-parse-attempts">{"".join(items)}</ol>'
+
+
+def parse_header_html(title: str, status: str, detail: str = "") -> str:
+    """The parse view's heading: its title, the status of the parse, why it is not JSON."""
+    return (
+        f'<div class="lion-round-head"><span class="lion-round-title">'
+        f'{_e(title)}</span><span class="lion-status lion-parse-{_e(status)}">'
+        f'{_e(status)}</span><span class="lion-meta">{_e(detail)}</span></div>'
+    )
+
+
+def parse_view_html(
+    header: str,
+    rows: list[TreeRow],
+    errors: list[dict[str, Any]] | None,
+    attempts: list[dict[str, Any]] | None,
+) -> str:
+    """The whole parse view as one fragment (its static fallback)."""
+    return (
+        f'<div class="lion-view lion-parse">{header}'
+        f"{tree_html(rows)}{errors_html(errors)}{attempts_html(attempts)}</div>"
+    )

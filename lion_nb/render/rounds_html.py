@@ -1,7 +1,7 @@
 """ReAct rounds as HTML: one card per round (head with status, time, usage; the instruction;
 the analysis as Markdown; parallel tool calls side by side with their results; the reply still
 streaming), run headings, and the whole view for the static fallback. The view model is
-``render.rounds``; all model and tool text goes through ``html.escape`` or the render layer.
+``viewmodels.rounds``; all model and tool text goes through ``html.escape`` or the render layer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from lion_nb.messages import AssistantResponse
 from lion_nb.render.html import Status, head_html, message_html, streaming_html
 from lion_nb.render.markdown import render_markdown
-from lion_nb.render.rounds import ActionPair, Round, RoundsModel, RunGroup, shown
+from lion_nb.viewmodels.rounds import ActionPair, Round, RoundsModel, RunGroup, shown
 from lion_nb.render.text import format_usage, visible_controls
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "reply_fields",
     "round_html",
     "round_title",
+    "rounds_header_html",
     "rounds_html",
     "run_head_html",
 ]
@@ -145,7 +146,7 @@ def round_html(rnd: Round) -> str:
                 + "</div>"
             )
     for mid, reply in rnd.live.items():
-        thinking = "".join(rnd.live_thinking.get(mid, ()))
+        thinking = rnd.live_thinking[mid].text() if mid in rnd.live_thinking else ""
         status: Status = "streaming"
         if rnd.status in ("stopped", "failed", "done"):
             status = rnd.status  # type: ignore[assignment]
@@ -189,3 +190,21 @@ def rounds_html(model: RoundsModel, *, header: str = "") -> str:
     if not any(shown(g) for g in model.runs):
         parts.append('<div class="lion-meta">No ReAct rounds yet.</div>')
     return f'<div class="lion-view lion-rounds">{"".join(parts)}</div>'
+
+
+def rounds_header_html(title: str, rounds: list[Round]) -> str:
+    """The rounds view's heading: its title, how many rounds, running or not, usage."""
+    running = any(r.status == "running" for r in rounds)
+    usage: dict[str, Any] = {}
+    for rnd in rounds:
+        for k, v in rnd.usage.items():
+            usage[k] = usage.get(k, 0) + v
+    bits = [f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}"]
+    if running:
+        bits.append("running")
+    if usage:
+        bits.append(format_usage(usage))
+    return (
+        f'<div class="lion-round-head"><span class="lion-round-title">{_e(title)}'
+        f'</span><span class="lion-meta">{_e(" · ".join(bits))}</span></div>'
+    )

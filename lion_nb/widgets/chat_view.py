@@ -42,7 +42,6 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.widgets.live import LiveConfig, WidgetKit
-from lion_nb.widgets.style import stylesheet_html
 from lion_nb.widgets.transcript import Transcript
 from lion_nb.widgets.viewbase import StaticFallback
 
@@ -163,7 +162,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
 
         w = ipywidgets
         height_css = f"{height}px" if isinstance(height, int) else height
-        self._style = self._kit.html(stylesheet_html())
+        self._style = self._kit.html(self.style_html())
         # column-reverse keeps the scroll position pinned to the bottom as messages grow
         self._scroller = w.Box(
             children=(self.transcript.box,),

@@ -27,11 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompareView"]
 
-_CSS = (
-    ".lion-compare-head .lion-compare-stats{font-weight:400}"
-    ".lion-compare-view details.lion-compare-prefix{margin:0.3rem 0 0.6rem}"
-    ".lion-compare > div{min-width:0}"
-)
 
 
 def _title(branch: Branch) -> str:
@@ -40,8 +35,6 @@ def _title(branch: Branch) -> str:
 
 class CompareView(StaticFallback, ipywidgets.VBox):
     """``branch_a`` on the left, ``branch_b`` on the right."""
-
-    view_css = _CSS
 
     def __init__(
         self, branch_a: Branch, branch_b: Branch, *, refresh_interval: float = 0.25

@@ -43,23 +43,6 @@ ROLE_FILTERS: dict[str, tuple[str, ...] | None] = {
     "system": ("system",),
 }
 
-_CSS = (
-    ".lion-inspector .lion-tl-row{display:flex;gap:0.5rem;align-items:baseline;"
-    "font-size:0.88em;white-space:nowrap;overflow:hidden}"
-    ".lion-tl-idx{font-variant-numeric:tabular-nums;color:var(--lion-fg-muted);min-width:3.5em}"
-    ".lion-tl-row .lion-role{min-width:6.5em;color:var(--lion-accent,inherit)}"
-    ".lion-tl-preview{flex:1 1 auto;overflow:hidden;text-overflow:ellipsis}"
-    ".lion-tl-run,.lion-tl-cell{font-size:0.9em;color:var(--lion-fg-muted)}"
-    ".lion-tl-runhead{font-size:0.8em;color:var(--lion-fg-muted);margin-top:0.3rem}"
-    ".lion-tl-detail{margin:0.2rem 0 0.6rem 2.6rem}"
-    ".lion-tl-detail details.lion-payload{margin:0.4rem 0}"
-    ".lion-tl-detail .lion-json{max-height:28rem;overflow:auto;font-size:0.85em}"
-    ".lion-facts{font-size:0.82em;border-collapse:collapse}"
-    ".lion-facts th{text-align:left;padding-right:0.8rem;vertical-align:top}"
-    ".lion-runs{font-size:0.82em;border-collapse:collapse}"
-    ".lion-runs td,.lion-runs th{padding:0.1rem 0.6rem;text-align:left}"
-    ".lion-tl-title{font-weight:600}"
-)
 
 
 class ProgressionInspector(StaticFallback, ipywidgets.VBox):
@@ -67,8 +50,6 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     messages and follows new ones while it shows the end (``follow``); paging back keeps the
     rows still as messages arrive. ``on_fork(fork)`` replaces the default of showing a fork
     panel (chat view + compare button) under the timeline."""
-
-    view_css = _CSS
 
     def __init__(
         self,

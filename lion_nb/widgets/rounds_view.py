@@ -10,7 +10,7 @@ branch's earlier messages are shown as inferred rounds (``history=False`` hides 
 
 One HTML widget per round: a change re-sends only the round that changed, and streamed text is
 re-rendered at most ``1 / refresh_interval`` times a second. The view model is
-``render.rounds.RoundsModel``; this class only maps its objects to widgets.
+``viewmodels.rounds.RoundsModel``; this class only maps its objects to widgets.
 """
 
 from __future__ import annotations
@@ -20,15 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from lion_nb.render.rounds import Round, RoundsModel, RunGroup, shown
+from lion_nb.viewmodels.rounds import Round, RoundsModel, RunGroup, shown
 from lion_nb.render.rounds_html import (
-    _e,
     analysis_text,
     round_html,
+    rounds_header_html,
     rounds_html,
     run_head_html,
 )
-from lion_nb.render.text import format_usage
 from lion_nb.signals import (
     MessageAdded,
     RoundEnd,
@@ -48,18 +47,11 @@ if TYPE_CHECKING:
 __all__ = ["ReActRoundsView"]
 
 _SIGNALS = (RunStart, RunEnd, RunFailed, RoundStart, RoundEnd, MessageAdded, StreamDelta)
-_CSS = (
-    ".lion-rounds .lion-action{display:flex;flex-direction:column;gap:0.3rem}"
-    ".lion-rounds .lion-run-head{margin-top:0.6rem}"
-    ".lion-rounds details.lion-round-instruction{font-size:0.9em;margin:0.2rem 0}"
-)
 
 
 class ReActRoundsView(StaticFallback, ipywidgets.VBox):
     """The rounds of ReAct runs on ``branch``, live. ``history=False`` hides the rounds
     inferred from messages recorded before the view was made."""
-
-    view_css = _CSS
 
     def __init__(
         self,
@@ -88,9 +80,7 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
             self._mark(group)
             for rnd in group.rounds:
                 self._mark(rnd)
-        self._unsubscribe: Callable[[], None] = branch._observers.subscribe(
-            _SIGNALS, self._on_signal
-        )
+        self._unsubscribe: Callable[[], None] = branch.subscribe(_SIGNALS, self._on_signal)
         self._refresh.flush()
         self._ready = True
 
@@ -143,26 +133,12 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
         return out
 
     def _header_html(self) -> str:
-        rounds = [r for g in self.model.runs for r in g.rounds]
-        running = any(r.status == "running" for r in rounds)
-        usage: dict[str, Any] = {}
-        for rnd in rounds:
-            for k, v in rnd.usage.items():
-                usage[k] = usage.get(k, 0) + v
-        bits = [f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}"]
-        if running:
-            bits.append("running")
-        if usage:
-            bits.append(format_usage(usage))
-        return (
-            f'<div class="lion-round-head"><span class="lion-round-title">{_e(self.title)}'
-            f'</span><span class="lion-meta">{_e(" · ".join(bits))}</span></div>'
-        )
+        return rounds_header_html(self.title, self.model.all_rounds())
 
     # ----- reading -----------------------------------------------------------------------
     @property
     def rounds(self) -> list[Round]:
-        return [r for g in self.model.runs for r in g.rounds]
+        return self.model.all_rounds()
 
     def static_html(self) -> str:
         return rounds_html(self.model, header=self._header_html())

@@ -31,17 +31,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from lion_nb.widgets.style import stylesheet_html
+from lion_nb.render.html import css_style_tag
 
-__all__ = ["VIEWS_CSS", "StaticFallback", "Throttle"]
-
-# Heading rows of the inspector, rounds, parse and compare views (the shared stylesheet styles
-# them only inside a round card).
-VIEWS_CSS = (
-    ".lion-view .lion-round-head{display:flex;flex-wrap:wrap;gap:0.25rem 0.6rem;"
-    "align-items:baseline}"
-    ".lion-view .lion-run-head{font-size:0.9em;margin:0.5rem 0 0.2rem}"
-)
+__all__ = ["StaticFallback", "Throttle"]
 
 
 class Throttle:
@@ -144,7 +136,6 @@ class StaticFallback:
     _refresh_timer: asyncio.TimerHandle | None = None
     _ready = False  # set by a subclass at the end of __init__; close() checks it
     closed = False  # set by close(); a closed widget has no bundle to save
-    view_css = ""  # rules of this view beyond the shared stylesheet
     refresh_delay = 1.0  # seconds before a refresh asked outside any cell is sent
 
     def close(self) -> None:
@@ -165,8 +156,8 @@ class StaticFallback:
         return ()
 
     def style_html(self) -> str:
-        """``<style>`` for the view: the shared stylesheet, these views' rules, its own."""
-        return stylesheet_html() + f"<style data-lion-views-css>{VIEWS_CSS}{self.view_css}</style>"
+        """``<style>`` with the stylesheet (``widgets/lion_nb.css``: every view's rules)."""
+        return css_style_tag()
 
     def static_html(self) -> str:
         raise NotImplementedError

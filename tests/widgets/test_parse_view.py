@@ -10,8 +10,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import ParseError
-from lion_nb.render.live_parse import LiveParse
-from lion_nb.render.parse_tree import attempts_html, errors_html, tree_html, tree_rows
+from lion_nb.incremental.live_parse import LiveParse
+from lion_nb.render.parse_tree import attempts_html, errors_html, tree_html
+from lion_nb.viewmodels.parse import live_rows
+from lion_nb.viewmodels.parse_tree import tree_rows
 from lion_nb.widgets.parse_view import ParseView
 
 
@@ -108,7 +110,7 @@ def test_fields_validate_as_their_values_complete() -> None:
     live.feed(text[cut:cut2])
     assert live.field_status[("items", 0)] == "ok"
     assert ("items",) not in live.field_status  # the list is still open
-    by = rows_by_path(live.rows())
+    by = rows_by_path(live_rows(live))
     assert by[("note",)].kind == "pending" and by[("items", 0, "name")].value == "tea"
     live.feed(text[cut2:])
     live.finish()
@@ -119,10 +121,10 @@ def test_fields_validate_as_their_values_complete() -> None:
 def test_a_string_still_streaming_shows_as_partial() -> None:
     live = LiveParse(Order)
     live.feed('{"customer": "Al", "note": "ring tw')
-    by = rows_by_path(live.rows())
+    by = rows_by_path(live_rows(live))
     assert by[("note",)].kind == "partial" and by[("note",)].value == "ring tw"
     assert by[("customer",)].status == "ok"
-    assert "lion-parse-partial" in tree_html(live.rows())
+    assert "lion-parse-partial" in tree_html(live_rows(live))
 
 
 def test_not_json_and_cut_off_replies_are_reported() -> None:

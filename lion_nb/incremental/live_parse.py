@@ -15,8 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from lion_nb.render.parse_tree import TreeRow, _unwrap, errors_by_path, tree_rows
-from lion_nb.render.partial_json import PartialJSON, PartialJSONError
+from lion_nb.incremental.annotations import unwrap
+from lion_nb.incremental.partial_json import PartialJSON, PartialJSONError
 
 __all__ = ["LiveParse"]
 
@@ -100,7 +100,7 @@ class LiveParse:
             if len(path) == 1:  # the FieldInfo carries the field's constraints
                 adapter = TypeAdapter(Annotated[info.annotation, info])  # type: ignore[arg-type]
             else:
-                inner = _unwrap(info.annotation)
+                inner = unwrap(info.annotation)
                 origin = typing.get_origin(inner)
                 args = typing.get_args(inner)
                 if origin in (list, tuple, set, frozenset) and args and isinstance(path[1], int):
@@ -149,13 +149,3 @@ class LiveParse:
         if self.status in ("valid", "invalid"):
             return self.errors
         return [e for errs in self.field_errors.values() for e in errs]
-
-    def rows(self) -> list[TreeRow]:
-        value = self.result if isinstance(self.result, BaseModel) else self.scanner.value
-        return tree_rows(
-            value,
-            model_type=self.model_type,
-            errors=errors_by_path(self.all_errors()),
-            status=self.field_status,
-            partial=self.scanner.partial_string(),
-        )

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lion_nb.render.partial_json import Completed, PartialJSON, PartialJSONError
+from lion_nb.incremental.partial_json import Completed, PartialJSON, PartialJSONError
 
 DOC = {
     "name": 'A "quoted" \\ name é 😀 \u0007',

@@ -12,6 +12,7 @@ tool results), so a view attached late still shows rounds.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from lion_nb.messages import (
     Instruction,
     RoledMessage,
 )
-from lion_nb.render.partial_json import PartialJSON, PartialJSONError
+from lion_nb.incremental.partial_json import PartialJSON, PartialJSONError
 from lion_nb.signals import (
     MessageAdded,
     RoundEnd,
@@ -33,6 +34,7 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
+from lion_nb.viewmodels.stream import StreamText
 
 __all__ = [
     "REACT_OPERATIONS",
@@ -49,31 +51,36 @@ REACT_OPERATIONS = ("ReAct", "ReActStream")
 
 
 class LiveReply:
-    """A round's reply while it streams. ReAct replies are JSON; a person wants to read the
-    ``analysis`` (or ``answer``) string growing, not the JSON around it, so the text is also
-    fed to an incremental ``PartialJSON`` scanner (linear: each delta is scanned once)."""
+    """A round's reply while it streams, read from its ``StreamDelta`` snapshots. ReAct
+    replies are JSON; a person wants to read the ``analysis`` (or ``answer``) string growing,
+    not the JSON around it, so the text is also fed to an incremental ``PartialJSON`` scanner
+    (linear: each character is scanned once, when the reply is shown)."""
 
-    __slots__ = ("_pieces", "_scanner")
+    __slots__ = ("_scanner", "_stream")
 
     def __init__(self) -> None:
-        self._pieces: list[str] = []
+        self._stream = StreamText()
         self._scanner: PartialJSON | None = PartialJSON()
 
-    def feed(self, delta: str) -> None:
-        self._pieces.append(delta)
+    def update(self, signal: StreamDelta) -> None:
+        self._stream.update(signal)
+
+    def _catch_up(self) -> None:
+        if self._stream.pending <= 0:
+            return
+        new = self._stream.take()
         if self._scanner is not None:
             try:
-                self._scanner.feed(delta)
+                self._scanner.feed(new)
             except PartialJSONError:
                 self._scanner = None  # not JSON: show the text as it is
 
     @property
     def text(self) -> str:
-        if len(self._pieces) > 1:
-            self._pieces[:] = ["".join(self._pieces)]
-        return self._pieces[0] if self._pieces else ""
+        return self._stream.text()
 
     def display_text(self) -> str:
+        self._catch_up()
         scanner = self._scanner
         if scanner is not None and isinstance(scanner.value, dict):
             value = scanner.value
@@ -110,7 +117,7 @@ class Round:
     instructions: list[Instruction] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     live: dict[Any, LiveReply] = field(default_factory=dict)  # message id -> streamed reply
-    live_thinking: dict[Any, list[str]] = field(default_factory=dict)
+    live_thinking: dict[Any, StreamText] = field(default_factory=dict)
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -192,6 +199,10 @@ class RoundsModel:
         self._current: RunGroup | None = None
         self._round: Round | None = None
 
+    def all_rounds(self) -> list[Round]:
+        """Every round of every run, in order."""
+        return [r for g in self.runs for r in g.rounds]
+
     # ----- live --------------------------------------------------------------------------
     def _group(self) -> RunGroup:
         if self._current is None:  # attached mid-run, or rounds outside a lifecycle
@@ -200,86 +211,102 @@ class RoundsModel:
         return self._current
 
     def on_signal(self, signal: Signal) -> list[Round | RunGroup]:
-        if isinstance(signal, RunStart):
-            self._current = RunGroup(run_id=signal.run_id, operation=signal.operation)
-            self._round = None
-            self.runs.append(self._current)
-            return [self._current]
-        if isinstance(signal, RoundStart):
-            group = self._group()
-            self._round = Round(number=signal.round, final=signal.final, started_at=signal.at)
-            group.rounds.append(self._round)
-            return [group, self._round]
-        if isinstance(signal, RoundEnd):
-            rnd = self._find_round(signal.round, signal.final)
-            if rnd is None:
-                return []
-            rnd.duration_ms = signal.duration_ms
-            rnd.extension_needed = signal.extension_needed
-            if isinstance(signal.error, asyncio.CancelledError):
-                rnd.status = "stopped"  # Stop, not a failure
-            elif signal.error is not None:
-                rnd.status = "failed"
-                rnd.error = f"{type(signal.error).__name__}: {signal.error}"
-            else:
-                rnd.status = "done"
-            if rnd.status == "done":  # replies streamed but not recorded (parse repairs)
-                rnd.live.clear()
-                rnd.live_thinking.clear()
-            if rnd is self._round:
-                self._round = None
-            return [rnd]
-        if isinstance(signal, MessageAdded):
-            if self._round is not None:
-                self._round.add(signal.message)
-                return [self._round]
-            if self._current is not None and self._current.status == "running":
-                target = self._current.rounds[-1] if self._current.rounds else None
-                if target is None:
-                    self._current.preamble.append(signal.message)
-                    return [self._current]
-                target.add(signal.message)  # recorded between rounds (a late tool result)
-                return [target]
-            return []
-        if isinstance(signal, StreamDelta):
-            if self._round is None or signal.kind == "tool_args":
-                return []
-            if signal.kind == "text":
-                reply = self._round.live.get(signal.message_id)
-                if reply is None:
-                    reply = self._round.live[signal.message_id] = LiveReply()
-                reply.feed(signal.delta)
-            else:
-                self._round.live_thinking.setdefault(signal.message_id, []).append(signal.delta)
-            return [self._round]
-        if isinstance(signal, RunEnd | RunFailed):
-            ending = self._current
-            if ending is None or (ending.run_id is not None and ending.run_id != signal.run_id):
-                return []
-            ending.duration_ms = signal.duration_ms
-            changed: list[Round | RunGroup] = [ending]
-            if isinstance(signal, RunFailed):
-                ending.status = "failed"
-                ending.error = f"{type(signal.error).__name__}: {signal.error}"
-            else:
-                ending.status = "stopped" if signal.stopped else "done"
-                ending.usage = {
-                    k: v
-                    for k, v in (
-                        ("input_tokens", signal.input_tokens),
-                        ("output_tokens", signal.output_tokens),
-                        ("total_cost_usd", signal.total_cost_usd),
-                    )
-                    if v is not None
-                }
-            for rnd in ending.rounds:  # a round still open when its run ended did not finish
-                if rnd.status == "running":  # its partial text stays, marked
-                    rnd.status = "failed" if ending.status == "failed" else "stopped"
-                    changed.append(rnd)
-            self._current = None
-            self._round = None
-            return changed
+        """Fold ``signal`` in; returns the rounds and runs it changed."""
+        for kind in type(signal).__mro__:
+            handler = self._HANDLERS.get(kind)
+            if handler is not None:
+                return handler(self, signal)
         return []
+
+    def _on_run_start(self, signal: RunStart) -> list[Round | RunGroup]:
+        self._current = RunGroup(run_id=signal.run_id, operation=signal.operation)
+        self._round = None
+        self.runs.append(self._current)
+        return [self._current]
+
+    def _on_round_start(self, signal: RoundStart) -> list[Round | RunGroup]:
+        group = self._group()
+        self._round = Round(number=signal.round, final=signal.final, started_at=signal.at)
+        group.rounds.append(self._round)
+        return [group, self._round]
+
+    def _on_round_end(self, signal: RoundEnd) -> list[Round | RunGroup]:
+        rnd = self._find_round(signal.round, signal.final)
+        if rnd is None:
+            return []
+        rnd.duration_ms = signal.duration_ms
+        rnd.extension_needed = signal.extension_needed
+        if isinstance(signal.error, asyncio.CancelledError):
+            rnd.status = "stopped"  # Stop, not a failure
+        elif signal.error is not None:
+            rnd.status = "failed"
+            rnd.error = f"{type(signal.error).__name__}: {signal.error}"
+        else:
+            rnd.status = "done"
+            rnd.live.clear()  # replies streamed but not recorded (parse repairs)
+            rnd.live_thinking.clear()
+        if rnd is self._round:
+            self._round = None
+        return [rnd]
+
+    def _on_message(self, signal: MessageAdded) -> list[Round | RunGroup]:
+        if self._round is not None:
+            self._round.add(signal.message)
+            return [self._round]
+        current = self._current
+        if current is None or current.status != "running":
+            return []
+        if not current.rounds:
+            current.preamble.append(signal.message)
+            return [current]
+        current.rounds[-1].add(signal.message)  # recorded between rounds (a late tool result)
+        return [current.rounds[-1]]
+
+    def _on_delta(self, signal: StreamDelta) -> list[Round | RunGroup]:
+        rnd = self._round
+        if rnd is None or signal.kind == "tool_args":
+            return []
+        if signal.kind == "text":
+            reply = rnd.live.get(signal.message_id)
+            if reply is None:
+                reply = rnd.live[signal.message_id] = LiveReply()
+            reply.update(signal)
+        else:
+            thinking = rnd.live_thinking.get(signal.message_id)
+            if thinking is None:
+                thinking = rnd.live_thinking[signal.message_id] = StreamText()
+            thinking.update(signal)
+        return [rnd]
+
+    def _on_run_end(self, signal: RunEnd | RunFailed) -> list[Round | RunGroup]:
+        ending = self._current
+        if ending is None or (ending.run_id is not None and ending.run_id != signal.run_id):
+            return []
+        ending.duration_ms = signal.duration_ms
+        changed: list[Round | RunGroup] = [ending]
+        if isinstance(signal, RunFailed):
+            ending.status = "failed"
+            ending.error = f"{type(signal.error).__name__}: {signal.error}"
+        else:
+            ending.status = "stopped" if signal.stopped else "done"
+            ending.usage = _run_usage(signal)
+        for rnd in ending.rounds:  # a round still open when its run ended did not finish
+            if rnd.status == "running":  # its partial text stays, marked
+                rnd.status = "failed" if ending.status == "failed" else "stopped"
+                changed.append(rnd)
+        self._current = None
+        self._round = None
+        return changed
+
+    _HANDLERS: dict[type, Callable[[RoundsModel, Any], list[Round | RunGroup]]] = {
+        RunStart: _on_run_start,
+        RoundStart: _on_round_start,
+        RoundEnd: _on_round_end,
+        MessageAdded: _on_message,
+        StreamDelta: _on_delta,
+        RunEnd: _on_run_end,
+        RunFailed: _on_run_end,
+    }
 
     def _find_round(self, number: int, final: bool) -> Round | None:
         if self._round is not None and self._round.number == number:
@@ -318,6 +345,18 @@ class RoundsModel:
         if group.rounds:
             model.runs.append(group)
         return model
+
+
+def _run_usage(signal: RunEnd) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in (
+            ("input_tokens", signal.input_tokens),
+            ("output_tokens", signal.output_tokens),
+            ("total_cost_usd", signal.total_cost_usd),
+        )
+        if v is not None
+    }
 
 
 def shown(group: RunGroup) -> bool:

@@ -148,14 +148,9 @@ class PartialJSON:
                 pos = self._scan_string(text, pos, out)
                 continue
             if kind in ("number", "literal"):
-                run = (_NUMBER_RUN if kind == "number" else _LITERAL_RUN).match(text, pos)
-                if run is not None:
-                    self._token.append(run.group())
-                    self.work += run.end() - pos
-                    pos = run.end()
-                    if pos == end:
-                        return  # the number may go on in the next chunk
-                self._end_scalar(out, pos)
+                pos = self._scan_scalar(text, pos, out)
+                if pos == end:
+                    return  # the number may go on in the next chunk
                 continue  # the terminating character is handled by the state below
             state = self._state
             if state == _DONE:
@@ -171,34 +166,50 @@ class PartialJSON:
                 self.work += space.end() - pos
                 pos = space.end()
                 continue
-            ch = text[pos]
             self.work += 1
+            self._structural(state, text[pos], pos, out)
             pos += 1
-            if state in (_VALUE, _VALUE_OR_END, _BEFORE):
-                if ch == "]" and state == _VALUE_OR_END:
-                    self._close(out)
-                else:
-                    self._start_value(ch, pos - 1)
-            elif state in (_KEY, _KEY_OR_END):
-                if ch == '"':
-                    self._token_kind = "key"
-                elif ch == "}" and state == _KEY_OR_END:
-                    self._close(out)
-                else:
-                    raise self._fail(f"expected a key, found {ch!r}", pos - 1)
-            elif state == _COLON:
-                if ch != ":":
-                    raise self._fail(f"expected ':', found {ch!r}", pos - 1)
-                self._state = _VALUE
-            elif state == _COMMA_OR_END:
-                top = self._stack[-1]
-                is_list = isinstance(top.container, list)
-                if ch == ",":
-                    self._state = _VALUE if is_list else _KEY
-                elif ch == ("]" if is_list else "}"):
-                    self._close(out)
-                else:
-                    raise self._fail(f"expected ',' or a closing bracket, found {ch!r}", pos - 1)
+
+    def _scan_scalar(self, text: str, pos: int, out: list[Completed]) -> int:
+        """Read a number or literal on from ``pos``; ends it at the first other character
+        (returns ``len(text)`` when the chunk ended inside it)."""
+        kind = self._token_kind
+        run = (_NUMBER_RUN if kind == "number" else _LITERAL_RUN).match(text, pos)
+        if run is not None:
+            self._token.append(run.group())
+            self.work += run.end() - pos
+            pos = run.end()
+            if pos == len(text):
+                return pos
+        self._end_scalar(out, pos)
+        return pos
+
+    def _structural(self, state: int, ch: str, pos: int, out: list[Completed]) -> None:
+        """One character outside any string, number or literal, in parser ``state``."""
+        if state in (_VALUE, _VALUE_OR_END, _BEFORE):
+            if ch == "]" and state == _VALUE_OR_END:
+                self._close(out)
+            else:
+                self._start_value(ch, pos)
+        elif state in (_KEY, _KEY_OR_END):
+            if ch == '"':
+                self._token_kind = "key"
+            elif ch == "}" and state == _KEY_OR_END:
+                self._close(out)
+            else:
+                raise self._fail(f"expected a key, found {ch!r}", pos)
+        elif state == _COLON:
+            if ch != ":":
+                raise self._fail(f"expected ':', found {ch!r}", pos)
+            self._state = _VALUE
+        elif state == _COMMA_OR_END:
+            is_list = isinstance(self._stack[-1].container, list)
+            if ch == ",":
+                self._state = _VALUE if is_list else _KEY
+            elif ch == ("]" if is_list else "}"):
+                self._close(out)
+            else:
+                raise self._fail(f"expected ',' or a closing bracket, found {ch!r}", pos)
 
     def _scan_string(self, text: str, pos: int, out: list[Completed]) -> int:
         end = len(text)

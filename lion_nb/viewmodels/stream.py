@@ -1,0 +1,52 @@
+"""One part of a message while it streams (its text, thinking, or a tool call's arguments), as
+a view reads it: from ``StreamDelta.snapshot``, the running text the branch keeps for that part.
+
+A view never adds deltas up itself. It keeps the latest signal of each part (``update``, cheap)
+and reads the snapshot when it renders (``take``: what arrived since the last read). The first
+read gives everything streamed so far, so a view attached half-way through a reply shows its
+first half too, and reading at the view's throttled rate keeps the cost linear.
+"""
+
+from __future__ import annotations
+
+from lion_nb.signals import StreamDelta
+
+__all__ = ["StreamText"]
+
+
+class StreamText:
+    """The streamed text of one message part. ``read`` is how much of it was taken."""
+
+    __slots__ = ("_signal", "read")
+
+    def __init__(self, signal: StreamDelta | None = None) -> None:
+        self._signal = signal
+        self.read = 0
+
+    def update(self, signal: StreamDelta) -> None:
+        """A newer delta of this part arrived (its snapshot is read later, when shown)."""
+        self._signal = signal
+
+    @property
+    def length(self) -> int:
+        """Characters streamed so far (without building the text)."""
+        signal = self._signal
+        if signal is None:
+            return 0
+        return signal.length if signal.length >= 0 else len(signal.snapshot)
+
+    @property
+    def pending(self) -> int:
+        """Characters streamed but not taken yet."""
+        return self.length - self.read
+
+    def text(self) -> str:
+        """Everything streamed so far."""
+        return self._signal.snapshot if self._signal is not None else ""
+
+    def take(self) -> str:
+        """The text that arrived since the last ``take`` (all of it, the first time)."""
+        text = self.text()
+        new = text[self.read :]
+        self.read = len(text)
+        return new
