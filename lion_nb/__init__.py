@@ -28,21 +28,30 @@ _LAZY = {
     "ReActRoundsView": "lion_nb.widgets.rounds_view",
     "ParseView": "lion_nb.widgets.parse_view",
     "CompareView": "lion_nb.widgets.compare_view",
+    "cassette": "lion_nb.cassettes.cassette",
+    "use_cassette": "lion_nb.cassettes.cassette",
+    "Cassette": "lion_nb.cassettes.cassette",
 }
 
 __all__ = [
     "Branch",
     "BranchView",
+    "Cassette",
     "Operation",
     "Session",
     "__version__",
+    "cassette",
+    "errors",
     "iModel",
     "load_ipython_extension",
     "recover_branch",
+    "use_cassette",
     "view",
 ]
 
 if TYPE_CHECKING:
+    from lion_nb import errors
+    from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.node import Operation
     from lion_nb.session.branch import Branch
@@ -50,6 +59,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "errors":  # ``lion_nb.errors.CassetteMiss`` after a bare ``import lion_nb``
+        return import_module("lion_nb.errors")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lion_nb' has no attribute {name!r}")

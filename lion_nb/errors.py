@@ -13,7 +13,10 @@
     │       └── CLIError              a CLI agent could not start or exited non-zero
     │           └── CLINotFound       the executable is not installed
     ├── OperationError            unknown / unsupported operation in a graph node
-    └── ParseError                text could not be parsed into the requested type
+    ├── ParseError                text could not be parsed into the requested type
+    └── CassetteError             a cassette file cannot be used (damaged in replay mode, newer
+        │                         format version, unreadable)
+        └── CassetteMiss          replay mode met a request the cassette has not recorded
 
 Errors carry context (status code, stderr tail, target type, raw text) and are raised, never
 returned as strings, except where the ADR makes a value the contract (parse ``handle_validation``).
@@ -133,6 +136,45 @@ class ParseError(LionError, ValueError):
         super().__init__(message)
         self.target = target
         self.raw = raw
+
+
+class CassetteError(LionError):
+    """A cassette cannot be used as asked. ``path``: the cassette file; ``line``: the damaged
+    line's number, when one is to blame."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class CassetteMiss(CassetteError):
+    """A request the cassette has no recording of, where no model may be called (mode
+    ``"replay"``), or a recording that ends where the original caller stopped reading.
+
+    ``provider``, ``model``, ``instruction`` (the request's last instruction), ``request`` (the
+    request as matched), ``nearest`` (``{"call", "line"}`` of the most similar recording, or
+    None) and ``differences`` (``[(path, recorded, requested), ...]`` against it)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        instruction: str | None = None,
+        request: dict[str, Any] | None = None,
+        nearest: dict[str, Any] | None = None,
+        differences: list[tuple[str, Any, Any]] | None = None,
+    ) -> None:
+        super().__init__(message, path=path, line=(nearest or {}).get("line"))
+        self.provider = provider
+        self.model = model
+        self.instruction = instruction
+        self.request = request
+        self.nearest = nearest
+        self.differences = differences or []
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

@@ -49,6 +49,9 @@ class ModelResponse:
     model: str | None = None
     finish_reason: str | None = None
     raw: Any = None
+    # Set when the response came from a cassette, not the model: ``{"cassette": path,
+    # "call": n, "line": n, "recorded_at": iso}`` (see lion_nb.cassettes). None when live.
+    replayed: dict[str, Any] | None = None
 
 
 ChunkType = Literal["system", "thinking", "text", "tool_use", "tool_result", "result", "error"]
@@ -62,7 +65,8 @@ class Chunk:
     delta to append; tool_use: ``tool_id``, ``name``, ``arguments``; tool_result: ``tool_id``,
     ``output``, ``is_error``; result: ``metadata`` (usage, total_cost_usd, num_turns,
     duration_ms, ...); error: ``text`` (message), ``benign_eos`` (a normal end reported as an
-    error), ``error`` (the classified exception to raise).
+    error), ``error`` (the classified exception to raise). ``replayed``: set on every chunk
+    replayed from a cassette (the same dict for all chunks of one call).
     """
 
     type: ChunkType
@@ -77,6 +81,7 @@ class Chunk:
     benign_eos: bool = False
     error: Exception | None = None
     raw: Any = None  # the decoded provider event, kept for stream persistence
+    replayed: dict[str, Any] | None = None  # as ModelResponse.replayed: the cassette call
 
 
 @dataclass(slots=True)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-from collections.abc import AsyncGenerator
+import re
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
 
@@ -40,6 +42,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
 }
 
 CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli")
+_SECRET_NAME = re.compile(r"auth|key|token|secret|cookie|passw|credential", re.IGNORECASE)
 
 
 def register_provider(name: str, module: str, cls: str, *, update: bool = False) -> None:
@@ -112,14 +115,44 @@ class iModel:
     async def complete(
         self, request: ModelRequest, on_delta: DeltaSink | None = None
     ) -> ModelResponse:
+        """One API call, through the active cassette when there is one (``lion_nb.cassette``):
+        a replayed call never constructs the provider (nor loads a local model)."""
         from lion_nb.usage import record_usage
 
-        response = await self.provider.complete(request, on_delta)
+        tape = current_cassette()
+        if tape is None:
+            response = await self.provider.complete(request, on_delta)
+        else:
+            response = await tape.complete(self, request, on_delta, self._live_complete)
         record_usage(response.usage)
         return response
 
+    def _live_complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None
+    ) -> Awaitable[ModelResponse]:
+        return self.provider.complete(request, on_delta)  # type: ignore[no-any-return]
+
     def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
-        return self.provider.stream(request)
+        """A CLI agent's chunks, through the active cassette when there is one: a replayed
+        stream starts no process."""
+        tape = current_cassette()
+        if tape is None:
+            return self.provider.stream(request)  # type: ignore[no-any-return]
+        return tape.stream(self, request, self._live_stream)
+
+    def _live_stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
+        return self.provider.stream(request)  # type: ignore[no-any-return]
+
+    def secret_values(self) -> list[str | None]:
+        """Every credential this model holds (key, secret headers, secret-named variables of a
+        CLI's ``env``): what a cassette must never write. Not shown anywhere else."""
+        values: list[str | None] = [self.__api_key]
+        headers = self.request_defaults.get("headers") or {}
+        env = self.request_defaults.get("env") or {}
+        values += [str(v) for k, v in {**headers, **env}.items() if v and _SECRET_NAME.search(k)]
+        if self._provider is not None and hasattr(self._provider, "secret_values"):
+            values += self._provider.secret_values()
+        return values
 
     async def aclose(self) -> None:
         """Release the provider's connections (HTTP clients); the model stays usable."""

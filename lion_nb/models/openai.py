@@ -172,6 +172,10 @@ class OpenAIProvider:
             return os.environ.get(self.api_key_env) or None
         return None
 
+    def secret_values(self) -> list[str | None]:
+        """The credentials this provider may send (for redaction by cassettes)."""
+        return self._secrets()
+
     def _secrets(self) -> list[str | None]:
         env = os.environ.get(self.api_key_env) if self.api_key_env else None
         values = [v for k, v in self._headers.items() if _SECRET_HEADER.search(k)]

@@ -1,0 +1,37 @@
+"""Cassettes: record a notebook's model calls once, replay them anywhere (offline, at the
+recorded pace), at the provider seam where every model produces the same typed chunks.
+
+    cassette.py   Cassette (modes, matching, misses), cassette(), use_cassette()
+    active.py     which cassette is in force (iModel asks it on every call)
+    matching.py   a request as the model sees it: the key recordings are found by
+    player.py     replaying with the recorded timing, recording a live call
+    codec.py      JSON forms of deltas, chunks, responses and errors
+    store.py      the JSON-lines file: header, damaged lines, atomic writes, secret scrubbing
+
+Names resolve lazily: ``iModel`` imports ``active`` alone on its import path.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["MODES", "Cassette", "CassetteWarning", "Mode", "cassette", "use_cassette"]
+
+if TYPE_CHECKING:
+    from lion_nb.cassettes.cassette import (
+        MODES,
+        Cassette,
+        CassetteWarning,
+        Mode,
+        cassette,
+        use_cassette,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'lion_nb.cassettes' has no attribute {name!r}")
+    value = getattr(import_module("lion_nb.cassettes.cassette"), name)
+    globals()[name] = value
+    return value
