@@ -305,7 +305,29 @@ class OpenAIProvider:
 
     async def _read(self, response: httpx.Response, acc: ChatAccumulator) -> ModelResponse:
         sse = "text/event-stream" in response.headers.get("content-type", "")
-        decoder, buffered, done, drained = SSEDecoder(), bytearray(), False, 0
+        decoder, buffered = SSEDecoder(), bytearray()
+        done = await self._receive(response, decoder, None if sse else buffered, acc)
+        if not sse:
+            text = buffered.decode("utf-8", "replace")
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                done = self._untyped_stream(response, decoder, text, bytes(buffered), acc)
+            else:
+                self._apply(obj, acc, text)
+                return acc.response(raw=obj)
+        return self._end_of_stream(decoder, done, acc)
+
+    async def _receive(
+        self,
+        response: httpx.Response,
+        decoder: SSEDecoder,
+        buffered: bytearray | None,
+        acc: ChatAccumulator,
+    ) -> bool:
+        """Read the body: decode it as SSE (``buffered`` None) or collect it into ``buffered``.
+        True once the end-of-stream marker was seen."""
+        done, drained = False, 0
         try:
             async for piece in response.aiter_bytes():
                 if done:
@@ -314,7 +336,7 @@ class OpenAIProvider:
                     drained += len(piece)
                     if drained > _DRAIN_LIMIT:
                         break
-                elif sse:
+                elif buffered is None:
                     done = self._feed(decoder, piece, acc)
                 else:
                     buffered += piece
@@ -329,23 +351,31 @@ class OpenAIProvider:
             if not done:
                 reason = f"the connection dropped mid-reply ({type(exc).__name__})"
                 raise acc.fail(ConnectionLost(reason)) from exc
-        if not sse:
-            text = buffered.decode("utf-8", "replace")
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                if not text.lstrip().startswith(("data:", "event:", ":")):
-                    raise acc.fail(
-                        MalformedResponse(
-                            "the reply is neither JSON nor an event stream",
-                            status=response.status_code,
-                            body=text[:2000],
-                        )
-                    ) from None
-                done = self._feed(decoder, bytes(buffered), acc)  # SSE with a wrong type
-            else:
-                self._apply(obj, acc, text)
-                return acc.response(raw=obj)
+        return done
+
+    def _untyped_stream(
+        self,
+        response: httpx.Response,
+        decoder: SSEDecoder,
+        text: str,
+        body: bytes,
+        acc: ChatAccumulator,
+    ) -> bool:
+        """A body that is not JSON: an event stream sent with a wrong content type is decoded
+        as one; anything else is malformed."""
+        if not text.lstrip().startswith(("data:", "event:", ":")):
+            raise acc.fail(
+                MalformedResponse(
+                    "the reply is neither JSON nor an event stream",
+                    status=response.status_code,
+                    body=text[:2000],
+                )
+            ) from None
+        return self._feed(decoder, body, acc)
+
+    def _end_of_stream(
+        self, decoder: SSEDecoder, done: bool, acc: ChatAccumulator
+    ) -> ModelResponse:
         if not done:
             for event in decoder.finish():
                 if not event.complete and event.data.strip() != "[DONE]":
