@@ -52,3 +52,54 @@ def test_messages_and_progression_are_exposed():
     branch = Branch(system="s")
     assert len(branch.messages) == 1 and list(branch.progression) == [branch.messages[0].id]
     assert branch.system.system == "s"
+
+
+async def test_unobserve_detaches_one_handler_and_unobserve_all_leaves_views():
+    branch = Branch(chat_model=scripted("a", "b", "c"))
+    mine: list = []
+    view: list = []
+    branch.observe(handler=mine.append)
+    stop = branch.subscribe((), view.append)
+    assert branch.unobserve(mine.append) is True and branch.unobserve(mine.append) is False
+    await branch.communicate("one")
+    assert mine == [] and view
+    branch.observe(handler=mine.append)
+    branch.unobserve_all()  # a user's reset never detaches an open view
+    count = len(view)
+    await branch.communicate("two")
+    assert mine == [] and len(view) > count
+    stop()
+    count = len(view)
+    await branch.communicate("three")
+    assert len(view) == count
+
+
+async def test_session_unobserve_and_held_subscriptions():
+    session = Session()
+    branch = session.new_branch(chat_model=scripted("a", "b"))
+    mine: list = []
+    view: list = []
+    session.observe(handler=mine.append)
+    stop = session.subscribe((), view.append)
+    session.unobserve_all()
+    await branch.communicate("one")
+    assert mine == [] and view
+    assert session.unobserve(view.append) is True  # a held one can still be removed by name
+    stop()
+
+
+def test_restore_message_appends_without_message_added():
+    branch = Branch()
+    seen: list = []
+    branch.observe(handler=seen.append)
+    message = System(system="restored")
+    branch.restore_message(message)
+    assert list(branch.messages) == [message] and seen == []
+
+
+def test_chat_model_or_none_never_resolves_a_model():
+    branch = Branch()
+    assert branch.chat_model_or_none is None
+    model = scripted("x")
+    branch.chat_model = model
+    assert branch.chat_model_or_none is model
