@@ -1,7 +1,7 @@
 """Messages as HTML cards, for the live views, ``_repr_html_``, the static fallback and export.
 
 The card markup is ours; every piece of model, tool or user text inside it goes either through
-``html.escape`` (names, JSON, tool output, attribute values) or through ``render_markdown``
+``render.escape.escape`` (names, JSON, tool output, attribute values) or through ``render_markdown``
 (markdown-it with raw HTML off, then the nh3 allow-list). Nothing is inserted raw. Message ids
 appear as ``data-id`` so a view can update a card idempotently.
 
@@ -17,7 +17,6 @@ Card shape (classes styled by ``widgets/lion_nb.css``)::
 from __future__ import annotations
 
 import functools
-import html
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
@@ -25,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from lion_nb.render.escape import escape as _e
 from lion_nb.render.markdown import render_markdown
 from lion_nb.render.text import (
     as_text,
@@ -33,14 +33,20 @@ from lion_nb.render.text import (
     label,
     thinking_text,
     to_json,
-    visible_controls,
 )
 
 __all__ = [
+    "body_html",
+    "card_html",
     "css_style_tag",
     "head_html",
+    "live_card_classes",
+    "live_card_html",
+    "live_thinking_html",
+    "live_tools_html",
     "lion_css",
     "message_html",
+    "pending_prompt_html",
     "streaming_html",
     "thinking_html",
     "transcript_html",
@@ -55,11 +61,6 @@ _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'"
 )
-
-
-def _e(value: Any) -> str:
-    """Escape text for element content and attribute values alike."""
-    return html.escape(visible_controls(str(value)), quote=True)
 
 
 @functools.cache
@@ -149,12 +150,65 @@ def thinking_html(text: str, *, open: bool = False) -> str:
     )
 
 
-def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
-    role = str(message.role)
-    cls = f"lion-msg lion-{_e(role)}{extra_cls}"
+# ----- the card ------------------------------------------------------------------------------
+def card_html(
+    role: str, inner: str, *, classes: tuple[str, ...] = (), message_id: Any = None
+) -> str:
+    """The one card wrapper, for a recorded message, a reply still streaming, a prompt not
+    recorded yet: ``lion-msg lion-<role>`` plus ``classes``, the message id when known."""
+    cls = " ".join(("lion-msg", f"lion-{role}", *classes))
+    ident = f' data-id="{_e(message_id)}"' if message_id is not None else ""
+    return f'<div class="{_e(cls)}"{ident} data-role="{_e(role)}">{inner}</div>'
+
+
+def body_html(blocks_html: str) -> str:
+    """A card's Markdown body from already rendered (sanitized) blocks; empty stays empty."""
+    return f'<div class="lion-body lion-md">{blocks_html}</div>' if blocks_html else ""
+
+
+def live_card_classes(status: Status) -> tuple[str, ...]:
+    """The classes of an assistant card being streamed (also those of the widget box that
+    holds a long one in pieces)."""
+    return ("lion-msg", "lion-assistant", f"lion-{status}-msg", "lion-live")
+
+
+def live_card_html(inner: str, status: Status) -> str:
+    """An assistant card being streamed, in one piece: ``inner`` is its head and body."""
+    return card_html("assistant", inner, classes=live_card_classes(status)[2:])
+
+
+def live_thinking_html(text: str, limit: int) -> str:
+    """The reasoning of a reply being streamed: its last ``limit`` characters, as text."""
+    more = "…" if len(text) > limit else ""
     return (
-        f'<div class="{cls}" data-id="{_e(message.id)}" data-role="{_e(role)}">{head}{body}</div>'
+        f'<details class="lion-thinking lion-live-thinking"><summary>Thinking '
+        f"({len(text):,} chars)</summary><pre>{more}{_e(text[-limit:])}</pre>"
+        "</details>"
     )
+
+
+def live_tools_html(calls: Iterable[tuple[str, str, int]], limit: int) -> str:
+    """Tool calls being streamed, ``(name, arguments so far, their length)``: the last
+    ``limit`` characters of each one's arguments, as text."""
+    rows = []
+    for name, args, length in calls:
+        shown = ("…" if length > limit else "") + args[-limit:]
+        rows.append(
+            f'<div class="lion-live-tool"><code class="lion-fn">{_e(name)}'
+            f"</code><code>{_e(shown)}</code></div>"
+        )
+    return "".join(rows)
+
+
+def pending_prompt_html(text: str) -> str:
+    """A prompt shown as sent, before its Instruction is recorded."""
+    inner = head_html("user") + f'<div class="lion-body lion-md">{render_markdown(text)}</div>'
+    return card_html("user", inner, classes=("lion-pending",))
+
+
+def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
+    classes = tuple(extra_cls.split())
+    return card_html(str(message.role), head + body, classes=classes, message_id=message.id)
 
 
 def _assistant(message: Any) -> str:
@@ -296,9 +350,8 @@ def streaming_html(
     head = head_html("assistant", created_at=created_at, model=model, status=status)
     body = thinking_html(thinking, open=not text and status == "streaming")
     body += f'<div class="lion-body lion-md">{render_markdown(text)}</div>'
-    return (
-        f'<div class="lion-msg lion-assistant lion-{_e(status)}-msg" '
-        f'data-id="{_e(message_id)}" data-role="assistant">{head}{body}</div>'
+    return card_html(
+        "assistant", head + body, classes=(f"lion-{status}-msg",), message_id=message_id
     )
 
 

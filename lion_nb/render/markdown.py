@@ -196,6 +196,10 @@ class _BlockSplitter:
     def tail(self) -> str:
         return "".join(self._lines) + "".join(self._partial)
 
+    @property
+    def tail_chars(self) -> int:
+        return self._chars + sum(map(len, self._partial))
+
     def feed(self, delta: str) -> list[tuple[str, list[Token]]]:
         # Normalise newlines as markdown-it does, so our line numbers match its token maps.
         if self._cr:
@@ -345,6 +349,11 @@ class MarkdownStream:
     def parsed_chars(self) -> int:
         """Characters parsed so far for frozen blocks (tail renders excluded)."""
         return self._splitter.parsed_chars
+
+    @property
+    def tail_chars(self) -> int:
+        """Characters of the unfinished tail (what ``tail_html`` renders)."""
+        return self._splitter.tail_chars
 
     def _chunk_html(self, tokens: list[Token]) -> str:
         return sanitize_html(MD.renderer.render(tokens, MD.options, self._splitter.env))

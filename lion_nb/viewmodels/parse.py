@@ -6,7 +6,7 @@ then settles:
 
 - it follows the text reply streaming on the branch (a newer reply replaces one that did not
   validate: a parse repair turn's reply is followed like the original), reading the reply from
-  ``StreamDelta.snapshot``, so it shows a reply that began before it was made;
+  ``StreamDelta.snapshot``, so it shows a reply from its start even when it began earlier;
 - it collects the ``ParseAttempt`` signals of the first parse that starts (attempt 0) after it
   was made; attempts of a parse already under way are ignored;
 - it settles at that parse's valid attempt or its last failed one (``ParseAttempt.final``), or,
@@ -194,7 +194,7 @@ class ParseModel:
             self.parser.reset()
         assert self._reply is not None
         self._reply.update(signal)
-        return "later"
+        return self.catch_up()
 
     def _on_attempt(self, signal: ParseAttempt) -> Effect:
         if signal.attempt == 0:

@@ -1,10 +1,12 @@
 """One part of a message while it streams (its text, thinking, or a tool call's arguments), as
 a view reads it: from ``StreamDelta.snapshot``, the running text the branch keeps for that part.
 
-A view never adds deltas up itself. It keeps the latest signal of each part (``update``, cheap)
-and reads the snapshot when it renders (``take``: what arrived since the last read). The first
-read gives everything streamed so far, so a view attached half-way through a reply shows its
-first half too, and reading at the view's throttled rate keeps the cost linear.
+A view never adds deltas up itself. It keeps the latest signal of each part (``update``) and
+takes what the snapshot holds beyond what it read before (``take``). The first take gives
+everything streamed so far, so a view attached half-way through a reply shows its first half
+too. When exactly one delta arrived since the last take, the new end of the snapshot *is* that
+delta (``snapshot[read:] == delta``), so it is taken without joining the text: reading per
+delta stays linear in the reply.
 """
 
 from __future__ import annotations
@@ -45,8 +47,16 @@ class StreamText:
         return self._signal.snapshot if self._signal is not None else ""
 
     def take(self) -> str:
-        """The text that arrived since the last ``take`` (all of it, the first time)."""
-        text = self.text()
+        """``snapshot[read:]``: the text that arrived since the last ``take`` (all of it, the
+        first time)."""
+        signal = self._signal
+        if signal is None:
+            return ""
+        length = self.length
+        if length - len(signal.delta) == self.read:  # one delta since: the snapshot's new end
+            self.read = length
+            return signal.delta
+        text = signal.snapshot
         new = text[self.read :]
         self.read = len(text)
         return new

@@ -21,23 +21,34 @@ Re-sending the accumulated reply per token is quadratic (23 MB of comm traffic f
 - All widgets share one ``Layout`` and one ``HTMLStyle`` (a fresh ``Layout`` alone is ~1 KB of
   state per widget).
 
-Thinking and tool-argument deltas show as bounded previews (their last ``preview_chars``); the
-recorded message, rendered whole, replaces the live widgets when ``MessageAdded`` arrives.
+The text comes from the signals' snapshots (``viewmodels.stream.StreamText``): a delta only
+says that the part grew, and the snapshot is read when an update is sent, so a message first
+seen half-way through shows from its start. Thinking and tool arguments show as bounded
+previews (their last ``preview_chars``). All HTML comes from ``render.html``: the live card is
+the same card renderer as the recorded one, which replaces it when ``MessageAdded`` arrives.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lion_nb.render.html import Status, head_html
+from lion_nb.render.html import (
+    Status,
+    body_html,
+    head_html,
+    live_card_classes,
+    live_card_html,
+    live_thinking_html,
+    live_tools_html,
+)
 from lion_nb.render.markdown import MarkdownStream
 from lion_nb.signals import StreamDelta
+from lion_nb.viewmodels.stream import StreamText
 
 __all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
 
@@ -80,14 +91,6 @@ class WidgetKit:
         return self.w.VBox(children=tuple(children), layout=self.layout, _dom_classes=classes)
 
 
-def _escape(text: str) -> str:
-    return html.escape(text, quote=False)
-
-
-def _body(blocks_html: str) -> str:
-    return f'<div class="lion-body lion-md">{blocks_html}</div>' if blocks_html else ""
-
-
 class LiveMessage:
     """The widgets of one message being streamed, keyed by its ``message_id``.
 
@@ -125,9 +128,9 @@ class LiveMessage:
         self._sealed_len = 0
         self._tail_html = ""
         self._tail_chars = 0  # text characters in the unfrozen tail (cost estimate)
-        self._thinking: list[str] = []
-        self._thinking_len = 0
-        self._tools: dict[str, tuple[str, list[str], int]] = {}  # call_id -> name, parts, length
+        self._text = StreamText()  # the parts as streamed so far, read from their snapshots
+        self._thinking: StreamText | None = None
+        self._tools: dict[str, tuple[str, StreamText]] = {}  # call_id -> name, arguments
         self._live: Any = None  # created by the first flush, with its first value
         self._box: Any = None
         self._thinking_w: Any = None
@@ -150,50 +153,66 @@ class LiveMessage:
 
     # ----- input ----------------------------------------------------------------------------
     def feed(self, signal: StreamDelta) -> None:
+        """A part of the message grew: take its snapshot's new text (the text is parsed
+        incrementally; HTML is rendered only when an update is sent)."""
         if self.done:
             return
         if self._started is None:
             self._started = self._clock()
         if signal.kind == "text":
-            for block in self._md.feed(signal.delta):
-                self._open.append(block)
-                self._open_len += len(block)
-                self._tail_chars = 0
-            self._tail_chars += len(signal.delta)
+            self._text.update(signal)
+            self._take_text()
         elif signal.kind == "thinking":
-            self._thinking.append(signal.delta)
-            self._thinking_len += len(signal.delta)
+            if self._thinking is None:
+                self._thinking = StreamText()
+            self._thinking.update(signal)
         else:
             key = signal.call_id or signal.name or "tool"
-            name, parts, length = self._tools.get(key, (signal.name or "tool", [], 0))
-            parts.append(signal.delta)
-            self._tools[key] = (name, parts, length + len(signal.delta))
+            if key not in self._tools:
+                self._tools[key] = (signal.name or "tool", StreamText())
+            self._tools[key][1].update(signal)
         self._dirty = True
         self._schedule()
+
+    def _take_text(self) -> None:
+        """Parse the text that arrived since the last update (finished blocks freeze)."""
+        if self._text.pending <= 0:
+            return
+        for block in self._md.feed(self._text.take()):
+            self._open.append(block)
+            self._open_len += len(block)
+        self._tail_chars = self._md.tail_chars
+
+    @property
+    def _thinking_len(self) -> int:
+        return self._thinking.length if self._thinking is not None else 0
+
+    def _tool_lengths(self) -> list[int]:
+        return [args.length for _, args in self._tools.values()]
 
     # ----- throttle and budget ---------------------------------------------------------------
     def rendered_size(self) -> int:
         """HTML bytes this message shows so far (what the budget is proportional to)."""
         limit = self.config.preview_chars
         previews = min(self._thinking_len, limit)
-        previews += sum(min(n, limit) for _, _, n in self._tools.values())
-        tail = max(len(self._tail_html), self._tail_chars)
+        previews += sum(min(n, limit) for n in self._tool_lengths())
+        tail = max(len(self._tail_html), self._tail_chars + self._text.pending)
         return _CARD + self._sealed_len + self._open_len + tail + previews
 
     def _estimated_cost(self) -> int:
         cfg = self.config
         # The tail renders to a little more than its text; the previews are bounded.
-        cost = int(self._tail_chars * 1.3) + 300 + cfg.overhead
+        cost = int((self._tail_chars + self._text.pending) * 1.3) + 300 + cfg.overhead
         if self._live is None:
             cost += _NEW_WIDGET
         if self._open_len >= cfg.seal_bytes:  # a new segment widget plus the children list
             cost += self._open_len + _NEW_WIDGET + 2 * cfg.overhead + 50 * len(self._sealed)
         else:  # the open segment is re-sent with the tail
             cost += self._open_len
-        if self._thinking:
+        if self._thinking is not None:
             cost += min(self._thinking_len, cfg.preview_chars) + cfg.overhead
         if self._tools:
-            cost += sum(min(n, cfg.preview_chars) for _, _, n in self._tools.values())
+            cost += sum(min(n, cfg.preview_chars) for n in self._tool_lengths())
             cost += cfg.overhead
         return cost
 
@@ -267,19 +286,21 @@ class LiveMessage:
         self._last_flush = self._clock()
         self.updates += 1
         cfg = self.config
+        self._take_text()
         self._tail_html = self._md.tail_html()
         if self._box is None and (
-            self._open_len >= cfg.seal_bytes or self._thinking or self._tools
+            self._open_len >= cfg.seal_bytes or self._thinking is not None or self._tools
         ):
             self._promote()
         elif self._box is not None and self._open_len >= cfg.seal_bytes:
             self._seal()
-        if self._thinking:
+        if self._thinking is not None:
             self._set_preview("_thinking_w", self._thinking_html())
         if self._box is None:
-            value = _card(self._head() + _body("".join(self._open) + self._tail_html), self._status)
+            inner = self._head() + body_html("".join(self._open) + self._tail_html)
+            value = live_card_html(inner, self._status)
         else:
-            value = _body("".join(self._open) + self._tail_html)
+            value = body_html("".join(self._open) + self._tail_html)
         if self._live is None:
             self._live = self._kit.html(value)
             self._count(value, new=True)
@@ -294,7 +315,7 @@ class LiveMessage:
     def _promote(self) -> None:
         """From one card widget to a VBox: [head+sealed frozen HTML, previews, live tail]."""
         cfg = self.config
-        segment = self._head() + _body("".join(self._open))
+        segment = self._head() + body_html("".join(self._open))
         first = self._kit.html(segment)
         self._sealed.append(first)
         self._sealed_len += self._open_len
@@ -303,13 +324,13 @@ class LiveMessage:
         if self._live is None:
             self._live = self._kit.html("")
             self._count("", new=True)
-        self._box = self._kit.vbox(self._children(), _card_classes(self._status))
+        self._box = self._kit.vbox(self._children(), live_card_classes(self._status))
         self.sent_bytes += _NEW_WIDGET + cfg.overhead + 50 * len(self._box.children)
         if self._on_widget is not None:
             self._on_widget(self._box)
 
     def _seal(self) -> None:
-        segment = _body("".join(self._open))
+        segment = body_html("".join(self._open))
         self._sealed.append(self._kit.html(segment))
         self._sealed_len += self._open_len
         self._open, self._open_len = [], 0
@@ -343,28 +364,12 @@ class LiveMessage:
             self._count(value)
 
     def _thinking_html(self) -> str:
-        limit = self.config.preview_chars
-        text = "".join(self._thinking)
-        self._thinking = [text]
-        more = "…" if len(text) > limit else ""
-        return (
-            f'<details class="lion-thinking lion-live-thinking"><summary>Thinking '
-            f"({len(text):,} chars)</summary><pre>{more}{_escape(text[-limit:])}</pre>"
-            "</details>"
-        )
+        text = self._thinking.text() if self._thinking is not None else ""
+        return live_thinking_html(text, self.config.preview_chars)
 
     def _tools_html(self) -> str:
-        limit = self.config.preview_chars
-        rows = []
-        for name, parts, length in self._tools.values():
-            args = "".join(parts)
-            parts[:] = [args]
-            shown = ("…" if length > limit else "") + args[-limit:]
-            rows.append(
-                f'<div class="lion-live-tool"><code class="lion-fn">{_escape(name)}'
-                f"</code><code>{_escape(shown)}</code></div>"
-            )
-        return "".join(rows)
+        calls = [(name, args.text(), args.length) for name, args in self._tools.values()]
+        return live_tools_html(calls, self.config.preview_chars)
 
     def finish(self, status: Status = "stopped") -> None:
         """End without a recorded message (a stopped or failed run): render the rest of the
@@ -372,6 +377,7 @@ class LiveMessage:
         if self.done:
             return
         self._status = status
+        self._take_text()
         for block in self._md.finish():
             self._open.append(block)
             self._open_len += len(block)
@@ -381,7 +387,7 @@ class LiveMessage:
             first.value = first.value.replace(
                 head_html("assistant", model=self._model, status="streaming"), self._head(), 1
             )
-            self._box._dom_classes = _card_classes(status)
+            self._box._dom_classes = live_card_classes(status)
         self.flush()
         self.done = True
 
@@ -422,14 +428,3 @@ class LiveMessage:
 
 _CARD = 400  # bytes of a card's wrapper and heading row
 _NEW_WIDGET = 500  # bytes of an HTML widget's own state in its comm_open, besides the value
-
-
-def _card_classes(status: str) -> tuple[str, ...]:
-    return ("lion-msg", "lion-assistant", f"lion-{status}-msg", "lion-live")
-
-
-def _card(inner: str, status: str) -> str:
-    return (
-        f'<div class="lion-msg lion-assistant lion-{status}-msg lion-live" '
-        f'data-role="assistant">{inner}</div>'
-    )

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from lion_nb import Branch, iModel
-from lion_nb.viewmodels.rounds import RoundsModel
 from lion_nb.render.rounds_html import round_html, rounds_html
 from lion_nb.signals import RoundEnd, RoundStart, StreamDelta
+from lion_nb.viewmodels.rounds import RoundsModel
 from lion_nb.widgets.rounds_view import ReActRoundsView
 
 
