@@ -113,20 +113,22 @@ class MessageStream:
     """The one accumulator of a message while it streams: a ``TextAccumulator`` per part
     (text, thinking, each tool call's arguments). Called with each provider delta (it is a
     ``DeltaSink``), it emits ``StreamDelta`` whose ``snapshot`` is that part so far, so a view
-    renders the snapshot and one attached mid-stream shows everything. ``emit`` returns False
-    when nobody listens; the signal is then not even built."""
+    renders the snapshot and one attached mid-stream shows everything. While ``listening()``
+    is false the signal is not even built (this runs once per token)."""
 
-    __slots__ = ("_emit", "_parts", "branch_id", "message_id")
+    __slots__ = ("_emit", "_listening", "_parts", "branch_id", "message_id")
 
     def __init__(
         self,
         branch_id: uuid.UUID,
         message_id: uuid.UUID,
-        emit: Callable[[Callable[[], Signal]], Any] | None = None,
+        emit: Callable[[Signal], Any] | None = None,
+        listening: Callable[[], bool] | None = None,
     ) -> None:
         self.branch_id = branch_id
         self.message_id = message_id
         self._emit = emit
+        self._listening = listening
         self._parts: dict[str, TextAccumulator] = {}
 
     def __call__(
@@ -137,16 +139,16 @@ class MessageStream:
         if acc is None:
             acc = self._parts[key] = TextAccumulator()
         acc.append(delta)
-        if self._emit is not None:
-            length = acc.length
-            self._emit(
-                lambda: StreamDelta(
+        emit = self._emit
+        if emit is not None and (self._listening is None or self._listening()):
+            emit(
+                StreamDelta(
                     branch_id=self.branch_id,
                     message_id=self.message_id,
                     kind=kind,
                     delta=delta,
                     source=acc,
-                    length=length,
+                    length=acc.length,
                     name=name,
                     call_id=call_id,
                 )

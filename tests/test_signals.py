@@ -12,7 +12,7 @@ def _ids():
 def test_message_stream_keeps_one_running_text_per_part():
     branch_id, message_id = _ids()
     out: list = []
-    stream = MessageStream(branch_id, message_id, lambda build: out.append(build()))
+    stream = MessageStream(branch_id, message_id, out.append)
     stream("text", "Hel")
     stream("thinking", "hmm")
     stream("tool_args", '{"a":', name="add", call_id="c1")
@@ -27,15 +27,15 @@ def test_message_stream_keeps_one_running_text_per_part():
 
 def test_an_old_deltas_snapshot_is_the_text_up_to_that_delta():
     out: list = []
-    stream = MessageStream(*_ids(), lambda build: out.append(build()))
+    stream = MessageStream(*_ids(), out.append)
     for piece in ("a", "b", "c"):
         stream("text", piece)
     assert [d.snapshot for d in out] == ["a", "ab", "abc"]  # read after the stream grew
 
 
 def test_a_silent_stream_builds_no_signal_and_still_accumulates():
-    built = []
-    stream = MessageStream(*_ids(), lambda build: None)  # nobody listens: never builds
+    built: list = []
+    stream = MessageStream(*_ids(), built.append, lambda: False)  # nobody listens
     stream("text", "x")
     silent = MessageStream(*_ids())
     silent("text", "y")

@@ -172,7 +172,20 @@ class _RunTurn:
                 self.persistence.begin(self._header(ins, asm))
             stream = self.model.stream(self._request(ins))
             deadline = stream_deadline(self.timeout)
-            while (chunk := await self._next(stream, deadline)) is not None:
+            while True:
+                if deadline is None:  # the common case, inlined: this loop runs per token
+                    try:
+                        chunk = await anext(stream)
+                    except StopAsyncIteration:
+                        break
+                    except LionError:
+                        raise
+                    except Exception as exc:
+                        raise self._failed(exc) from exc
+                elif (found := await self._next(stream, deadline)) is None:
+                    break
+                else:
+                    chunk = found
                 messages = self._absorb(chunk, asm)
                 for message in messages:
                     yield message
@@ -216,20 +229,20 @@ class _RunTurn:
             options=self.options,
         )
 
-    async def _next(
-        self, stream: AsyncGenerator[Chunk, None], deadline: float | None
-    ) -> Chunk | None:
+    async def _next(self, stream: AsyncGenerator[Chunk, None], deadline: float) -> Chunk | None:
         """The next chunk (None at the end), within the stream's absolute deadline."""
         try:
-            if deadline is None:
-                return await anext(stream)
             return await _before(deadline, anext(stream), self.timeout, self.model)
         except StopAsyncIteration:
             return None
         except LionError:
             raise
-        except Exception as exc:  # an unclassified provider failure is still a failed call
-            raise ExecutionError(f"{_label(self.model)} stream failed: {exc!r}") from exc
+        except Exception as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: Exception) -> ExecutionError:
+        """An unclassified provider failure is still a failed call."""
+        return ExecutionError(f"{_label(self.model)} stream failed: {exc!r}")
 
     def _absorb(self, chunk: Chunk, asm: StreamAssembler) -> list[RoledMessage]:
         """Persist, note the session, and record the messages ``chunk`` completes — the whole

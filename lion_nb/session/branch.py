@@ -181,10 +181,9 @@ class Branch:
         if self.session is not None:
             await self.session._observers.drain()
 
-    def _emit_if_observed(self, build: Callable[[], Signal]) -> None:
-        """Emit the signal ``build`` makes, building it only if someone listens (per token)."""
-        if self._observers or (self.session is not None and self.session._observers):
-            self._emit(build())
+    def _observed(self) -> bool:
+        """Whether any handler would receive a signal of this branch (checked per token)."""
+        return bool(self._observers) or (self.session is not None and bool(self.session._observers))
 
     def port(self) -> BranchPort:
         """What an operation may do with this branch (see ``lion_nb.session.port``)."""

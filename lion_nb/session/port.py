@@ -104,7 +104,8 @@ class BranchPort:
     def stream(self, message_id: uuid.UUID) -> MessageStream:
         """The one accumulator of the message that will be recorded under ``message_id``:
         call it with each provider delta; it emits ``StreamDelta`` with the running snapshot."""
-        return MessageStream(self.branch.id, message_id, self.branch._emit_if_observed)
+        branch = self.branch
+        return MessageStream(branch.id, message_id, branch._emit, branch._observed)
 
     # ----- what applies to this call ------------------------------------------------------
     @property
