@@ -14,6 +14,11 @@ alone. The branch lives in the notebook as a variable: ``--branch NAME`` (defaul
 
 The run is a background task owned by the view, so the cell returns at once and Stop works;
 ``--wait`` blocks until the reply is complete (for "Run All" notebooks whose next cells read it).
+
+``--cassette PATH`` records the cell's model calls into a cassette, or replays them from it
+(mode "auto", see ``lion_nb.cassette``). The line magic ``%lion_cassette PATH [--mode MODE]
+[--speed SPEED]`` switches a cassette on for the rest of the notebook (``use_cassette``);
+``%lion_cassette --off`` switches it off, ``%lion_cassette`` alone shows the one in force.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import re
 import shlex
 from typing import Any
 
-__all__ = ["DEFAULT_BRANCH", "interpolate", "register"]
+__all__ = ["DEFAULT_BRANCH", "interpolate", "lion_cassette", "register"]
 
 DEFAULT_BRANCH = "lion_branch"
 
@@ -109,8 +114,69 @@ def _parser() -> Any:
     p.add_argument("--system", metavar="TEXT", help="system message of a new branch")
     p.add_argument("--wait", action="store_true", help="block until the reply is complete")
     p.add_argument("--height", default="420px", help="height of the view")
+    p.add_argument(
+        "--cassette",
+        metavar="PATH",
+        help="record this cell's model calls into PATH, or replay them from it (mode auto)",
+    )
     p.set_defaults(verb="communicate")
     return p
+
+
+def _cassette_parser() -> Any:
+    import argparse
+
+    from lion_nb.cassettes.cassette import MODES
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise MagicUsageError(f"%lion_cassette: {message}\n{self.format_usage()}")
+
+    p = Parser(
+        prog="%lion_cassette",
+        add_help=False,
+        description="Record or replay every model call of the notebook from now on.",
+    )
+    p.add_argument("path", nargs="?", metavar="PATH", help="the cassette file (.jsonl)")
+    p.add_argument("--mode", default="auto", choices=MODES, help="auto, record, replay or off")
+    p.add_argument(
+        "--speed",
+        default="1",
+        metavar="SPEED",
+        help="1 = the recorded pace, 10 = ten times faster, 0 or none = at once",
+    )
+    p.add_argument("--off", action="store_true", help="switch the notebook's cassette off")
+    return p
+
+
+def _speed(text: str) -> float | None:
+    if text.strip().lower() in ("none", "0", "instant"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise MagicUsageError(
+            f"%lion_cassette: --speed must be a number or 'none', not {text!r}"
+        ) from None
+    if value < 0:
+        raise MagicUsageError(f"%lion_cassette: --speed must not be negative, not {text!r}")
+    return value
+
+
+def lion_cassette(line: str) -> Any:
+    """The line magic's body, independent of IPython: installs (or removes) the notebook-wide
+    cassette and returns it (None when switched off)."""
+    from lion_nb.cassettes import active
+    from lion_nb.cassettes.cassette import use_cassette
+
+    args = _cassette_parser().parse_args(shlex.split(line))
+    if args.off:
+        if args.path:
+            raise MagicUsageError("%lion_cassette: give a PATH or --off, not both")
+        return use_cassette(None)
+    if not args.path:
+        return active.current()
+    return use_cassette(args.path, mode=args.mode, speed=_speed(args.speed))
 
 
 def _branch_for(ns: dict[str, Any], args: Any) -> Any:
@@ -139,6 +205,11 @@ def _branch_for(ns: dict[str, Any], args: Any) -> Any:
 
 def lion(line: str, cell: str, ns: dict[str, Any]) -> Any:
     """The magic's body, independent of IPython (tests call it directly)."""
+    view, text, args = _prepare(line, cell, ns)
+    return view, text, args.wait
+
+
+def _prepare(line: str, cell: str, ns: dict[str, Any]) -> Any:
     args = _parser().parse_args(shlex.split(line))
     text = interpolate(cell, ns).strip()
     if not text:
@@ -148,30 +219,49 @@ def lion(line: str, cell: str, ns: dict[str, Any]) -> Any:
 
     kwargs = {"chat_model": model} if model is not None else {}
     view = BranchView(branch, verb=args.verb, verb_kwargs=kwargs, height=args.height, history=False)
-    return view, text, args.wait
+    return view, text, args
 
 
 def register(ipython: Any) -> None:
-    """Register ``%%lion`` on an IPython shell (``%load_ext lion_nb`` calls this)."""
+    """Register ``%%lion`` and ``%lion_cassette`` on an IPython shell (``%load_ext lion_nb``
+    calls this)."""
     from IPython.core.error import UsageError
     from IPython.display import display
 
     from lion_nb.sync import run_sync
 
     def lion_magic(line: str, cell: str) -> None:
+        from contextlib import nullcontext
+
+        from lion_nb.cassettes.cassette import Cassette
+
         try:
-            view, text, wait = lion(line, cell, ipython.user_ns)
+            view, text, args = _prepare(line, cell, ipython.user_ns)
         except MagicUsageError as exc:
             raise UsageError(str(exc)) from None
+        # The view's run task is created inside the block, so it keeps the cassette (a task
+        # copies the context it was created in) however long it streams after the cell returns.
+        tape = Cassette(args.cassette) if args.cassette else nullcontext()
         display(view)
+        with tape:
+            try:
+                # Running the cell again while its reply streams: stop that run, then this one.
+                view.send(text, stop_others=True)
+            except RuntimeError:  # no running loop (terminal IPython): run it to the end here
+                run_sync(view.asend(text))
+                return
+            if args.wait:
+                run_sync(view.wait())
+
+    def lion_cassette_magic(line: str) -> Any:
         try:
-            # Running the cell again while its reply streams: stop that run, then this one.
-            view.send(text, stop_others=True)
-        except RuntimeError:  # no running loop (terminal IPython): run it to the end here
-            run_sync(view.asend(text))
-            return
-        if wait:
-            run_sync(view.wait())
+            return lion_cassette(line)
+        except MagicUsageError as exc:
+            raise UsageError(str(exc)) from None
 
     lion_magic.__doc__ = _parser().format_help()
+    lion_cassette_magic.__doc__ = _cassette_parser().format_help()
     ipython.register_magic_function(lion_magic, magic_kind="cell", magic_name="lion")
+    ipython.register_magic_function(
+        lion_cassette_magic, magic_kind="line", magic_name="lion_cassette"
+    )
