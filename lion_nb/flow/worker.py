@@ -1,0 +1,200 @@
+"""The worker side of a Ray node: rebuild the branch, run the operation, stream signals back.
+
+``run_node_task`` is what Ray executes (imported by reference, so workers need lion_nb
+installed). Each execution is an *attempt* with its own id: Ray re-executes a node whose worker
+died, and the notebook tells attempts apart by it. While the operation runs, the branch's
+signals are batched (every ``FLUSH_S`` seconds) and pushed to the run's relay actor, one push at
+a time so they arrive in order; the new messages travel with the result, which is the record.
+
+Nothing here raises for an operation's failure: the error travels back as data (or as a
+``RemoteError`` when it cannot be pickled), so Ray's retries are left for lost workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from lion_nb.flow.errors import NotTransferable, RemoteError
+from lion_nb.flow.payload import decode, rebuild_model
+from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal, StreamDelta
+
+FLUSH_S = 0.02
+
+
+def _portable(value: Any) -> bool:
+    from ray import cloudpickle
+
+    try:
+        cloudpickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+def portable_error(exc: BaseException) -> BaseException:
+    """``exc`` itself if it pickles (and unpickles), else a ``RemoteError`` describing it."""
+    from ray import cloudpickle
+
+    try:
+        cloudpickle.loads(cloudpickle.dumps(exc))
+    except Exception:
+        tb = "".join(traceback.format_exception(exc))
+        return RemoteError(type(exc).__name__, str(exc), tb)
+    return exc
+
+
+def transport(signal: Signal) -> tuple[Any, ...] | None:
+    """A signal as it travels: deltas as plain tuples (the notebook re-accumulates them),
+    lifecycle signals with an unpicklable result/error replaced; messages travel with the
+    result instead. None: the signal cannot travel and is dropped."""
+    if isinstance(signal, StreamDelta):
+        return ("delta", signal.message_id, signal.kind, signal.delta, signal.name, signal.call_id)
+    if isinstance(signal, MessageAdded):
+        return None
+    if isinstance(signal, RunEnd) and not _portable(signal.result):
+        signal = replace(signal, result=None)
+    elif isinstance(signal, RunFailed):
+        signal = replace(signal, error=portable_error(signal.error))
+    return ("signal", signal) if _portable(signal) else None
+
+
+class _Outbox:
+    """Batches events and pushes them to the relay, one push in flight at a time."""
+
+    def __init__(self, relay: Any, key: str, attempt: str) -> None:
+        self.relay = relay
+        self.key = key
+        self.attempt = attempt
+        self.buffer: list[tuple[Any, ...]] = []
+        self.wake = asyncio.Event()
+        self.closed = False
+
+    def put(self, event: tuple[Any, ...]) -> None:
+        self.buffer.append(event)
+        self.wake.set()
+
+    async def pump(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            if not self.closed:
+                await asyncio.sleep(FLUSH_S)  # gather a batch (deltas come per token)
+            batch, self.buffer = self.buffer, []
+            if batch:
+                await self.relay.push.remote(self.key, self.attempt, batch)
+            if self.closed and not self.buffer:
+                return
+
+    async def close(self, task: asyncio.Task[None]) -> None:
+        self.closed = True
+        self.wake.set()
+        await task
+
+
+def run_node_task(relay: Any, parts: dict[str, Any]) -> dict[str, Any]:
+    """Ray's entry point: one attempt of one node. Returns the attempt's record."""
+    return asyncio.run(_attempt(relay, parts))
+
+
+def _node_location() -> dict[str, Any]:
+    try:
+        import ray
+
+        context = ray.get_runtime_context()
+        return {"node_id": context.get_node_id(), "pid": os.getpid()}
+    except Exception:  # outside Ray (tests of this module)
+        return {"node_id": None, "pid": os.getpid()}
+
+
+def _build(parts: dict[str, Any]) -> tuple[Any, Any]:
+    from lion_nb.operations.node import Operation
+    from lion_nb.session.branch import Branch
+    from lion_nb.session.session import Session
+    from lion_nb.session.tools import Tool
+
+    branch = Branch.from_dict(
+        decode(parts["branch"]),
+        chat_model=rebuild_model(decode(parts["chat_model"])),
+        parse_model=rebuild_model(decode(parts["parse_model"])),
+    )
+    tools = decode(parts["tools"])
+    if tools:
+        branch.register_tools([Tool(f, name=n, description=d) for n, d, f in tools])
+    branch.context_providers = list(decode(parts["context_providers"]))
+    session = Session()
+    session.include_branches(branch)
+    registered = decode(parts["registered"])
+    if registered is not None:
+        session.register_operation(parts["operation"], registered)
+    node = Operation(parts["operation"], decode(parts["parameters"]))
+    return branch, node
+
+
+async def _attempt(relay: Any, parts: dict[str, Any]) -> dict[str, Any]:
+    from lion_nb.messages import MESSAGE_LIST
+
+    attempt = uuid.uuid4().hex
+    key = parts["node_id"]
+    outbox = _Outbox(relay, key, attempt)
+    outbox.put(("attempt", _node_location()))
+    pump = asyncio.create_task(outbox.pump())
+    record: dict[str, Any] = {"attempt": attempt, **_node_location(), "messages": []}
+    started = time.perf_counter()
+    try:
+        branch, node = _build(parts)
+    except Exception as exc:
+        await outbox.close(pump)
+        record.update(ok=False, error=portable_error(_unbuildable(exc)))
+        return record
+    known = {m.id for m in branch.messages}
+
+    def forward(signal: Signal) -> None:
+        event = transport(signal)
+        if event is not None:
+            outbox.put(event)
+
+    unsubscribe = branch.subscribe((), forward)
+    try:
+        response = await node.execute(branch)
+        record.update(ok=True, response=_returnable(response))
+    except Exception as exc:
+        record.update(ok=False, error=portable_error(exc))
+    finally:
+        unsubscribe()
+        new = [m for m in branch.messages if m.id not in known]
+        record["messages"] = MESSAGE_LIST.dump_python(new, mode="json")  # type: ignore[arg-type]
+        record["usage"] = {
+            "input_tokens": node.usage.input_tokens,
+            "output_tokens": node.usage.output_tokens,
+            "total_cost_usd": node.usage.total_cost_usd,
+        }
+        record["worker_ms"] = (time.perf_counter() - started) * 1000.0
+        outbox.put(("end", None))
+        await outbox.close(pump)
+    if record["ok"] and isinstance(record["response"], NotTransferable):
+        record.update(ok=False, error=record.pop("response"))
+    return record
+
+
+def _unbuildable(exc: Exception) -> Exception:
+    if isinstance(exc, ModuleNotFoundError | AttributeError):
+        return NotTransferable(
+            f"the worker cannot rebuild this node ({type(exc).__name__}: {exc}); code it "
+            "refers to by module must be importable on the workers (install the package "
+            "there, or ray.init(runtime_env={'py_modules': [...]}))"
+        )
+    return exc
+
+
+def _returnable(response: Any) -> Any:
+    if _portable(response):
+        return response
+    return NotTransferable(
+        f"the response ({type(response).__name__}) cannot travel back from the worker"
+    )
