@@ -99,6 +99,12 @@ class iModel:
         return self._provider
 
     @property
+    def provider_or_none(self) -> Any:
+        """The provider if it was constructed already, else None (never constructs one: views
+        ask for provider facts without loading weights or opening clients)."""
+        return self._provider
+
+    @property
     def is_cli(self) -> bool:
         if self.provider_name in CLI_PROVIDERS:
             return True
