@@ -169,7 +169,18 @@ class Cassette:
             self.replayed += 1
             return recs[min(served, len(recs) - 1)]
 
+    @staticmethod
+    def _matched(model: Any, request: Any) -> tuple[dict[str, Any], list[str | None]]:
+        """The request as matched (and as it will be written: without secrets)."""
+        secrets = [*model.secret_values(), *store.secrets_from_environment()]
+        return store.scrub_value(request_of(model, request), secrets), secrets
+
     def _save(self, rec: Recording, secrets: list[str | None]) -> None:
+        # Scrubbed now, with this call's secrets: later rewrites of the file are made for other
+        # models' calls and know only theirs.
+        rec.events = store.scrub_value(rec.events, secrets)
+        rec.response = store.scrub_value(rec.response, secrets)
+        rec.error = store.scrub_value(rec.error, secrets)
         rec.recorded_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         with self._lock:
             if self.mode == "record" and rec.key not in self._rewritten:
@@ -179,7 +190,7 @@ class Cassette:
             self._items.append(rec)
             self._by_key.setdefault(rec.key, []).append(rec)
             self.recorded += 1
-            store.write(self.path, self._items, [*secrets, *store.secrets_from_environment()])
+            store.write(self.path, self._items, secrets)
 
     def miss(self, matched: dict[str, Any]) -> CassetteMiss:
         """The error for a request this cassette cannot replay, naming the nearest recording."""
@@ -224,14 +235,13 @@ class Cassette:
     ) -> ModelResponse:
         if self.mode == "off":
             return await live(request, on_delta)
-        matched = request_of(model, request)
+        matched, secrets = self._matched(model, request)
         if self.mode != "record":
             rec = self._lookup(matched)
             if rec is not None:
                 return await replay_api(rec, on_delta, self.speed, self._ref(rec))
             if self.mode == "replay":
                 raise self.miss(matched)
-        secrets = model.secret_values()
         return await record_api(live, request, on_delta, matched, lambda r: self._save(r, secrets))
 
     def stream(
@@ -239,14 +249,13 @@ class Cassette:
     ) -> AsyncGenerator[Chunk, None]:
         if self.mode == "off":
             return live(request)
-        matched = request_of(model, request)
+        matched, secrets = self._matched(model, request)
         if self.mode != "record":
             rec = self._lookup(matched)
             if rec is not None:
                 return replay_cli(rec, self.speed, self._ref(rec))
             if self.mode == "replay":
                 return _raising(self.miss(matched))
-        secrets = model.secret_values()
         return record_cli(live, request, matched, lambda r: self._save(r, secrets))
 
 

@@ -41,6 +41,7 @@ EXCLUDED_OPTIONS = frozenset(
         "cli_path",
         "env",
         "grace",
+        "terminate_grace",
         "model_path",
         "n_threads",
         # the scripted model's fixtures (its "weights")

@@ -25,7 +25,17 @@ from typing import Any, Literal
 from lion_nb.cassettes.matching import fingerprint
 from lion_nb.errors import CassetteError
 
-__all__ = ["FORMAT", "VERSION", "Damaged", "Recording", "read", "scrub", "write"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Damaged",
+    "Recording",
+    "read",
+    "scrub",
+    "scrub_value",
+    "secrets_from_environment",
+    "write",
+]
 
 FORMAT = "lion_nb.cassette"
 VERSION = 1
@@ -172,6 +182,14 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub_value(value: Any, secrets: Iterable[str | None]) -> Any:
+    """``value`` (plain JSON) as it reads back after ``scrub``: requests are matched in this
+    form, so a request holding a secret matches its own (redacted) recording."""
+    text = json.dumps(value, ensure_ascii=False)
+    cleaned = scrub(text, secrets)
+    return value if cleaned == text else json.loads(cleaned)
 
 
 def encode(recording: Recording, secrets: Iterable[str | None]) -> str:
