@@ -190,7 +190,16 @@ class Cassette:
             self._items.append(rec)
             self._by_key.setdefault(rec.key, []).append(rec)
             self.recorded += 1
-            store.write(self.path, self._items, secrets)
+            try:
+                store.write(self.path, self._items, secrets)
+            except OSError as exc:  # the reply still reaches the caller; the next save retries
+                warnings.warn(
+                    CassetteWarning(
+                        f"could not write the cassette {self.shown!r} ({exc}); this recording "
+                        "is kept in memory and written with the next one"
+                    ),
+                    stacklevel=2,
+                )
 
     def miss(self, matched: dict[str, Any]) -> CassetteMiss:
         """The error for a request this cassette cannot replay, naming the nearest recording."""
