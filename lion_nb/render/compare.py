@@ -1,146 +1,18 @@
-"""Two branches side by side: the shared history once, then their turns aligned.
-
-The shared prefix comes from fork lineage (``metadata["forked_from"]``: a fork holds the very
-same message values as its origin up to the fork point) and is checked message by message; two
-unrelated branches share the prefix of identical messages. After it, turns are paired in order
-and classified: ``same`` (identical content), ``changed`` (both sides, different), ``added`` /
-``missing`` (only one side has it). Per side: tokens (reported usage, and an estimate), and
-latency (run durations when the runs were observed, else the time from each request to its
-reply, from the messages' timestamps).
-"""
+"""Two branches side by side as HTML: the shared history once (collapsed), then the turns of
+``viewmodels.compare.align`` in two columns, differing ones highlighted, with each side's
+figures (``SideStats``) and a word diff of changed turns."""
 
 from __future__ import annotations
 
 import difflib
-import html
-from dataclasses import dataclass, field
-from itertools import zip_longest
-from typing import TYPE_CHECKING, Any
 
-from lion_nb.messages import AssistantResponse, RoledMessage
+from lion_nb.messages import RoledMessage
+from lion_nb.render.escape import escape
 from lion_nb.render.html import message_html
-from lion_nb.render.text import format_usage, label, visible_controls
+from lion_nb.render.text import format_usage, label
+from lion_nb.viewmodels.compare import Alignment, SideStats, message_content
 
-if TYPE_CHECKING:
-    from lion_nb.provenance import Provenance
-    from lion_nb.session.branch import Branch
-
-__all__ = [
-    "Alignment",
-    "SideStats",
-    "align",
-    "compare_html",
-    "shared_prefix",
-    "side_stats",
-    "word_diff_html",
-]
-
-
-def _e(value: Any) -> str:
-    return html.escape(visible_controls(str(value)), quote=True)
-
-
-def _content(message: RoledMessage) -> tuple[str, str]:
-    try:
-        text = message.text
-    except NotImplementedError:
-        text = ""
-    return str(message.role), str(text)
-
-
-def shared_prefix(a: Branch, b: Branch) -> tuple[int, str]:
-    """Length of the common history and how it was found ("fork", "identical", "none")."""
-    ma, mb = a.messages, b.messages
-    limit = min(len(ma), len(mb))
-    n = 0
-    while n < limit and ma.progression[n] == mb.progression[n]:
-        n += 1  # a fork shares the very same message values (same ids)
-    how = "identical" if n else "none"
-    for x, y in ((a, b), (b, a)):
-        origin = y.metadata.get("forked_from") or {}
-        if origin.get("branch_id") == str(x.id):
-            how = "fork"
-            n = min(n, int(origin.get("index", -1)) + 1)
-    while n < limit and how != "fork" and _content(ma[n]) == _content(mb[n]):
-        n += 1  # unrelated branches that start with the same conversation
-        how = "identical"
-    return n, how
-
-
-@dataclass(slots=True)
-class Alignment:
-    prefix: list[RoledMessage]
-    rows: list[tuple[RoledMessage | None, RoledMessage | None, str]]
-    lineage: str  # fork | identical | none
-
-    @property
-    def differing(self) -> int:
-        return sum(1 for _, _, kind in self.rows if kind != "same")
-
-
-def align(a: Branch, b: Branch) -> Alignment:
-    n, how = shared_prefix(a, b)
-    rows: list[tuple[RoledMessage | None, RoledMessage | None, str]] = []
-    for x, y in zip_longest(a.messages[n:], b.messages[n:]):
-        if x is None:
-            kind = "added"
-        elif y is None:
-            kind = "missing"
-        else:
-            kind = "same" if x.id == y.id or _content(x) == _content(y) else "changed"
-        rows.append((x, y, kind))
-    return Alignment(prefix=a.messages[:n], rows=rows, lineage=how)
-
-
-@dataclass(slots=True)
-class SideStats:
-    messages: int = 0
-    usage: dict[str, Any] = field(default_factory=dict)
-    estimated_tokens: int = 0
-    latency_ms: float = 0.0
-    latency_source: str = "timestamps"  # "runs" when observed run durations were used
-    turns: int = 0
-
-
-def side_stats(
-    messages: list[RoledMessage],
-    all_messages: list[RoledMessage] | Any = None,
-    provenance: Provenance | None = None,
-) -> SideStats:
-    """Totals for one side's own (non-shared) messages."""
-    from lion_nb.operations.tokens import estimate_tokens
-
-    stats = SideStats(messages=len(messages))
-    texts = []
-    for m in messages:
-        texts.append(_content(m)[1])
-        if isinstance(m, AssistantResponse):
-            stats.turns += 1
-            for key, value in m.usage.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    stats.usage[key] = stats.usage.get(key, 0) + value
-    stats.estimated_tokens = estimate_tokens(texts)
-    ids = {str(m.id) for m in messages}
-    if provenance is not None:
-        runs = [
-            r
-            for r in provenance.runs
-            if r.duration_ms is not None and any(mid in ids for mid in r.message_ids)
-        ]
-        if runs:
-            stats.latency_ms = sum(r.duration_ms or 0.0 for r in runs)
-            stats.latency_source = "runs"
-            return stats
-    # request -> reply time from timestamps: a reply is created when the model finished, the
-    # instruction (or tool result) before it when the request was built
-    history = list(all_messages) if all_messages is not None else messages
-    position = {m.id: i for i, m in enumerate(history)}
-    for m in messages:
-        i = position.get(m.id)
-        if isinstance(m, AssistantResponse) and i:
-            delta = (m.created_at - history[i - 1].created_at).total_seconds() * 1000.0
-            stats.latency_ms += max(0.0, delta)
-    return stats
+__all__ = ["compare_html", "word_diff_html"]
 
 
 def word_diff_html(old: str, new: str, *, limit: int = 5000) -> str:
@@ -149,12 +21,12 @@ def word_diff_html(old: str, new: str, *, limit: int = 5000) -> str:
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
-            out.append(_e(" ".join(a[i1:i2])))
+            out.append(escape(" ".join(a[i1:i2])))
             continue
         if i2 > i1:
-            out.append(f'<del class="lion-diff-del">{_e(" ".join(a[i1:i2]))}</del>')
+            out.append(f'<del class="lion-diff-del">{escape(" ".join(a[i1:i2]))}</del>')
         if j2 > j1:
-            out.append(f'<ins class="lion-diff-ins">{_e(" ".join(b[j1:j2]))}</ins>')
+            out.append(f'<ins class="lion-diff-ins">{escape(" ".join(b[j1:j2]))}</ins>')
     return " ".join(out)
 
 
@@ -165,7 +37,7 @@ def _stats_html(stats: SideStats) -> str:
     bits.append(f"≈{stats.estimated_tokens:,} tokens (estimate)")
     if stats.turns:
         bits.append(f"latency {stats.latency_ms / 1000:.2f} s ({stats.latency_source})")
-    return f'<div class="lion-meta lion-compare-stats">{_e(" · ".join(bits))}</div>'
+    return f'<div class="lion-meta lion-compare-stats">{escape(" · ".join(bits))}</div>'
 
 
 def _cell(message: RoledMessage | None, kind: str, side: str) -> str:
@@ -192,8 +64,8 @@ def compare_html(
         cards = "".join(message_html(m) for m in alignment.prefix)
         prefix = (
             f'<details class="lion-compare-prefix"><summary>{n} shared message'
-            f"{'s' if n != 1 else ''} ({_e(how[alignment.lineage])}), last: "
-            f"{_e(label(alignment.prefix[-1].role))}</summary>{cards}</details>"
+            f"{'s' if n != 1 else ''} ({escape(how[alignment.lineage])}), last: "
+            f"{escape(label(alignment.prefix[-1].role))}</summary>{cards}</details>"
         )
     diff_count = alignment.differing
     summary = (
@@ -201,14 +73,14 @@ def compare_html(
         f"{'s' if diff_count != 1 else ''} after the shared history</div>"
     )
     cells = [
-        f'<div class="lion-compare-head">{_e(title_a)}{_stats_html(stats_a)}</div>',
-        f'<div class="lion-compare-head">{_e(title_b)}{_stats_html(stats_b)}</div>',
+        f'<div class="lion-compare-head">{escape(title_a)}{_stats_html(stats_a)}</div>',
+        f'<div class="lion-compare-head">{escape(title_b)}{_stats_html(stats_b)}</div>',
     ]
     for x, y, kind in alignment.rows:
         cells.append(_cell(x, kind, "a"))
         right = _cell(y, kind, "b")
         if kind == "changed" and x is not None and y is not None:
-            diff = word_diff_html(_content(x)[1], _content(y)[1])
+            diff = word_diff_html(message_content(x)[1], message_content(y)[1])
             right = right[: -len("</div>")] + (
                 f'<details class="lion-compare-diff"><summary>word diff</summary>'
                 f'<div class="lion-md">{diff}</div></details></div>'

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from lion_nb.render.escape import escape as _e
+from lion_nb.render.escape import escape
 from lion_nb.render.markdown import render_markdown
 from lion_nb.render.text import (
     as_text,
@@ -40,11 +40,11 @@ __all__ = [
     "card_html",
     "css_style_tag",
     "head_html",
+    "lion_css",
     "live_card_classes",
     "live_card_html",
     "live_thinking_html",
     "live_tools_html",
-    "lion_css",
     "message_html",
     "pending_prompt_html",
     "streaming_html",
@@ -88,7 +88,7 @@ def css_style_tag() -> str:
 
 
 def _pre(text: str, cls: str) -> str:
-    return f'<pre class="{cls}">{_e(text)}</pre>'
+    return f'<pre class="{cls}">{escape(text)}</pre>'
 
 
 def _json_pre(value: Any, cls: str = "lion-json") -> str:
@@ -115,26 +115,26 @@ def head_html(
     error: bool = False,
 ) -> str:
     """The heading row of a card (also used by live views for a card being built)."""
-    parts = [f'<span class="lion-role">{_e(label(role))}</span>']
+    parts = [f'<span class="lion-role">{escape(label(role))}</span>']
     if function is not None:
-        parts.append(f'<code class="lion-fn">{_e(function)}</code>')
+        parts.append(f'<code class="lion-fn">{escape(function)}</code>')
     if call_id:
-        parts.append(f'<span class="lion-call-id" title="call id">{_e(call_id)}</span>')
+        parts.append(f'<span class="lion-call-id" title="call id">{escape(call_id)}</span>')
     if sender:
-        parts.append(f'<span class="lion-sender">{_e(sender)}</span>')
+        parts.append(f'<span class="lion-sender">{escape(sender)}</span>')
     if model:
-        parts.append(f'<span class="lion-model">{_e(model)}</span>')
+        parts.append(f'<span class="lion-model">{escape(model)}</span>')
     if error:
         parts.append('<span class="lion-status lion-error-badge">error</span>')
     if status and _STATUS_TEXT.get(status):
         parts.append(f'<span class="lion-status lion-{status}">{_STATUS_TEXT[status]}</span>')
     usage_text = format_usage(usage)
     if usage_text:
-        parts.append(f'<span class="lion-usage">{_e(usage_text)}</span>')
+        parts.append(f'<span class="lion-usage">{escape(usage_text)}</span>')
     if created_at is not None:
         parts.append(
-            f'<time class="lion-time" datetime="{_e(created_at.isoformat())}" '
-            f'title="{_e(format_time(created_at))}">{_e(format_time(created_at, short=True))}</time>'
+            f'<time class="lion-time" datetime="{escape(created_at.isoformat())}" '
+            f'title="{escape(format_time(created_at))}">{escape(format_time(created_at, short=True))}</time>'
         )
     return f'<div class="lion-head">{"".join(parts)}</div>'
 
@@ -157,8 +157,8 @@ def card_html(
     """The one card wrapper, for a recorded message, a reply still streaming, a prompt not
     recorded yet: ``lion-msg lion-<role>`` plus ``classes``, the message id when known."""
     cls = " ".join(("lion-msg", f"lion-{role}", *classes))
-    ident = f' data-id="{_e(message_id)}"' if message_id is not None else ""
-    return f'<div class="{_e(cls)}"{ident} data-role="{_e(role)}">{inner}</div>'
+    ident = f' data-id="{escape(message_id)}"' if message_id is not None else ""
+    return f'<div class="{escape(cls)}"{ident} data-role="{escape(role)}">{inner}</div>'
 
 
 def body_html(blocks_html: str) -> str:
@@ -182,7 +182,7 @@ def live_thinking_html(text: str, limit: int) -> str:
     more = "…" if len(text) > limit else ""
     return (
         f'<details class="lion-thinking lion-live-thinking"><summary>Thinking '
-        f"({len(text):,} chars)</summary><pre>{more}{_e(text[-limit:])}</pre>"
+        f"({len(text):,} chars)</summary><pre>{more}{escape(text[-limit:])}</pre>"
         "</details>"
     )
 
@@ -194,8 +194,8 @@ def live_tools_html(calls: Iterable[tuple[str, str, int]], limit: int) -> str:
     for name, args, length in calls:
         shown = ("…" if length > limit else "") + args[-limit:]
         rows.append(
-            f'<div class="lion-live-tool"><code class="lion-fn">{_e(name)}'
-            f"</code><code>{_e(shown)}</code></div>"
+            f'<div class="lion-live-tool"><code class="lion-fn">{escape(name)}'
+            f"</code><code>{escape(shown)}</code></div>"
         )
     return "".join(rows)
 
@@ -360,7 +360,7 @@ def transcript_html(
 ) -> str:
     """All messages as cards. ``standalone=True`` gives a complete HTML document with the
     stylesheet inlined and a Content-Security-Policy that forbids scripts (for export)."""
-    heading = f'<h2 class="lion-title">{_e(title)}</h2>' if title else ""
+    heading = f'<h2 class="lion-title">{escape(title)}</h2>' if title else ""
     cards = "\n".join(message_html(m) for m in messages)
     body = f'<div class="lion-transcript">{heading}\n{cards}\n</div>'
     if not standalone:
@@ -369,6 +369,6 @@ def transcript_html(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(title or 'lion_nb transcript')}</title>\n{css_style_tag()}\n</head>\n"
+        f"<title>{escape(title or 'lion_nb transcript')}</title>\n{css_style_tag()}\n</head>\n"
         f'<body class="lion-standalone">\n{body}\n</body></html>\n'
     )

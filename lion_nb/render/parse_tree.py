@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lion_nb.render.escape import escape as _e
+from lion_nb.render.escape import escape
 from lion_nb.viewmodels.parse_tree import Path, TreeRow
 
 __all__ = ["attempts_html", "errors_html", "parse_header_html", "parse_view_html", "tree_html"]
@@ -24,19 +24,19 @@ def tree_html(rows: list[TreeRow]) -> str:
         if row.kind == "pending":
             value = '<span class="lion-meta">not received yet</span>'
         elif row.kind == "partial":
-            value = f'<span class="lion-parse-partial">{_e(row.value)}</span>…'
+            value = f'<span class="lion-parse-partial">{escape(row.value)}</span>…'
         elif row.value is None:
             value = ""
         else:
-            value = f'<span class="lion-parse-value">{_e(row.value)}</span>'
+            value = f'<span class="lion-parse-value">{escape(row.value)}</span>'
         mark = _STATUS_MARK.get(row.status, "")
-        errs = "".join(f'<div class="lion-field-error">{_e(m)}</div>' for m in row.errors)
-        cls = f"lion-parse-row lion-parse-{_e(row.kind)}"
+        errs = "".join(f'<div class="lion-field-error">{escape(m)}</div>' for m in row.errors)
+        cls = f"lion-parse-row lion-parse-{escape(row.kind)}"
         if row.status:
-            cls += f" lion-parse-{_e(row.status)}"
+            cls += f" lion-parse-{escape(row.status)}"
         out.append(
-            f'<tr class="{cls}" data-path="{_e(_path_text(row.path))}">'
-            f"<td>{indent}{_e(row.key)}</td><td><code>{_e(row.type)}</code></td>"
+            f'<tr class="{cls}" data-path="{escape(_path_text(row.path))}">'
+            f"<td>{indent}{escape(row.key)}</td><td><code>{escape(row.type)}</code></td>"
             f"<td>{value}{errs}</td><td>{mark}</td></tr>"
         )
     out.append("</tbody></table>")
@@ -52,9 +52,9 @@ def errors_html(errors: list[dict[str, Any]] | None) -> str:
     if not errors:
         return ""
     rows = "".join(
-        f"<tr><td><code>{_e(_path_text(tuple(e.get('loc') or ())))}</code></td>"
-        f'<td class="lion-field-error">{_e(e.get("msg", ""))}</td>'
-        f"<td><code>{_e(e.get('type', ''))}</code></td></tr>"
+        f"<tr><td><code>{escape(_path_text(tuple(e.get('loc') or ())))}</code></td>"
+        f'<td class="lion-field-error">{escape(e.get("msg", ""))}</td>'
+        f"<td><code>{escape(e.get('type', ''))}</code></td></tr>"
         for e in errors
     )
     return (
@@ -79,11 +79,11 @@ def attempts_html(attempts: list[dict[str, Any]] | None) -> str:
         items.append(
             f'<li class="lion-parse-attempt lion-parse-{"ok" if ok else "invalid"}">'
             f'<span class="lion-round-title">Attempt {n}</span> '
-            f'<span class="lion-meta">{_e(what)} → {_e(a.get("target", ""))}</span> '
-            f'<span class="lion-status {"lion-done" if ok else "lion-failed"}">{_e(verdict)}'
+            f'<span class="lion-meta">{escape(what)} → {escape(a.get("target", ""))}</span> '
+            f'<span class="lion-status {"lion-done" if ok else "lion-failed"}">{escape(verdict)}'
             "</span>"
             f"<details><summary>raw text ({len(raw):,} chars)</summary>"
-            f'<pre class="lion-json">{_e(raw)}</pre></details>{errors_html(errs)}</li>'
+            f'<pre class="lion-json">{escape(raw)}</pre></details>{errors_html(errs)}</li>'
         )
     return f'<ol class="lion-parse-attempts">{"".join(items)}</ol>'
 
@@ -92,8 +92,8 @@ def parse_header_html(title: str, status: str, detail: str = "") -> str:
     """The parse view's heading: its title, the status of the parse, why it is not JSON."""
     return (
         f'<div class="lion-round-head"><span class="lion-round-title">'
-        f'{_e(title)}</span><span class="lion-status lion-parse-{_e(status)}">'
-        f'{_e(status)}</span><span class="lion-meta">{_e(detail)}</span></div>'
+        f'{escape(title)}</span><span class="lion-status lion-parse-{escape(status)}">'
+        f'{escape(status)}</span><span class="lion-meta">{escape(detail)}</span></div>'
     )
 
 

@@ -1,20 +1,20 @@
 """ReAct rounds as HTML: one card per round (head with status, time, usage; the instruction;
 the analysis as Markdown; parallel tool calls side by side with their results; the reply still
 streaming), run headings, and the whole view for the static fallback. The view model is
-``viewmodels.rounds``; all model and tool text goes through ``html.escape`` or the render layer.
+``viewmodels.rounds``; all model and tool text goes through ``render.escape`` or the render layer.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
 from lion_nb.messages import AssistantResponse
+from lion_nb.render.escape import escape
 from lion_nb.render.html import Status, head_html, message_html, streaming_html
 from lion_nb.render.markdown import render_markdown
+from lion_nb.render.text import format_usage
 from lion_nb.viewmodels.rounds import ActionPair, Round, RoundsModel, RunGroup, shown
-from lion_nb.render.text import format_usage, visible_controls
 
 __all__ = [
     "analysis_text",
@@ -25,10 +25,6 @@ __all__ = [
     "rounds_html",
     "run_head_html",
 ]
-
-
-def _e(value: Any) -> str:
-    return html.escape(visible_controls(str(value)), quote=True)
 
 
 def _duration(ms: float | None) -> str:
@@ -85,12 +81,12 @@ def _analysis(message: AssistantResponse) -> str:
     if rest:
         extra = (
             '<details class="lion-result"><summary>Fields</summary>'
-            f'<pre class="lion-json">{_e(json.dumps(rest, indent=2, default=str))}</pre>'
+            f'<pre class="lion-json">{escape(json.dumps(rest, indent=2, default=str))}</pre>'
             "</details>"
         )
     body = render_markdown(text if isinstance(text, str) else json.dumps(text, default=str))
     return (
-        f'<div class="lion-msg lion-assistant lion-analysis" data-id="{_e(message.id)}" '
+        f'<div class="lion-msg lion-assistant lion-analysis" data-id="{escape(message.id)}" '
         f'data-role="assistant">{head}<div class="lion-body lion-md">{body}</div>{extra}'
         "</div>"
     )
@@ -115,16 +111,16 @@ def round_title(rnd: Round) -> str:
 
 def round_html(rnd: Round) -> str:
     """One round: head (title, status, time, usage), instruction, analysis, actions."""
-    cls = f"lion-round lion-round-{_e(rnd.status)}" + (" lion-round-final" if rnd.final else "")
+    cls = f"lion-round lion-round-{escape(rnd.status)}" + (" lion-round-final" if rnd.final else "")
     head = [
-        f'<span class="lion-round-title">{_e(round_title(rnd))}</span>',
-        f'<span class="lion-status lion-{_e(rnd.status)}">{_e(rnd.status)}</span>',
+        f'<span class="lion-round-title">{escape(round_title(rnd))}</span>',
+        f'<span class="lion-status lion-{escape(rnd.status)}">{escape(rnd.status)}</span>',
     ]
     if rnd.duration_ms is not None:
-        head.append(f'<span class="lion-round-time">{_e(_duration(rnd.duration_ms))}</span>')
+        head.append(f'<span class="lion-round-time">{escape(_duration(rnd.duration_ms))}</span>')
     usage = format_usage(rnd.usage)
     if usage:
-        head.append(f'<span class="lion-usage">{_e(usage)}</span>')
+        head.append(f'<span class="lion-usage">{escape(usage)}</span>')
     if rnd.action_count:
         n = rnd.action_count
         head.append(f'<span class="lion-round-actions">{n} action{"s" if n != 1 else ""}</span>')
@@ -152,27 +148,27 @@ def round_html(rnd: Round) -> str:
             status = rnd.status  # type: ignore[assignment]
         parts.append(streaming_html(mid, reply.display_text(), thinking, status=status))
     if rnd.error:
-        parts.append(f'<div class="lion-field-error">{_e(rnd.error)}</div>')
+        parts.append(f'<div class="lion-field-error">{escape(rnd.error)}</div>')
     return (
-        f'<div class="{cls}" data-round="{rnd.number}" data-status="{_e(rnd.status)}">'
+        f'<div class="{cls}" data-round="{rnd.number}" data-status="{escape(rnd.status)}">'
         f"{''.join(parts)}</div>"
     )
 
 
 def run_head_html(group: RunGroup) -> str:
     bits = [
-        f'<span class="lion-round-title">{_e(group.operation)}</span>',
-        f'<span class="lion-status lion-{_e(group.status)}">{_e(group.status)}</span>',
+        f'<span class="lion-round-title">{escape(group.operation)}</span>',
+        f'<span class="lion-status lion-{escape(group.status)}">{escape(group.status)}</span>',
     ]
     if group.duration_ms is not None:
-        bits.append(f"<span>{_e(_duration(group.duration_ms))}</span>")
+        bits.append(f"<span>{escape(_duration(group.duration_ms))}</span>")
     n = len(group.rounds)
     bits.append(f"<span>{n} round{'s' if n != 1 else ''}</span>")
     usage = format_usage(group.usage)
     if usage:
-        bits.append(f'<span class="lion-usage">{_e(usage)}</span>')
+        bits.append(f'<span class="lion-usage">{escape(usage)}</span>')
     if group.error:
-        bits.append(f'<span class="lion-field-error">{_e(group.error)}</span>')
+        bits.append(f'<span class="lion-field-error">{escape(group.error)}</span>')
     preamble = "".join(message_html(m) for m in group.preamble)
     if preamble:
         preamble = f'<div class="lion-run-preamble">{preamble}</div>'
@@ -205,6 +201,6 @@ def rounds_header_html(title: str, rounds: list[Round]) -> str:
     if usage:
         bits.append(format_usage(usage))
     return (
-        f'<div class="lion-round-head"><span class="lion-round-title">{_e(title)}'
-        f'</span><span class="lion-meta">{_e(" · ".join(bits))}</span></div>'
+        f'<div class="lion-round-head"><span class="lion-round-title">{escape(title)}'
+        f'</span><span class="lion-meta">{escape(" · ".join(bits))}</span></div>'
     )

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lion_nb.incremental.partial_json import PartialJSON, PartialJSONError
 from lion_nb.messages import (
     ActionRequest,
     ActionResponse,
@@ -23,7 +24,6 @@ from lion_nb.messages import (
     Instruction,
     RoledMessage,
 )
-from lion_nb.incremental.partial_json import PartialJSON, PartialJSONError
 from lion_nb.signals import (
     MessageAdded,
     RoundEnd,

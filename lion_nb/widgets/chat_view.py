@@ -8,7 +8,10 @@ verb as a background task the view owns, so a Stop click reaches the kernel whil
 streams (a click during an awaiting cell is deferred until the cell ends). Runs started
 elsewhere (``await branch.communicate(...)`` in a cell) show up live as well.
 
-The transcript (``widgets.transcript.Transcript``) is rendered idempotently by message id, so a
+The view's state that is not widget state is in view models: ``viewmodels.chat.ChatRuns`` (the
+runs on the branch, the one this view drives, one driving view per branch) and
+``viewmodels.transcript.TranscriptModel`` (which messages, in what order). The transcript
+(``widgets.transcript.Transcript``) is rendered idempotently by message id, so a
 view built from ``branch.messages`` shows the same HTML as one that watched the run
 (``rendered_html()`` compares them). Like the other views (``viewbase.StaticFallback``), the
 view saves the transcript as ``text/html`` / ``text/plain`` beside the widget and replaces that
@@ -19,15 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import time
-import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from lion_nb.render.chrome import error_html, status_html, title_html
 from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import (
@@ -41,6 +42,7 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
+from lion_nb.viewmodels.chat import ChatRuns, status_of
 from lion_nb.widgets.live import LiveConfig, WidgetKit
 from lion_nb.widgets.transcript import Transcript
 from lion_nb.widgets.viewbase import StaticFallback
@@ -81,9 +83,6 @@ VERBS: dict[str, Callable[..., Awaitable[Any]]] = {
     "ReAct": _react,
 }
 
-# branch id -> the view whose run is active on it (views on one branch never run at once)
-_ACTIVE: weakref.WeakValueDictionary[uuid.UUID, BranchView] = weakref.WeakValueDictionary()
-
 _SIGNALS = (
     MessageAdded,
     StreamDelta,
@@ -94,21 +93,6 @@ _SIGNALS = (
     RoundEnd,
     ParseAttempt,
 )
-
-
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _error_html(error: BaseException) -> str:
-    name = type(error).__name__
-    text = str(error) or repr(error)
-    return (
-        f'<div class="lion-msg lion-error lion-view-error" role="alert">'
-        f'<div class="lion-head"><span class="lion-role">Error</span>'
-        f'<code class="lion-fn">{_e(name)}</code></div>'
-        f'<pre class="lion-output">{_e(text)}</pre></div>'
-    )
 
 
 class BranchView(StaticFallback, ipywidgets.VBox):
@@ -151,11 +135,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             config=self.config,
             clock=clock,
         )
-        self._runs: set[uuid.UUID] = set()
-        self._task: asyncio.Task[Any] | None = None
-        self._driving = False
-        self._run_began = False  # a RunStart arrived since this view's last Send
-        self._stop_requested = False
+        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
         self._shown_errors: set[int] = set()
         self.last_error: BaseException | None = None
         self.closed = False
@@ -190,23 +170,19 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             tooltip="Stop the running reply",
             _dom_classes=("lion-stop",),
         )
-        self.status = self._kit.html(self._status_html("idle", "ready"))
+        self.status = self._kit.html(status_html("idle", "ready"))
         self.send_button.on_click(lambda _b: self.send())
         self.stop_button.on_click(lambda _b: self.stop())
         controls = w.HBox(
             [self.prompt, w.VBox([self.send_button, self.stop_button])],
             layout=w.Layout(align_items="flex-start"),
         )
-        header = (
-            [self._kit.html(f'<div class="lion-title">{_e(self.title)}</div>')]
-            if self.title
-            else []
-        )
+        header = [self._kit.html(title_html(self.title))] if self.title else []
         super().__init__(
             children=(self._style, *header, self._scroller, self._error, controls, self.status),
             _dom_classes=("lion-view",),
         )
-        self._unsubscribe = branch._observers.subscribe(_SIGNALS, self._on_signal)
+        self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self.transcript.rebuild()
         self._ready = True
 
@@ -214,12 +190,12 @@ class BranchView(StaticFallback, ipywidgets.VBox):
     @property
     def running(self) -> bool:
         """A run is active on the branch (started here or elsewhere)."""
-        return bool(self._runs) or self._driving
+        return self.runs.running
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
         """The background task of the last run started from this view."""
-        return self._task
+        return self.runs.task
 
     def send(self, text: str | None = None, *, stop_others: bool = False) -> None:
         """Start the view's verb on ``text`` (default: the prompt box) as a background task
@@ -236,14 +212,12 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         if self.closed:
             raise RuntimeError("this view is closed")
         text = self.prompt.value if text is None else text
-        if not text.strip() or self._driving:
+        if not text.strip():
             return None
-        other = _ACTIVE.get(self.branch.id)
-        if other is not None and (other is self or not other._driving):
-            other = None
-        if other is None and self._runs:
-            return None  # a run started elsewhere (awaited in a cell) is active
-        if other is not None and not stop_others:
+        claim = self.runs.claim(stop_others=stop_others)
+        if claim.verdict == "busy":
+            return None  # this view's run, or one started elsewhere (awaited in a cell)
+        if claim.verdict == "taken":
             self._show_error(
                 RuntimeError(
                     "another view is running on this branch; stop it (or wait) before sending"
@@ -258,15 +232,12 @@ class BranchView(StaticFallback, ipywidgets.VBox):
                 "has one); in a script use `await view.asend(text)`"
             ) from None
         self.prompt.value = ""
-        self._stop_requested = False
         self._clear_error()
         self.transcript.show_prompt(text)
-        self._run_began = False
-        self._driving = True
-        _ACTIVE[self.branch.id] = self
-        self._task = loop.create_task(self._drive(text, after=other))
+        task = loop.create_task(self._drive(text, after=claim.after))
+        self.runs.started(task)
         self._set_running()
-        return self._task
+        return task
 
     async def asend(self, text: str) -> Any:
         """Send ``text`` and wait until the run ends (Stop still works meanwhile)."""
@@ -277,17 +248,16 @@ class BranchView(StaticFallback, ipywidgets.VBox):
 
     async def wait(self) -> Any:
         """Wait for the run started from this view, if any; returns its result."""
-        if self._task is None:
-            return None
-        return await asyncio.shield(self._task)
+        return await self.runs.wait()
 
     def stop(self) -> None:
         """Cancel the run started from this view. A streamed ``run`` closes its CLI process
         group and records the partial text; the view marks the reply "stopped"."""
-        if self._task is not None and not self._task.done():
-            self._stop_requested = True
-            self._task.cancel()
-            self.status.value = self._status_html("stopping", "stopping…")
+        self.runs.stop()
+
+    def _show_stopping(self) -> None:
+        if not self.closed:
+            self.status.value = status_html("stopping", "stopping…")
 
     def rendered_html(self) -> str:
         """The transcript's HTML as the widgets show it, in order."""
@@ -300,8 +270,9 @@ class BranchView(StaticFallback, ipywidgets.VBox):
 
     def _release(self) -> None:
         self._unsubscribe()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()  # a run started here
+        task = self.runs.task
+        if task is not None and not task.done():
+            task.cancel()  # a run started here
         self.transcript.close()
 
     def _owned_widgets(self) -> Iterable[Any]:
@@ -328,7 +299,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         return f"{self.title}\n\n{body}" if self.title else body
 
     # ----- running -------------------------------------------------------------------------
-    async def _drive(self, text: str, after: BranchView | None = None) -> Any:
+    async def _drive(self, text: str, after: ChatRuns | None = None) -> Any:
         verb = VERBS[self.verb] if isinstance(self.verb, str) else self.verb
         outcome: Status = "done"
         try:
@@ -339,7 +310,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             return await verb(self.branch, text, **self.verb_kwargs)
         except asyncio.CancelledError:
             outcome = "stopped"
-            if not self._stop_requested:
+            if not self.runs.stop_requested:
                 raise  # cancelled by someone else (view closed, kernel shutdown)
             return None
         except Exception as exc:  # shown in the view, not lost as a task traceback
@@ -347,9 +318,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             self._show_error(exc)
             return None
         finally:
-            self._driving = False
-            if _ACTIVE.get(self.branch.id) is self:
-                del _ACTIVE[self.branch.id]
+            self.runs.ended()
             if not self.closed:
                 self._settle(outcome)
                 self._set_running()
@@ -358,18 +327,18 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         """After the task: replies that were not recorded keep their partial text, marked."""
         self.transcript.finish_live(outcome)
         self.transcript.release_prompt()
-        if not self._run_began:
+        if not self.runs.run_began:
             # no run lifecycle ended (a custom verb recording without one, a failure before
             # the run began): nothing else replaces the saved output
             self.refresh_static()
         if outcome == "stopped":
-            self.status.value = self._status_html("stopped", "stopped")
-        elif outcome == "failed" and not self._runs:
-            self.status.value = self._status_html("failed", "failed")
+            self.status.value = status_html("stopped", "stopped")
+        elif outcome == "failed" and not self.runs.runs:
+            self.status.value = status_html("failed", "failed")
 
     def _set_running(self) -> None:
         running = self.running
-        own = self._driving
+        own = self.runs.driving
         with self.send_button.hold_sync():
             self.send_button.disabled = running
         with self.stop_button.hold_sync():
@@ -379,51 +348,29 @@ class BranchView(StaticFallback, ipywidgets.VBox):
     def _on_signal(self, signal: Signal) -> None:
         if self.closed:
             return
+        self.runs.on_signal(signal)
+        status = status_of(signal)
+        if status is not None:
+            self.status.value = status_html(*status)
         if isinstance(signal, StreamDelta):
             self.transcript.on_delta(signal)
         elif isinstance(signal, MessageAdded):
             self.transcript.on_message(signal.message)
         elif isinstance(signal, RunStart):
-            self._run_began = True
-            self._runs.add(signal.run_id)
             self._set_running()
-            self.status.value = self._status_html("running", f"{signal.operation}…")
         elif isinstance(signal, RunEnd):
-            self._runs.discard(signal.run_id)
             self._on_run_end(signal)
         elif isinstance(signal, RunFailed):
-            self._runs.discard(signal.run_id)
             self.transcript.finish_live("failed")
             self._show_error(signal.error)
-            self.status.value = self._status_html(
-                "failed", f"{signal.operation} failed after {signal.duration_ms / 1000:.1f} s"
-            )
             self._set_running()
             self.refresh_static()
-        elif isinstance(signal, RoundStart):
-            label = "final answer" if signal.final else f"round {signal.round}"
-            self.status.value = self._status_html("running", f"ReAct {label}…")
-        elif isinstance(signal, RoundEnd) and signal.error is not None:
-            self.status.value = self._status_html(
-                "running", f"round {signal.round} failed: {type(signal.error).__name__}"
-            )
-        elif isinstance(signal, ParseAttempt) and not signal.ok:
-            self.status.value = self._status_html(
-                "running", f"parse attempt {signal.attempt + 1} did not validate; retrying…"
-            )
 
     def _on_run_end(self, signal: RunEnd) -> None:
         if signal.stopped:
             self.transcript.finish_live("stopped")
-            self.status.value = self._status_html("stopped", f"{signal.operation} stopped")
         else:
             self.transcript.drop_unfinished()
-            usage = ""
-            if signal.output_tokens:
-                usage = f" · {signal.input_tokens or 0:,} in / {signal.output_tokens:,} out tokens"
-            self.status.value = self._status_html(
-                "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}"
-            )
             self.transcript.check()  # the branch may have changed without signals
         self._set_running()
         self.refresh_static()  # a notebook saved from now on holds this run's messages
@@ -434,16 +381,12 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             return
         self._shown_errors.add(id(error))
         self.last_error = error
-        self._error.value = _error_html(error)
+        self._error.value = error_html(error)
 
     def _clear_error(self) -> None:
         self._shown_errors.clear()
         if self._error.value:
             self._error.value = ""
-
-    @staticmethod
-    def _status_html(state: str, text: str) -> str:
-        return f'<div class="lion-view-status lion-view-{_e(state)}">{_e(text)}</div>'
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"

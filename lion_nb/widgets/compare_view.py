@@ -6,7 +6,7 @@ turns aligned, differing ones highlighted, with tokens and latency per side.
     CompareView(branch, fork)
 
 It follows both branches: a new message or a finished run re-renders the comparison (at most
-``1 / refresh_interval`` times a second). HTML comes from ``render.compare``.
+``1 / refresh_interval`` times a second). The alignment and figures come from ``viewmodels.compare``, the HTML from ``render.compare``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from lion_nb.provenance import provenance_of
-from lion_nb.render.compare import Alignment, _content, align, compare_html, side_stats
+from lion_nb.render.compare import compare_html
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal
+from lion_nb.viewmodels.compare import Alignment, align, message_content, side_stats
 from lion_nb.widgets.live import WidgetKit
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
 
 __all__ = ["CompareView"]
-
 
 
 def _title(branch: Branch) -> str:
@@ -52,7 +52,7 @@ class CompareView(StaticFallback, ipywidgets.VBox):
         )
         self._refresh = Throttle(self._render, refresh_interval)
         self._unsubscribers: list[Callable[[], None]] = [
-            b._observers.subscribe((MessageAdded, RunEnd, RunFailed), self._on_signal)
+            b.subscribe((MessageAdded, RunEnd, RunFailed), self._on_signal)
             for b in (branch_a, branch_b)
         ]
         self._render()
@@ -97,8 +97,8 @@ class CompareView(StaticFallback, ipywidgets.VBox):
             f"messages, {al.differing} differing turns"
         ]
         for x, y, kind in al.rows:
-            left = " ".join(_content(x)[1].split())[:60] if x is not None else "—"
-            right = " ".join(_content(y)[1].split())[:60] if y is not None else "—"
+            left = " ".join(message_content(x)[1].split())[:60] if x is not None else "—"
+            right = " ".join(message_content(y)[1].split())[:60] if y is not None else "—"
             lines.append(f"[{kind}] {left} | {right}")
         return "\n".join(lines)
 

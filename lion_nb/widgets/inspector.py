@@ -10,8 +10,10 @@ header sums the branch and says what the next turn will send, in tokens against 
 context window (exact with an offline tokenizer, otherwise a labelled estimate).
 
 Only the visible page has widgets: ``page_size`` rows are built once and re-filled when the
-page changes, so a 10,000-message branch opens as fast as a 50-message one. All HTML comes from
-``lion_nb.render.timeline`` and ``render.turns`` (pure functions, tested without a kernel).
+page changes, so a 10,000-message branch opens as fast as a 50-message one. Which messages,
+which page and which rows are expanded is ``viewmodels.timeline.TimelineModel``; what the next
+turn sends is ``viewmodels.next_turn``; all HTML comes from ``lion_nb.render.timeline``,
+``render.turns`` and ``render.chrome`` (pure functions, tested without a kernel).
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ import ipywidgets
 from lion_nb.provenance import provenance_of
 from lion_nb.render import timeline as tl
 from lion_nb.render import turns
+from lion_nb.render.chrome import forked_html, next_turn_pending_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart, Signal
+from lion_nb.viewmodels import next_turn as nt
+from lion_nb.viewmodels.timeline import ROLE_FILTERS, TimelineModel, TotalsCache, timeline_rows
 from lion_nb.widgets.inspector_parts import Chrome, Pager, Row, fork_panel
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
@@ -34,15 +39,6 @@ if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
 
 __all__ = ["ROLE_FILTERS", "ProgressionInspector", "inspect"]
-
-ROLE_FILTERS: dict[str, tuple[str, ...] | None] = {
-    "all": None,
-    "user": ("user",),
-    "assistant": ("assistant",),
-    "actions": ("action_request", "action_response"),
-    "system": ("system",),
-}
-
 
 
 class ProgressionInspector(StaticFallback, ipywidgets.VBox):
@@ -61,22 +57,17 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         on_fork: Callable[[Branch], Any] | None = None,
         refresh_interval: float = 0.25,
     ) -> None:
-        if page_size < 1:
-            raise ValueError("page_size must be at least 1")
+        self.timeline = TimelineModel(branch, page_size=page_size, follow=follow)
         self.branch = branch
-        self.page_size = page_size
         self.title = title or branch.name or f"Branch {str(branch.id)[:8]}"
-        self.follow = follow
         self.on_fork = on_fork
         self.provenance = provenance_of(branch)
-        self.expanded: set[int] = set()
         self.forks: list[Branch] = []
         self.closed = False
-        self._indices: Sequence[int] = range(len(branch.messages))  # the filter's positions
-        self._turn: turns.NextTurn | None = None
+        self._turn: nt.NextTurn | None = None
         self._turn_pending = False
-        self._totals = tl.TotalsCache()
-        self.start = 0  # position (in the filtered list) of the first visible row
+        self._pending_messages = False
+        self._totals = TotalsCache()
         w = ipywidgets
         self._chrome = chrome = Chrome()
         self._rows: list[Row] = []
@@ -110,43 +101,54 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             ),
             _dom_classes=("lion-view", "lion-inspector"),
         )
-        self.start = self._end_start()
         self._refresh = Throttle(self._refresh_now, refresh_interval)
         self._unsubscribe = self._subscribe()
         self._refresh_header(next_turn=True)
         self._render_page()
         self._ready = True
 
-    # ----- paging ------------------------------------------------------------------------
+    # ----- paging (the view model's state) ---------------------------------------------
+    @property
+    def page_size(self) -> int:
+        return self.timeline.page_size
+
+    @property
+    def follow(self) -> bool:
+        return self.timeline.follow
+
+    @property
+    def expanded(self) -> set[int]:
+        return self.timeline.expanded
+
+    @property
+    def start(self) -> int:
+        """Position (in the filtered list) of the first visible row."""
+        return self.timeline.start
+
     @property
     def total(self) -> int:
         """Messages the timeline lists (all of them, or those the role filter keeps)."""
-        return len(self._indices)
+        return self.timeline.total
 
     @property
     def pages(self) -> int:
-        return tl.page_count(self.total, self.page_size)
+        return self.timeline.pages
 
     @property
     def page(self) -> int:
         """The page number of the first visible row (0-based)."""
-        return self.start // self.page_size
+        return self.timeline.page
 
     @property
     def at_end(self) -> bool:
-        return self.start >= self._end_start()
-
-    def _end_start(self) -> int:
-        return max(0, self.total - self.page_size)
+        return self.timeline.at_end
 
     def visible_indices(self) -> Sequence[int]:
-        return self._indices[self.start : self.start + self.page_size]
+        return self.timeline.visible_indices()
 
     def show_start(self, start: int) -> None:
         """Show ``page_size`` rows from position ``start`` (clamped to the last full window)."""
-        start = min(max(0, start), self._end_start())
-        if start != self.start:
-            self.start = start
+        if self.timeline.show_start(start):
             self._render_page()
 
     def show_page(self, page: int) -> None:
@@ -154,17 +156,13 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
     def show_end(self) -> None:
         """Show the newest messages (the view then follows new ones)."""
-        self.show_start(self._end_start())
+        self.show_start(self.timeline.end_start())
 
     def go_to(self, index: int) -> None:
         """Show the page holding message ``index`` (a progression position) and expand it."""
-        if not 0 <= index < len(self.branch.messages):
-            raise IndexError(f"no message #{index} (the branch has {len(self.branch.messages)})")
-        if index not in self._indices:
+        if 0 <= index < len(self.branch.messages) and self.timeline.hides(index):
             self.set_filter("all")
-        position = self._indices.index(index)
-        self.expanded.add(index)
-        self.start = min((position // self.page_size) * self.page_size, self._end_start())
+        self.timeline.go_to(index)
         self._render_page()
 
     def set_filter(self, name: str) -> None:
@@ -178,23 +176,15 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self._apply_filter(name)
 
     def _apply_filter(self, name: str) -> None:
-        roles = ROLE_FILTERS[name]
-        if roles is None:
-            self._indices = range(len(self.branch.messages))
-        else:
-            self._indices = [i for i, m in enumerate(self.branch.messages) if m.role in roles]
-        self.start = self._end_start() if self.follow else 0
+        self.timeline.set_filter(name)
         self._render_page()
 
     def toggle(self, index: int) -> None:
-        if index in self.expanded:
-            self.expanded.discard(index)
-        else:
-            self.expanded.add(index)
+        self.timeline.toggle(index)
         self._render_page()
 
     def collapse_all(self) -> None:
-        self.expanded.clear()
+        self.timeline.expanded.clear()
         self._render_page()
 
     # ----- forking -----------------------------------------------------------------------
@@ -205,11 +195,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         forked = origin.fork(index, name=name or f"{origin.name or 'branch'} @{index}")
         self.forks.append(forked)
         provenance_of(forked)  # its runs are timed from the start (compare shows latency)
-        self.status.value = (
-            f'<div class="lion-view-status">Forked at #{index} → '
-            f"{tl._e(forked.name)} ({len(forked.messages)} messages, id "
-            f"{tl._e(str(forked.id)[:8])}).</div>"
-        )
+        self.status.value = forked_html(index, forked.name, len(forked.messages), forked.id)
         if self.on_fork is not None:
             self.on_fork(forked)
         else:
@@ -237,27 +223,12 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                 self._refresh_header(next_turn=True)
                 self.refresh_static()
 
-    _pending_messages = False
-
     def _refresh_now(self) -> None:
         if self.closed:
             return
-        was_at_end = self.at_end
         if self._pending_messages:
             self._pending_messages = False
-            name = self.pager.filter.value
-            roles = ROLE_FILTERS[name]
-            if roles is None:
-                self._indices = range(len(self.branch.messages))
-            else:  # only the new messages need a look
-                known = self._indices[-1] + 1 if self._indices else 0
-                msgs = self.branch.messages
-                self._indices = [
-                    *self._indices,
-                    *(i for i in range(known, len(msgs)) if msgs[i].role in roles),
-                ]
-            if self.follow and was_at_end:
-                self.start = self._end_start()
+            self.timeline.grew()
         self._refresh_header(next_turn=False)
         self._render_page()
 
@@ -291,24 +262,24 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             return
         self._turn_pending = True
         if self._turn is None:
-            self._next.value = '<div class="lion-meta lion-next-turn">Next turn: counting…</div>'
+            self._next.value = next_turn_pending_html()
         loop.call_soon(self.update_next_turn)
 
-    def update_next_turn(self) -> turns.NextTurn:
+    def update_next_turn(self) -> nt.NextTurn:
         """Compute what the next turn sends, now; returns it (also shown in the header)."""
         self._turn_pending = False
         if self.closed:
             return self._turn  # type: ignore[return-value]
-        self._turn = turns.next_turn(self.branch.messages, self.branch._chat_model)
+        self._turn = nt.next_turn(self.branch.messages, self.branch.chat_model_or_none)
         self._next.value = turns.next_turn_html(self._turn)
         return self._turn
 
     def _render_page(self) -> None:
         messages = self.branch.messages
-        rows = tl.timeline_rows(messages, self.visible_indices(), self.provenance)
+        rows = timeline_rows(messages, self.visible_indices(), self.provenance)
         while len(self._rows) < len(rows):
             self._rows.append(Row(self._chrome, self.toggle, self.fork))
-        cli = turns.is_cli_model(self.branch._chat_model)
+        cli = nt.is_cli_model(self.branch.chat_model_or_none)
         children: list[Any] = []
         for widgets, row in zip(self._rows, rows, strict=False):
             detail = None
@@ -316,15 +287,11 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                 detail = tl.row_detail_html(row, messages, cli=cli)
             children += widgets.show(row.index, tl.row_summary_html(row), detail)
         self._rows_box.children = tuple(children)
-        stop = min(self.total, self.start + self.page_size)
-        name = self.pager.filter.value
-        text = "no messages"
-        if self.total:
-            text = f"{self.start + 1:,}–{stop:,} of {self.total:,}"
-            text += "" if name == "all" else f" ({name})"
-            text += " · latest" if self.at_end else f" · page {self.page + 1:,}/{self.pages:,}"
         self.pager.update(
-            text, at_start=self.start == 0, at_end=self.at_end, last_index=len(messages) - 1
+            self.timeline.position_text(),
+            at_start=self.start == 0,
+            at_end=self.at_end,
+            last_index=len(messages) - 1,
         )
 
     def rows_html(self) -> list[str]:
@@ -333,19 +300,13 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
     def detail_html(self, index: int) -> str:
         """The expanded HTML of message ``index`` (whether or not it is expanded)."""
-        row = tl.timeline_rows(self.branch.messages, [index], self.provenance)[0]
-        return tl.row_detail_html(
-            row, self.branch.messages, cli=turns.is_cli_model(self.branch._chat_model)
-        )
+        row = timeline_rows(self.branch.messages, [index], self.provenance)[0]
+        cli = nt.is_cli_model(self.branch.chat_model_or_none)
+        return tl.row_detail_html(row, self.branch.messages, cli=cli)
 
     # ----- static fallback ---------------------------------------------------------------
     def _static_bounds(self) -> tuple[int, int]:
-        """The rows a saved notebook shows: the visible ones, or the newest ``page_size``
-        messages when a filter is on or the view shows the end."""
-        total = len(self.branch.messages)
-        if self.pager.filter.value != "all" or self.at_end:
-            return max(0, total - self.page_size), total
-        return self.start, min(total, self.start + self.page_size)
+        return self.timeline.static_bounds()
 
     def static_html(self) -> str:
         start, stop = self._static_bounds()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from lion_nb.render.timeline import _e
+from lion_nb.render.chrome import fork_note_html, meta_html
 from lion_nb.widgets.live import WidgetKit
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Pager:
         )
 
     def update(self, text: str, *, at_start: bool, at_end: bool, last_index: int) -> None:
-        self.label.value = f'<span class="lion-meta">{_e(text)}</span>'
+        self.label.value = meta_html(text, inline=True)
         self.first.disabled = self.prev.disabled = at_start
         self.next.disabled = self.last.disabled = at_end
         self.goto.max = max(0, last_index)
@@ -165,10 +165,7 @@ def fork_panel(origin: Branch, forked: Branch, chrome: Chrome) -> Any:
     )
     panel = ipywidgets.VBox(
         [
-            chrome.html(
-                f'<div class="lion-meta">Fork {_e(forked.name)} of '
-                f"{len(forked.messages):,} messages (shown above) — continue it here:</div>"
-            ),
+            chrome.html(fork_note_html(forked.name, len(forked.messages))),
             # only what is added from now on: a long history is in the timeline already
             BranchView(forked, height="320px", history=False),
             compare,

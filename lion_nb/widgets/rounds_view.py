@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from lion_nb.viewmodels.rounds import Round, RoundsModel, RunGroup, shown
 from lion_nb.render.rounds_html import (
     analysis_text,
     round_html,
@@ -38,6 +37,7 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
+from lion_nb.viewmodels.rounds import Round, RoundsModel, RunGroup, shown
 from lion_nb.widgets.live import WidgetKit
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 

@@ -7,7 +7,8 @@ from datetime import timedelta
 from lion_nb import Branch, Session, iModel
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.provenance import provenance_of
-from lion_nb.render.compare import align, shared_prefix, side_stats, word_diff_html
+from lion_nb.render.compare import word_diff_html
+from lion_nb.viewmodels.compare import align, shared_prefix, side_stats
 from lion_nb.widgets.compare_view import CompareView
 
 

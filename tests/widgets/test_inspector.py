@@ -15,6 +15,9 @@ from lion_nb.models.imodel import PROVIDERS, register_provider
 from lion_nb.provenance import Provenance, provenance_of
 from lion_nb.render import timeline as tl
 from lion_nb.render import turns
+from lion_nb.render.escape import escape
+from lion_nb.viewmodels import next_turn as nt
+from lion_nb.viewmodels import timeline as tlm
 from lion_nb.widgets.inspector import ProgressionInspector
 
 
@@ -64,12 +67,12 @@ async def conversation() -> Branch:
 
 # ----- view model ------------------------------------------------------------------------------
 def test_pages_cover_the_branch_exactly() -> None:
-    assert tl.page_count(0, 50) == 1 and tl.page_count(50, 50) == 1
-    assert tl.page_count(51, 50) == 2
-    assert tl.page_bounds(0, 50, 120) == (0, 50)
-    assert tl.page_bounds(2, 50, 120) == (100, 120)
-    assert tl.page_bounds(99, 50, 120) == (100, 120)  # clamped to the last page
-    assert tl.page_bounds(-3, 50, 120) == (0, 50)
+    assert tlm.page_count(0, 50) == 1 and tlm.page_count(50, 50) == 1
+    assert tlm.page_count(51, 50) == 2
+    assert tlm.page_bounds(0, 50, 120) == (0, 50)
+    assert tlm.page_bounds(2, 50, 120) == (100, 120)
+    assert tlm.page_bounds(99, 50, 120) == (100, 120)  # clamped to the last page
+    assert tlm.page_bounds(-3, 50, 120) == (0, 50)
 
 
 async def test_the_payload_shown_is_what_the_model_received() -> None:
@@ -107,7 +110,7 @@ async def test_the_payload_shown_is_what_the_model_received() -> None:
 async def test_rows_carry_role_usage_run_and_time() -> None:
     branch = await conversation()
     table = provenance_of(branch)
-    rows = tl.timeline_rows(branch.messages, range(len(branch.messages)), table)
+    rows = tlm.timeline_rows(branch.messages, range(len(branch.messages)), table)
     assert [r.index for r in rows] == list(range(7))
     assert rows[0].run is None  # the system message predates every run
     assert rows[1].run is not None and rows[1].run.operation == "communicate"
@@ -122,11 +125,11 @@ async def test_rows_carry_role_usage_run_and_time() -> None:
 
 async def test_detail_shows_the_card_the_payload_json_and_provenance() -> None:
     branch = await conversation()
-    rows = tl.timeline_rows(branch.messages, [5], provenance_of(branch))
+    rows = tlm.timeline_rows(branch.messages, [5], provenance_of(branch))
     detail = tl.row_detail_html(rows[0], branch.messages)
     assert "What the model saw" in detail and "(5 messages)" in detail
     payload_text = json.dumps(turns.turn_payload(branch.messages, 5), indent=2, ensure_ascii=False)
-    assert tl._e(payload_text) in detail
+    assert escape(payload_text) in detail
     assert "&quot;tool_call_id&quot;: &quot;call_1&quot;" in detail
     assert str(branch.messages[5].id) in detail and "communicate" in detail
 
@@ -144,7 +147,7 @@ def test_hostile_text_is_escaped_in_rows_and_details() -> None:
     branch.add_message(
         AssistantResponse(response="<script>alert(2)</script>", metadata={"x": "<b>meta</b>"})
     )
-    rows = tl.timeline_rows(branch.messages, range(2), None)
+    rows = tlm.timeline_rows(branch.messages, range(2), None)
     for row in rows:
         for html in (tl.row_summary_html(row), tl.row_detail_html(row, branch.messages)):
             assert "<img" not in html and "<script" not in html and "<b>meta" not in html
@@ -152,20 +155,20 @@ def test_hostile_text_is_escaped_in_rows_and_details() -> None:
 
 def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
     branch = big_branch(5, model=scripted(context_window=100))
-    turn = turns.next_turn(branch.messages, branch._chat_model)
-    texts = turns._payload_texts(compile_messages(branch.messages))
+    turn = nt.next_turn(branch.messages, branch._chat_model)
+    texts = nt._payload_texts(compile_messages(branch.messages))
     assert turn.messages == 5 and not turn.exact and turn.window == 100
     assert turn.tokens == sum((len(t) + 3) // 4 for t in texts)
     html = turns.next_turn_html(turn)
     assert "estimate" in html and "100-token context window" in html
-    assert turns.context_window(iModel(provider="openai", model="gpt-4.1-mini")) == 1_047_576
-    assert turns.context_window(scripted()) is None
+    assert nt.context_window(iModel(provider="openai", model="gpt-4.1-mini")) == 1_047_576
+    assert nt.context_window(scripted()) is None
     # the local model's window: its constructor's default, without constructing it
     local = iModel(provider="local")
-    assert turns.context_window(local) == 2048 and local._provider is None
-    assert turns.context_window(iModel(provider="local", n_ctx=4096)) == 4096
+    assert nt.context_window(local) == 2048 and local._provider is None
+    assert nt.context_window(iModel(provider="local", n_ctx=4096)) == 4096
     assert "context window unknown" in turns.next_turn_html(
-        turns.next_turn(branch.messages, scripted())
+        nt.next_turn(branch.messages, scripted())
     )
 
 
@@ -190,15 +193,15 @@ def counting_provider():
 
 def test_next_turn_is_exact_with_the_providers_tokenizer(counting_provider) -> None:
     branch = big_branch(3, model=iModel(provider=counting_provider))
-    turn = turns.next_turn(branch.messages, branch._chat_model)
-    words = sum(len(t.split()) for t in turns._payload_texts(compile_messages(branch.messages)))
+    turn = nt.next_turn(branch.messages, branch._chat_model)
+    words = sum(len(t.split()) for t in nt._payload_texts(compile_messages(branch.messages)))
     assert turn.exact and turn.tokens == words and turn.window == 64
     assert "exact (provider tokenizer)" in turns.next_turn_html(turn)
 
 
 def test_a_cli_model_sends_only_the_new_prompt() -> None:
     branch = big_branch(3, model=scripted(cli=True))
-    turn = turns.next_turn(branch.messages, branch._chat_model)
+    turn = nt.next_turn(branch.messages, branch._chat_model)
     assert turn.cli and "CLI agent receives only the new prompt" in turns.next_turn_html(turn)
 
 
@@ -369,7 +372,7 @@ def test_action_rows_show_error_state() -> None:
             function="f", output="ValueError: x", is_error=True, action_request_id=req.id
         )
     )
-    rows = tl.timeline_rows(branch.messages, range(2))
+    rows = tlm.timeline_rows(branch.messages, range(2))
     assert "error" in tl.row_summary_html(rows[1])
     assert "f({&quot;x&quot;: 1})" in tl.row_summary_html(rows[0])
 
@@ -383,8 +386,8 @@ def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
         pytest.skip("the local model is not installed (lion_nb[local])")
     assert callable(LocalProvider.count_tokens)
     branch = big_branch(5, model=iModel(provider="local"))
-    turn = turns.next_turn(branch.messages, branch._chat_model)
+    turn = nt.next_turn(branch.messages, branch._chat_model)
     counter = branch._chat_model.provider.count_tokens
-    texts = turns._payload_texts(compile_messages(branch.messages))
+    texts = nt._payload_texts(compile_messages(branch.messages))
     assert turn.exact and turn.tokens == sum(counter(t) for t in texts if t)
     assert turn.window == 2048
