@@ -29,6 +29,7 @@ NOTEBOOKS = {
     "04_structured_output.ipynb": "_src.nb04_structured_output",
     "05_progression_and_forks.ipynb": "_src.nb05_progression_and_forks",
     "06_extending_operations.ipynb": "_src.nb06_extending_operations",
+    "07_cassettes.ipynb": "_src.nb07_cassettes",
 }
 
 METADATA = {

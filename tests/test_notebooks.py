@@ -66,6 +66,14 @@ EXPECTED = {
         "Tagline(tagline='Warm bread, every morning.', tone='friendly')",
         "summarise    failed",
     ],
+    "07_cassettes.ipynb": [
+        "streamed as 50 deltas",
+        "attempt 0: invalid",
+        "attempt 1: valid",
+        "the tool ran in this session: ['notebook']",
+        "differs in messages[1].content: recorded 'Why is the sky blue?', now 'Why is the sky green?'",
+        '{"format": "lion_nb.cassette", "version": 1}',
+    ],
 }
 # Output that means something went wrong even though every cell finished.
 BAD_STDERR = ("Traceback", "Task exception was never retrieved", "Exception ignored", "Error")

@@ -1,0 +1,71 @@
+"""The cassette notebook, executed twice by nbclient in a real kernel: first recording a fresh
+cassette on the embedded model, then replaying it in a kernel where llama_cpp cannot be
+imported, in "replay" mode (any call that reached a model would fail). The text the cells
+print must be the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "07_cassettes.ipynb"
+SHIPPED = ROOT / "notebooks" / "data" / "07_cassettes.cassette.jsonl"
+
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def execute(monkeypatch, **env: str) -> list[str]:
+    from nbclient import NotebookClient
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=180,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+    )
+    client.execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.get("name") == "stderr"], outputs
+    return [o["text"] for o in outputs if o["output_type"] == "stream"]
+
+
+def blocked_llama(tmp_path: Path) -> str:
+    """A folder that, first on PYTHONPATH, makes ``import llama_cpp`` fail."""
+    folder = tmp_path / "no_llama"
+    (folder / "llama_cpp").mkdir(parents=True)
+    (folder / "llama_cpp" / "__init__.py").write_text(
+        "raise ImportError('llama_cpp is blocked: a replay must not load the model')\n"
+    )
+    return str(folder)
+
+
+@pytest.mark.local_model
+def test_record_then_replay_without_the_model_prints_the_same(tmp_path: Path, monkeypatch) -> None:
+    cassette = tmp_path / "lesson.jsonl"
+    recorded = execute(monkeypatch, LION_NB_CASSETTE=str(cassette), LION_NB_CASSETTE_MODE="auto")
+    assert cassette.is_file() and len(cassette.read_text().splitlines()) >= 5
+    replayed = execute(
+        monkeypatch,
+        LION_NB_CASSETTE=str(cassette),
+        LION_NB_CASSETTE_MODE="replay",
+        PYTHONPATH=blocked_llama(tmp_path),
+    )
+    assert replayed == recorded
+    text = "".join(replayed)
+    assert "attempt 1: valid" in text and "the tool ran in this session: ['notebook']" in text
+    assert "nearest recorded request (call 1, line 2) differs in messages[1].content" in text
+
+
+def test_the_shipped_cassette_replays_without_the_model(tmp_path: Path, monkeypatch) -> None:
+    before = SHIPPED.read_bytes()
+    printed = execute(
+        monkeypatch, LION_NB_CASSETTE_MODE="replay", PYTHONPATH=blocked_llama(tmp_path)
+    )
+    assert "Rayleigh" in "".join(printed)
+    assert SHIPPED.read_bytes() == before  # replaying never rewrites the file
