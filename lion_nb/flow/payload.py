@@ -116,6 +116,8 @@ def build_payload(node: Operation, branch: Branch) -> dict[str, bytes | str]:
         raise OperationError(f"Unsupported operation type: {node.operation}")
     registered = None if getattr(func, "__self__", None) is branch else func
     data = branch.to_dict()
+    # the models travel as our settings below; to_dict()'s own copy filters fewer names
+    data["chat_model"] = data["parse_model"] = None
     tools = [(t.name, t.description, t.func) for t in branch.tools] if len(branch.tools) else []
     parts: dict[str, bytes | str] = {
         "node_id": str(node.id),

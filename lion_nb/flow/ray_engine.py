@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow.errors import EngineUnavailable, WorkerLost
@@ -174,9 +175,10 @@ class RayEngine:
         self._pump: asyncio.Task[None] | None = None
         self._links: dict[str, _NodeLink] = {}
         self._task: Any = None
+        self._channel = uuid.uuid4().hex
 
     async def start(self, flow: Flow) -> None:
-        from lion_nb.flow.relay import relay_actor
+        from lion_nb.flow.relay import job_relay
         from lion_nb.flow.worker import run_node_task
 
         ray = self.ray
@@ -184,13 +186,13 @@ class RayEngine:
             ray.init(include_dashboard=False)
         self._flow = flow
         self._task = ray.remote(run_node_task).options(**self.options)
-        self._relay = relay_actor().remote()
+        self._relay = await job_relay(ray)
         self._pump = asyncio.create_task(self._pump_events(), name="lion_nb.flow:ray-relay")
 
     async def _pump_events(self) -> None:
         cursor = 0
         while True:
-            cursor, entries = await self._relay.pull.remote(cursor, 1.0)
+            cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0)
             for key, attempt, events in entries:
                 link = self._links.get(key)
                 if link is None:
@@ -206,7 +208,7 @@ class RayEngine:
         assert self._flow is not None, "start() first"
         parts = build_payload(node, branch)  # NotTransferable: fails before anything is sent
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
-        ref = self._task.remote(self._relay, parts)
+        ref = self._task.remote(self._relay, self._channel, parts)
         try:
             try:
                 record = await ref
@@ -238,6 +240,6 @@ class RayEngine:
                 await self._pump
         if self._relay is not None:
             with contextlib.suppress(Exception):
-                self.ray.kill(self._relay)
+                await self._relay.close.remote(self._channel)
         self._relay = self._pump = None
         self._flow = None

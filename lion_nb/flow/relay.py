@@ -1,8 +1,11 @@
 """The relay: a small asyncio Ray actor that carries live events from workers to the notebook.
 
-Workers push batches ``(node key, attempt, events)``; the notebook long-polls ``pull(cursor)``,
-which returns every entry after ``cursor`` as soon as there is one (or after ``timeout``) and
-forgets those before it. One relay per ``Flow.run``; it takes no CPU slot (``num_cpus=0``).
+Workers push batches ``(node key, attempt, events)`` into a run's *channel*; the notebook
+long-polls ``pull(channel, cursor)``, which returns every entry after ``cursor`` as soon as there
+is one (or after ``timeout``) and forgets those before it. One relay serves every run of a Ray
+job (``num_cpus=0``): starting an actor costs about a second, and events pushed before it is up
+would only arrive once it is, so it is started once and awaited before the first task.
+
 Ray streaming generators were not used because a retried generator must replay the same number
 of items, and a model's deltas do not repeat exactly.
 """
@@ -13,39 +16,66 @@ import asyncio
 from typing import Any
 
 
+class _Channel:
+    __slots__ = ("arrived", "base", "entries")
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str, list[Any]]] = []
+        self.base = 0  # index of entries[0] in the channel's whole stream
+        self.arrived = asyncio.Event()
+
+
 class Relay:
     def __init__(self) -> None:
-        self._entries: list[tuple[str, str, list[Any]]] = []
-        self._base = 0  # index of _entries[0] in the whole stream
-        self._arrived = asyncio.Event()
+        self._channels: dict[str, _Channel] = {}
 
-    async def push(self, key: str, attempt: str, events: list[Any]) -> None:
-        self._entries.append((key, attempt, events))
-        self._arrived.set()
+    def _channel(self, name: str) -> _Channel:
+        channel = self._channels.get(name)
+        if channel is None:
+            channel = self._channels[name] = _Channel()
+        return channel
 
-    async def pull(self, cursor: int, timeout: float) -> tuple[int, list[Any]]:
-        """Entries from ``cursor`` on, and the cursor after them."""
-        drop = cursor - self._base
+    async def ping(self) -> bool:
+        return True
+
+    async def push(self, name: str, key: str, attempt: str, events: list[Any]) -> None:
+        channel = self._channel(name)
+        channel.entries.append((key, attempt, events))
+        channel.arrived.set()
+
+    async def pull(self, name: str, cursor: int, timeout: float) -> tuple[int, list[Any]]:
+        """Entries of channel ``name`` from ``cursor`` on, and the cursor after them."""
+        channel = self._channel(name)
+        drop = cursor - channel.base
         if drop > 0:
-            del self._entries[:drop]
-            self._base = cursor
-        if not self._entries:
-            self._arrived.clear()
+            del channel.entries[:drop]
+            channel.base = cursor
+        if not channel.entries:
+            channel.arrived.clear()
             try:
-                await asyncio.wait_for(self._arrived.wait(), timeout)
+                await asyncio.wait_for(channel.arrived.wait(), timeout)
             except TimeoutError:
                 pass
-        entries = list(self._entries)
-        return self._base + len(entries), entries
+        entries = list(channel.entries)
+        return channel.base + len(entries), entries
+
+    async def close(self, name: str) -> None:
+        self._channels.pop(name, None)
 
 
 _ACTOR: list[Any] = []
+_RELAYS: dict[str, Any] = {}
 
 
-def relay_actor() -> Any:
-    """The Ray actor class (made on first use: importing this module needs no Ray)."""
-    if not _ACTOR:
-        import ray
-
-        _ACTOR.append(ray.remote(num_cpus=0, max_restarts=0)(Relay))
-    return _ACTOR[0]
+async def job_relay(ray: Any) -> Any:
+    """This Ray job's relay actor, started (and awaited) on first use."""
+    job = ray.get_runtime_context().get_job_id()
+    relay = _RELAYS.get(job)
+    if relay is None:
+        if not _ACTOR:
+            _ACTOR.append(ray.remote(num_cpus=0, max_restarts=-1)(Relay))
+        relay = _ACTOR[0].remote()
+        await relay.ping.remote()
+        _RELAYS.clear()  # handles of earlier jobs (a ray.shutdown() since) are dead
+        _RELAYS[job] = relay
+    return relay

@@ -67,8 +67,9 @@ def transport(signal: Signal) -> tuple[Any, ...] | None:
 class _Outbox:
     """Batches events and pushes them to the relay, one push in flight at a time."""
 
-    def __init__(self, relay: Any, key: str, attempt: str) -> None:
+    def __init__(self, relay: Any, channel: str, key: str, attempt: str) -> None:
         self.relay = relay
+        self.channel = channel
         self.key = key
         self.attempt = attempt
         self.buffer: list[tuple[Any, ...]] = []
@@ -87,7 +88,7 @@ class _Outbox:
                 await asyncio.sleep(FLUSH_S)  # gather a batch (deltas come per token)
             batch, self.buffer = self.buffer, []
             if batch:
-                await self.relay.push.remote(self.key, self.attempt, batch)
+                await self.relay.push.remote(self.channel, self.key, self.attempt, batch)
             if self.closed and not self.buffer:
                 return
 
@@ -97,9 +98,12 @@ class _Outbox:
         await task
 
 
-def run_node_task(relay: Any, parts: dict[str, Any]) -> dict[str, Any]:
-    """Ray's entry point: one attempt of one node. Returns the attempt's record."""
-    return asyncio.run(_attempt(relay, parts))
+def run_node_task(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, Any]:
+    """Ray's entry point: one attempt of one node. Returns the attempt's record.
+
+    ``ray.cancel`` interrupts the loop with KeyboardInterrupt; ``asyncio.run`` then cancels the
+    attempt and runs its cleanup to the end (a CLI stream closes, its process group ends)."""
+    return asyncio.run(_attempt(relay, channel, parts))
 
 
 def _node_location() -> dict[str, Any]:
@@ -136,12 +140,12 @@ def _build(parts: dict[str, Any]) -> tuple[Any, Any]:
     return branch, node
 
 
-async def _attempt(relay: Any, parts: dict[str, Any]) -> dict[str, Any]:
+async def _attempt(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, Any]:
     from lion_nb.messages import MESSAGE_LIST
 
     attempt = uuid.uuid4().hex
     key = parts["node_id"]
-    outbox = _Outbox(relay, key, attempt)
+    outbox = _Outbox(relay, channel, key, attempt)
     outbox.put(("attempt", _node_location()))
     pump = asyncio.create_task(outbox.pump())
     record: dict[str, Any] = {"attempt": attempt, **_node_location(), "messages": []}

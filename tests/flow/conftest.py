@@ -1,0 +1,51 @@
+"""Real Ray clusters for the Ray engine tests, started here and always shut down.
+
+``ray_local``: ``ray.init`` on this machine (2 CPUs, no dashboard). ``ray_cluster``: two Ray
+nodes on this machine through Ray's own ``ray.cluster_utils.Cluster`` (1 CPU each). Both bind to
+127.0.0.1 (the suite allows loopback connections only). Module scope: a cluster costs seconds to
+start, and the tests of one module share it."""
+
+from __future__ import annotations
+
+import pytest
+
+LOOPBACK = "127.0.0.1"
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address=LOOPBACK,
+        log_to_driver=False,
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    import ray
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": LOOPBACK},
+    )
+    try:
+        cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
+        ray.init(address=cluster.address, log_to_driver=False)
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
