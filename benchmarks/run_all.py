@@ -182,6 +182,7 @@ def main() -> None:
     rows += b4_rows(external("bench_widget_traffic.py", args.quick))
     rows += b5_rows(external("bench_inspector.py", args.quick), args.quick)
     rows += external("bench_local.py", args.quick)["rows"]  # B6
+    rows += external("bench_cassette.py", args.quick)["rows"]  # B7
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)
