@@ -27,7 +27,7 @@ import os
 import threading
 import warnings
 from collections.abc import AsyncGenerator
-from contextvars import Token
+from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,7 +85,9 @@ class Cassette:
         self.replayed = 0  # calls served from the file in this session
         self.recorded = 0  # calls recorded into it
         self._lock = threading.Lock()
-        self._tokens: list[Token[object]] = []
+        self._tokens: ContextVar[tuple[Token[object], ...]] = ContextVar(
+            f"lion_nb_cassette_tokens_{id(self)}", default=()
+        )
         self._items: list[Recording | Damaged] = []
         self._by_key: dict[str, list[Recording]] = {}
         self._served: dict[str, int] = {}
@@ -136,11 +138,16 @@ class Cassette:
     # -- being the active cassette -------------------------------------------------------------
 
     def __enter__(self) -> Cassette:
-        self._tokens.append(active.scoped.set(self))
+        # The tokens live in the context too: tasks entering the same cassette concurrently
+        # each restore their own.
+        token = active.scoped.set(self)
+        self._tokens.set((*self._tokens.get(), token))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        active.scoped.reset(self._tokens.pop())
+        *rest, token = self._tokens.get()
+        self._tokens.set(tuple(rest))
+        active.scoped.reset(token)
 
     async def __aenter__(self) -> Cassette:
         return self.__enter__()

@@ -318,6 +318,22 @@ async def test_async_with_and_invalid_arguments(tmp_path: Path) -> None:
         lion_nb.cassette(path, speed=-1)
 
 
+async def test_one_cassette_entered_by_concurrent_tasks(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        await Branch(chat_model=scripted({"text": "x", "delay": 0.01})).communicate("a")
+    tape = lion_nb.cassette(path, mode="replay")
+
+    async def use(pause: float) -> str:
+        async with tape:
+            await asyncio.sleep(pause)
+            text = await Branch(chat_model=absent()).communicate("a")
+        return text
+
+    assert await asyncio.gather(use(0.0), use(0.02)) == ["x", "x"]
+    assert lion_nb.cassettes.active.current() is None
+
+
 # -- timing --------------------------------------------------------------------------------------------
 
 
