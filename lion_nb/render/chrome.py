@@ -51,7 +51,7 @@ def next_turn_pending_html() -> str:
     return '<div class="lion-meta lion-next-turn">Next turn: counting…</div>'
 
 
-def forked_html(index: int, name: str, messages: int, branch_id: Any) -> str:
+def forked_html(index: int, name: str | None, messages: int, branch_id: Any) -> str:
     """The status line after forking at message ``index``."""
     return (
         f'<div class="lion-view-status">Forked at #{index} → '
@@ -59,7 +59,7 @@ def forked_html(index: int, name: str, messages: int, branch_id: Any) -> str:
     )
 
 
-def fork_note_html(name: str, messages: int) -> str:
+def fork_note_html(name: str | None, messages: int) -> str:
     """The heading of a fork's panel (its chat view follows)."""
     return (
         f'<div class="lion-meta">Fork {escape(name)} of {messages:,} messages (shown above) — '

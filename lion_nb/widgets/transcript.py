@@ -163,13 +163,12 @@ class Transcript:
         self.live.clear()
         old = [w for w in self._widgets.values() if w is not self._provisional]
         self.model.rebuild()
-        pending = self.model.pending
+        shown = set(self.model.keys)
         self._widgets = {
-            key: self._provisional
-            if key == pending
-            else self._kit.html(message_html(self.branch.messages[key]))
-            for key in self.model.keys
+            m.id: self._kit.html(message_html(m)) for m in self.branch.messages if m.id in shown
         }
+        if self.model.pending is not None:
+            self._widgets[self.model.pending] = self._provisional
         self._sync()
         for widget in old:
             widget.close()

@@ -233,3 +233,35 @@ def test_every_role_renders_a_card_with_its_class(role: str) -> None:
     }
     card = _card(factory[role]())
     assert card.classes[:2] == ["lion-msg", f"lion-{role}"]
+
+
+def test_one_card_wrapper_for_recorded_live_and_pending_cards() -> None:
+    from lion_nb.render.html import (
+        body_html,
+        card_html,
+        live_card_classes,
+        live_card_html,
+        live_thinking_html,
+        live_tools_html,
+        pending_prompt_html,
+    )
+
+    mid = uuid.uuid4()
+    assert card_html("user", "x", classes=("lion-pending",), message_id=mid) == (
+        f'<div class="lion-msg lion-user lion-pending" data-id="{mid}" data-role="user">x</div>'
+    )
+    live = parse(live_card_html(head_html("assistant", status="streaming"), "streaming"))
+    card = live.find("div", "lion-msg")
+    assert card.classes == list(live_card_classes("streaming"))
+    assert card.classes == ["lion-msg", "lion-assistant", "lion-streaming-msg", "lion-live"]
+    assert body_html("") == "" and body_html("<p>x</p>") == (
+        '<div class="lion-body lion-md"><p>x</p></div>'
+    )
+    pending = parse(pending_prompt_html("typed *here*")).find("div", "lion-msg")
+    assert pending.classes == ["lion-msg", "lion-user", "lion-pending"]
+    assert "<em>here</em>" in pending_prompt_html("typed *here*")
+    thinking = live_thinking_html("<b>" + "z" * 50, 10)
+    assert "Thinking (53 chars)" in thinking and "…" + "z" * 10 in thinking
+    assert "<b>" not in live_thinking_html("<b>", 10)
+    tools = live_tools_html([("search", '{"q": "<svg>"}', 14)], 100)
+    assert "search" in tools and "&lt;svg&gt;" in tools and "<svg" not in tools

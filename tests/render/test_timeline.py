@@ -1,0 +1,121 @@
+"""render.timeline: the inspector's row lines, expanded details, heading, run log and static
+fallback, escaped."""
+
+from __future__ import annotations
+
+import json
+
+from lion_nb import Branch, Session, iModel
+from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, Instruction
+from lion_nb.provenance import provenance_of
+from lion_nb.render import timeline as tl
+from lion_nb.render import turns
+from lion_nb.render.escape import escape
+from lion_nb.viewmodels import timeline as tlm
+
+
+def scripted(*replies, **kw) -> iModel:
+    return iModel(provider="scripted", replies=list(replies), **kw)
+
+
+def big_branch(n: int, *, model: iModel | None = None) -> Branch:
+    branch = Branch(system="You are terse.", chat_model=model or scripted())
+    for i in range((n - 1) // 2):
+        branch.add_message(Instruction(instruction=f"question {i}: " + "words " * 8))
+        branch.add_message(
+            AssistantResponse(
+                response=f"answer {i} **bold** " * 4,
+                metadata={"usage": {"input_tokens": 10 + i, "output_tokens": 5}},
+            )
+        )
+    return branch
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def conversation() -> Branch:
+    """Real turns on the scripted model: communicate, a tool call through act, communicate."""
+    session = Session()
+    branch = session.new_branch(
+        system="Be brief.",
+        name="demo",
+        chat_model=scripted(
+            {
+                "text": "Hi!",
+                "usage": {"input_tokens": 9, "output_tokens": 2, "total_cost_usd": 0.002},
+            },
+            "It is 5.",
+        ),
+        tools=[add],
+    )
+    provenance_of(branch)
+    await branch.communicate("hello")
+    await branch.act([{"function": "add", "arguments": {"a": 2, "b": 3}, "id": "call_1"}])
+    await branch.communicate("what is 2+3?")
+    return branch
+
+
+async def test_rows_carry_role_usage_run_and_time() -> None:
+    branch = await conversation()
+    table = provenance_of(branch)
+    rows = tlm.timeline_rows(branch.messages, range(len(branch.messages)), table)
+    assert [r.index for r in rows] == list(range(7))
+    assert rows[0].run is None  # the system message predates every run
+    assert rows[1].run is not None and rows[1].run.operation == "communicate"
+    assert rows[1].new_run and not rows[2].new_run and rows[5].new_run
+    assert rows[3].run is None  # act outside a lifecycle
+    assert rows[2].usage == {"input_tokens": 9, "output_tokens": 2, "total_cost_usd": 0.002}
+    html = tl.row_summary_html(rows[2])
+    assert "9 in · 2 out · $0.0020" in html and "Hi!" in html and 'data-index="2"' in html
+    assert "▶ run communicate" in tl.row_summary_html(rows[1])
+    assert rows[1].run.duration_ms is not None and rows[1].run.status == "ok"
+
+
+async def test_detail_shows_the_card_the_payload_json_and_provenance() -> None:
+    branch = await conversation()
+    rows = tlm.timeline_rows(branch.messages, [5], provenance_of(branch))
+    detail = tl.row_detail_html(rows[0], branch.messages)
+    assert "What the model saw" in detail and "(5 messages)" in detail
+    payload_text = json.dumps(turns.turn_payload(branch.messages, 5), indent=2, ensure_ascii=False)
+    assert escape(payload_text) in detail
+    assert "&quot;tool_call_id&quot;: &quot;call_1&quot;" in detail
+    assert str(branch.messages[5].id) in detail and "communicate" in detail
+
+
+def test_hostile_text_is_escaped_in_rows_and_details() -> None:
+    branch = Branch()
+    branch.add_message(Instruction(instruction='<img src=x onerror="alert(1)"> hi'))
+    branch.add_message(
+        AssistantResponse(response="<script>alert(2)</script>", metadata={"x": "<b>meta</b>"})
+    )
+    rows = tlm.timeline_rows(branch.messages, range(2), None)
+    for row in rows:
+        for html in (tl.row_summary_html(row), tl.row_detail_html(row, branch.messages)):
+            assert "<img" not in html and "<script" not in html and "<b>meta" not in html
+
+
+def test_action_rows_show_error_state() -> None:
+    branch = Branch()
+    req = ActionRequest(function="f", arguments={"x": 1})
+    branch.add_message(req)
+    branch.add_message(
+        ActionResponse(
+            function="f", output="ValueError: x", is_error=True, action_request_id=req.id
+        )
+    )
+    rows = tlm.timeline_rows(branch.messages, range(2))
+    assert "error" in tl.row_summary_html(rows[1])
+    assert "f({&quot;x&quot;: 1})" in tl.row_summary_html(rows[0])
+
+
+def test_heading_run_log_and_static_fallback() -> None:
+    branch = big_branch(5)
+    totals = tlm.branch_totals(branch.messages)
+    head = tl.header_html("T <1>", 5, totals, 2)
+    assert "T &lt;1&gt;" in head and "5 messages" in head and "2 runs" in head
+    assert "No runs observed yet" in tl.runs_html(None)
+    static = tl.static_html("T", branch.messages, 1, 3, None, None, totals)
+    assert "messages 2–3 of 5" in static and static.count('class="lion-msg ') == 2

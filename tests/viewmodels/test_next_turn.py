@@ -1,0 +1,106 @@
+"""What the next turn sends: tokens (exact with a provider tokenizer, else an estimate) against
+the context window, from provider facts read without constructing a provider."""
+
+from __future__ import annotations
+
+import pytest
+
+from lion_nb import Branch, iModel
+from lion_nb.compile import compile_messages
+from lion_nb.messages import AssistantResponse, Instruction
+from lion_nb.models.imodel import PROVIDERS, register_provider
+from lion_nb.render import turns
+from lion_nb.viewmodels import next_turn as nt
+
+
+def scripted(*replies, **kw) -> iModel:
+    return iModel(provider="scripted", replies=list(replies), **kw)
+
+
+def big_branch(n: int, *, model: iModel | None = None) -> Branch:
+    branch = Branch(system="You are terse.", chat_model=model or scripted())
+    for i in range((n - 1) // 2):
+        branch.add_message(Instruction(instruction=f"question {i}: " + "words " * 8))
+        branch.add_message(
+            AssistantResponse(
+                response=f"answer {i} **bold** " * 4,
+                metadata={"usage": {"input_tokens": 10 + i, "output_tokens": 5}},
+            )
+        )
+    return branch
+
+
+def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
+    branch = big_branch(5, model=scripted(context_window=100))
+    turn = nt.next_turn(branch.messages, branch._chat_model)
+    texts = nt._payload_texts(compile_messages(branch.messages))
+    assert turn.messages == 5 and not turn.exact and turn.window == 100
+    assert turn.tokens == sum((len(t) + 3) // 4 for t in texts)
+    html = turns.next_turn_html(turn)
+    assert "estimate" in html and "100-token context window" in html
+    assert nt.context_window(iModel(provider="openai", model="gpt-4.1-mini")) == 1_047_576
+    assert nt.context_window(scripted()) is None
+    # the local model's window: its constructor's default, without constructing it
+    local = iModel(provider="local")
+    assert nt.context_window(local) == 2048 and local._provider is None
+    assert nt.context_window(iModel(provider="local", n_ctx=4096)) == 4096
+    assert "context window unknown" in turns.next_turn_html(
+        nt.next_turn(branch.messages, scripted())
+    )
+
+
+class CountingProvider:
+    """A provider with an offline tokenizer: one token per whitespace-separated word."""
+
+    n_ctx = 64
+
+    def __init__(self, model=None, api_key=None, **options) -> None:
+        self.model = model
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+@pytest.fixture
+def counting_provider():
+    register_provider("counting-test", __name__, "CountingProvider")
+    yield "counting-test"
+    PROVIDERS.pop("counting-test", None)
+
+
+def test_next_turn_is_exact_with_the_providers_tokenizer(counting_provider) -> None:
+    branch = big_branch(3, model=iModel(provider=counting_provider))
+    turn = nt.next_turn(branch.messages, branch._chat_model)
+    words = sum(len(t.split()) for t in nt._payload_texts(compile_messages(branch.messages)))
+    assert turn.exact and turn.tokens == words and turn.window == 64
+    assert "exact (provider tokenizer)" in turns.next_turn_html(turn)
+
+
+def test_a_cli_model_sends_only_the_new_prompt() -> None:
+    branch = big_branch(3, model=scripted(cli=True))
+    turn = nt.next_turn(branch.messages, branch._chat_model)
+    assert turn.cli and "CLI agent receives only the new prompt" in turns.next_turn_html(turn)
+
+
+@pytest.mark.local_model
+def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
+    from lion_nb.models.imodel import local_model_available
+    from lion_nb.models.local import LocalProvider
+
+    if not local_model_available():
+        pytest.skip("the local model is not installed (lion_nb[local])")
+    assert callable(LocalProvider.count_tokens)
+    branch = big_branch(5, model=iModel(provider="local"))
+    turn = nt.next_turn(branch.messages, branch._chat_model)
+    counter = branch._chat_model.provider.count_tokens
+    texts = nt._payload_texts(compile_messages(branch.messages))
+    assert turn.exact and turn.tokens == sum(counter(t) for t in texts if t)
+    assert turn.window == 2048
+
+
+def test_provider_facts_never_construct_a_provider() -> None:
+    model = iModel(provider="openai", model="gpt-4o")
+    assert not nt.is_cli_model(model) and nt.is_cli_model(iModel(provider="claude_code"))
+    assert nt.context_window(model) == 128_000 and model.provider_or_none is None
+    assert nt.is_cli_model(None) is False and nt.context_window(None) is None
+    assert nt.token_counter(None) is None and nt.token_counter(model) is None
