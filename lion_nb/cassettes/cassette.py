@@ -92,6 +92,8 @@ class Cassette:
         self._by_key: dict[str, list[Recording]] = {}
         self._served: dict[str, int] = {}
         self._rewritten: set[str] = set()  # keys re-recorded in this session ("record")
+        self._mine: set[str] = set()  # the lines this cassette wrote
+        self._pending: list[Recording] = []  # recorded, not yet on disk (a write failed)
         if mode != "off":
             self._load()
 
@@ -183,6 +185,10 @@ class Cassette:
         return store.scrub_value(request_of(model, request), secrets), secrets
 
     def _save(self, rec: Recording, secrets: list[str | None]) -> None:
+        """Add ``rec`` to the file: read it again, merge, write it atomically. Reading first
+        means two cassettes on one file (``use_cassette`` plus a ``with`` block, a cell run
+        again while a task of the last run still records) add to it instead of overwriting
+        each other's recordings."""
         # Scrubbed now, with this call's secrets: later rewrites of the file are made for other
         # models' calls and know only theirs.
         rec.events = store.scrub_value(rec.events, secrets)
@@ -190,15 +196,32 @@ class Cassette:
         rec.error = store.scrub_value(rec.error, secrets)
         rec.recorded_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         with self._lock:
-            if self.mode == "record" and rec.key not in self._rewritten:
-                self._rewritten.add(rec.key)
-                old = {id(r) for r in self._by_key.pop(rec.key, [])}
-                self._items = [item for item in self._items if id(item) not in old]
-            self._items.append(rec)
-            self._by_key.setdefault(rec.key, []).append(rec)
             self.recorded += 1
+            self._pending.append(rec)
+            if self.mode == "record":
+                self._rewritten.add(rec.key)
             try:
-                store.write(self.path, self._items, secrets)
+                items = store.read(self.path)
+            except CassetteError:
+                items = [i for i in self._items if all(i is not p for p in self._pending)]
+            # "record" replaces the earlier recordings of what it calls (not its own)
+            items = [
+                i
+                for i in items
+                if not (
+                    isinstance(i, Recording)
+                    and i.key in self._rewritten
+                    and i.raw not in self._mine
+                )
+            ]
+            items += self._pending
+            self._items = items
+            self._by_key = {}
+            for item in items:
+                if isinstance(item, Recording):
+                    self._by_key.setdefault(item.key, []).append(item)
+            try:
+                store.write(self.path, items, secrets)
             except OSError as exc:  # the reply still reaches the caller; the next save retries
                 warnings.warn(
                     CassetteWarning(
@@ -207,6 +230,9 @@ class Cassette:
                     ),
                     stacklevel=2,
                 )
+                return
+            self._mine.update(r.raw for r in self._pending)
+            self._pending.clear()
 
     def miss(self, matched: dict[str, Any]) -> CassetteMiss:
         """The error for a request this cassette cannot replay, naming the nearest recording."""

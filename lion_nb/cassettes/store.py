@@ -75,6 +75,8 @@ class Recording:
     line: int = 0  # where it is in the file (1-based; 0 until written)
     call: int = 0  # its ordinal among the calls of the file
     key: str = ""
+    raw: str = ""  # the line as read or written (rewritten verbatim while its number holds)
+    source: dict[str, Any] | None = None  # the object read (keys this version does not know)
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -134,6 +136,7 @@ def _recording(obj: Any) -> Recording:
         end=float(obj.get("end") or 0.0),
         stopped=stopped,
         recorded_at=obj.get("recorded_at"),
+        source=obj,
     )
 
 
@@ -156,22 +159,23 @@ def read(path: Path) -> list[Recording | Damaged]:
         except json.JSONDecodeError as exc:
             items.append(Damaged(number, line, f"not JSON ({exc.msg} at column {exc.colno})"))
             continue
-        if number == 1:
-            if isinstance(obj, dict) and obj.get("format") == FORMAT:
-                version = obj.get("version")
-                if not isinstance(version, int) or version > VERSION:
-                    raise CassetteError(
-                        f"{str(path)!r} is a cassette of format version {version!r}; this "
-                        f"lion_nb reads version {VERSION} (upgrade lion_nb to replay it)"
-                    )
-                continue
+        if isinstance(obj, dict) and obj.get("format") == FORMAT:  # a header (also where two
+            version = obj.get("version")  # cassettes were concatenated)
+            if not isinstance(version, int) or version > VERSION:
+                raise CassetteError(
+                    f"{str(path)!r} is a cassette of format version {version!r}; this "
+                    f"lion_nb reads version {VERSION} (upgrade lion_nb to replay it)",
+                    path=str(path),
+                    line=number,
+                )
+            continue
         try:
             recording = _recording(obj)
         except ValueError as exc:
             items.append(Damaged(number, line, str(exc)))
             continue
         calls += 1
-        recording.line, recording.call = number, calls
+        recording.line, recording.call, recording.raw = number, calls, line
         items.append(recording)
     return items
 
@@ -202,14 +206,18 @@ def scrub_value(value: Any, secrets: Iterable[str | None]) -> Any:
 
 
 def encode(recording: Recording, secrets: Iterable[str | None]) -> str:
-    line = json.dumps(recording.to_json(), ensure_ascii=False, separators=(", ", ": "))
+    """A new recording as its line. A value JSON cannot hold (a scripted tool output that is
+    some Python object) is written as its ``str``: a recording is never refused."""
+    line = json.dumps(recording.to_json(), ensure_ascii=False, separators=(", ", ": "), default=str)
     return scrub(line, secrets)
 
 
 def write(path: Path, items: list[Recording | Damaged], secrets: Iterable[str | None]) -> None:
     """Replace ``path`` with ``items`` atomically (a temporary file in the same folder, flushed
     to disk, then renamed over it): a crash leaves the old file or the new one, never half.
-    Sets each recording's ``line`` and ``call`` to where it now is."""
+    Lines read from the file are written back as they were (a renumbered call changes only its
+    ``call``); new recordings are encoded and scrubbed. Sets each recording's ``line``,
+    ``call`` and ``raw`` to what it now is."""
     secrets = list(secrets)
     lines = [json.dumps(HEADER)]
     calls = 0
@@ -219,8 +227,14 @@ def write(path: Path, items: list[Recording | Damaged], secrets: Iterable[str | 
             item.line = len(lines)
             continue
         calls += 1
-        item.call, item.line = calls, len(lines) + 1
-        lines.append(encode(item, secrets))
+        if item.source is None:
+            item.call = calls
+            item.raw = encode(item, secrets)
+        elif item.source.get("call") != calls or not item.raw:
+            item.call = item.source["call"] = calls  # the key keeps its place in the line
+            item.raw = json.dumps(item.source, ensure_ascii=False, separators=(", ", ": "))
+        lines.append(item.raw)
+        item.line = len(lines)
     data = ("\n".join(lines) + "\n").encode("utf-8", errors="surrogateescape")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -102,3 +102,33 @@ def test_write_then_read_round_trips_recordings_and_damaged_lines(tmp_path: Path
     assert isinstance(back[0], Recording) and back[0].key == rec.key and back[0].end == 0.5
     assert isinstance(back[1], Damaged) and back[1].text == "garbage" and back[1].line == 3
     assert read(tmp_path / "missing.jsonl") == []
+
+
+async def test_two_cassettes_on_one_file_add_to_it_not_over_each_other(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    outer = lion_nb.use_cassette(path)  # the notebook's cassette ...
+    try:
+        with lion_nb.cassette(path):  # ... and a cell's block on the same file
+            await Branch(chat_model=scripted("A.")).communicate("a")
+        await Branch(chat_model=scripted("B.")).communicate("b")  # through the outer one
+    finally:
+        lion_nb.use_cassette(None)
+    assert outer is not None and len(outer) == 2
+    with lion_nb.cassette(path, mode="replay"):
+        assert await Branch(chat_model=scripted()).communicate("a") == "A."
+        assert await Branch(chat_model=scripted()).communicate("b") == "B."
+
+
+async def test_a_rewrite_keeps_what_this_version_does_not_know(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    await record(path, ("a", "A."))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    noted = json.loads(lines[1])
+    noted["note"] = "checked by the teacher"
+    lines[1] = json.dumps(noted, ensure_ascii=False)
+    # and a second cassette pasted below the first, header included
+    path.write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
+    await record(path, ("b", "B."), mode="auto")
+    after = path.read_text(encoding="utf-8").splitlines()
+    assert after[1] == lines[1]  # verbatim
+    assert [json.loads(line).get("call") for line in after[1:]] == [1, 2]
