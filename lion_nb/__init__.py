@@ -74,7 +74,7 @@ def __dir__() -> list[str]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext lion_nb`` registers the ``%%lion`` cell magic."""
+    """``%load_ext lion_nb`` registers the ``%%lion`` cell magic and ``%lion_cassette``."""
     from lion_nb.magics import register
 
     register(ipython)

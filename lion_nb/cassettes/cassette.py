@@ -26,7 +26,7 @@ import datetime
 import os
 import threading
 import warnings
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import Any, Literal
@@ -234,6 +234,11 @@ class Cassette:
             self._mine.update(r.raw for r in self._pending)
             self._pending.clear()
 
+    def _note(self, matched: dict[str, Any]) -> Callable[[], str] | None:
+        if self.mode != "auto":
+            return None
+        return lambda: f"(the cassette could not replay this call: {self.miss(matched)})"
+
     def miss(self, matched: dict[str, Any]) -> CassetteMiss:
         """The error for a request this cassette cannot replay, naming the nearest recording."""
         provider, model = matched.get("provider"), matched.get("model")
@@ -255,10 +260,14 @@ class Cassette:
                 f"The nearest recorded request (call {rec.call}, line {rec.line}) differs in "
                 f"{describe(diffs)}."
             )
+        elif not self.path.exists():
+            text += "The cassette file does not exist (yet)."
         else:
             text += "The cassette has no recordings."
+        if self.mode == "replay":
+            text += " Record it with mode='auto' or 'record' (the model must be available)."
         return CassetteMiss(
-            text + " Record it with mode='auto' or 'record' (the model must be available).",
+            text.rstrip(),
             path=self.shown,
             provider=provider,
             model=model,
@@ -284,7 +293,9 @@ class Cassette:
                 return await replay_api(rec, on_delta, self.speed, self._ref(rec))
             if self.mode == "replay":
                 raise self.miss(matched)
-        return await record_api(live, request, on_delta, matched, lambda r: self._save(r, secrets))
+        return await record_api(
+            live, request, on_delta, matched, lambda r: self._save(r, secrets), self._note(matched)
+        )
 
     def stream(
         self, model: Any, request: CLIRequest, live: LiveStream
@@ -298,7 +309,9 @@ class Cassette:
                 return replay_cli(rec, self.speed, self._ref(rec))
             if self.mode == "replay":
                 return _raising(self.miss(matched))
-        return record_cli(live, request, matched, lambda r: self._save(r, secrets))
+        return record_cli(
+            live, request, matched, lambda r: self._save(r, secrets), self._note(matched)
+        )
 
 
 async def _raising(error: BaseException) -> AsyncGenerator[Chunk, None]:

@@ -27,7 +27,7 @@ from lion_nb.cassettes.codec import (
     encode_response,
 )
 from lion_nb.cassettes.store import Recording
-from lion_nb.errors import CassetteMiss, CLINotFound, ProviderError
+from lion_nb.errors import CassetteMiss, CLINotFound, ConfigurationError, ProviderError
 from lion_nb.models.base import Chunk, CLIRequest, DeltaKind, DeltaSink, ModelRequest, ModelResponse
 
 __all__ = ["Clock", "record_api", "record_cli", "replay_api", "replay_cli"]
@@ -35,6 +35,7 @@ __all__ = ["Clock", "record_api", "record_cli", "replay_api", "replay_cli"]
 LiveComplete = Callable[[ModelRequest, DeltaSink | None], Awaitable[ModelResponse]]
 LiveStream = Callable[[CLIRequest], AsyncGenerator[Chunk, None]]
 Save = Callable[[Recording], None]
+Note = Callable[[], str]  # what to add to "the model is not available" errors
 
 _KINDS: tuple[DeltaKind, ...] = ("text", "thinking", "tool_args")
 _STOP_GRACE_STEPS = 5  # loop turns a stopped recording waits for the caller to stop again
@@ -126,12 +127,20 @@ def _recordable(error: BaseException) -> bool:
     return isinstance(error, ProviderError) and not isinstance(error, CLINotFound)
 
 
+def _add_note(error: BaseException, note: Note | None) -> None:
+    """A model that cannot run here (not installed, no CLI): say that the cassette had no
+    recording of the call, which is why it was needed."""
+    if note is not None and isinstance(error, ConfigurationError | CLINotFound):
+        error.add_note(note())
+
+
 async def record_api(
     live: LiveComplete,
     request: ModelRequest,
     on_delta: DeltaSink | None,
     matched: dict[str, Any],
     save: Save,
+    note: Note | None = None,
 ) -> ModelResponse:
     events: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -160,13 +169,18 @@ async def record_api(
     except BaseException as exc:
         if _recordable(exc):
             done(error=encode_error(exc))
+        _add_note(exc, note)
         raise
     done(response=encode_response(response))
     return response
 
 
 async def record_cli(
-    live: LiveStream, request: CLIRequest, matched: dict[str, Any], save: Save
+    live: LiveStream,
+    request: CLIRequest,
+    matched: dict[str, Any],
+    save: Save,
+    note: Note | None = None,
 ) -> AsyncGenerator[Chunk, None]:
     events: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -184,6 +198,7 @@ async def record_cli(
     except BaseException as exc:
         if _recordable(exc):
             error, ended = encode_error(exc), True
+        _add_note(exc, note)
         raise
     finally:
         try:

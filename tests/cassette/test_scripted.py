@@ -248,8 +248,24 @@ async def test_a_miss_against_an_empty_cassette_says_so(tmp_path: Path) -> None:
         pytest.raises(CassetteMiss) as info,
     ):
         await Branch(chat_model=absent()).communicate("hi")
-    assert "has no recordings" in str(info.value)
+    assert "file does not exist" in str(info.value)
     assert not (tmp_path / "none.jsonl").exists()
+
+
+async def test_auto_mode_says_why_an_unavailable_model_was_needed(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        await Branch(chat_model=scripted("A.")).communicate("a")
+    unknown = iModel(provider="local", model="no-such-model")  # cannot run on any machine
+    with (
+        lion_nb.cassette(path, mode="auto"),
+        pytest.raises(lion_nb.errors.ConfigurationError) as info,
+    ):
+        await Branch(chat_model=unknown).communicate("b")
+    assert "unknown local model" in str(info.value)
+    (note,) = info.value.__notes__
+    assert note.startswith("(the cassette could not replay this call: no recording in")
+    assert "'b'" in note
 
 
 async def test_cli_miss_in_replay_mode_starts_nothing(tmp_path: Path) -> None:
