@@ -1,8 +1,8 @@
 """Token usage, and its accumulation per run.
 
-A run (``Branch._observed_run`` or ``Branch.run``) installs a ``RunUsage`` in a ContextVar; every
-model call made inside that task (and tasks it starts) adds to it, so ``RunEnd`` reports the usage
-of this run only, not of the whole branch history.
+A run (``observed_run`` / ``observed_stream`` in ``session/lifecycle.py``) installs a ``RunUsage``
+in a ContextVar while its own code executes; every model call made there (and in tasks it
+starts) adds to it, so ``RunEnd`` reports the usage of this run only, not of the whole history.
 """
 
 from __future__ import annotations
