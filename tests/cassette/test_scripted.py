@@ -387,6 +387,19 @@ async def test_replay_keeps_the_recorded_pace_at_speed_1_and_10_and_none(tmp_pat
     assert total < 0.3
 
 
+async def test_a_cli_stream_replays_at_its_pace_too(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    reply = {"chunks": [f"w{i} " for i in range(5)], "delay": 0.1}
+    with lion_nb.cassette(path, mode="record"):
+        await Branch(chat_model=scripted(reply, cli=True)).run_and_collect("count")
+    for speed, low, high in ((1.0, 0.45, 2.5), (10, 0.04, 0.4), (None, 0.0, 0.2)):
+        branch = Branch(chat_model=absent(cli=True))
+        start = time.perf_counter()
+        with lion_nb.cassette(path, mode="replay", speed=speed):
+            assert await branch.run_and_collect("count") == "w0 w1 w2 w3 w4 "
+        assert low <= time.perf_counter() - start < high, speed
+
+
 # -- concurrency ------------------------------------------------------------------------------------
 
 
