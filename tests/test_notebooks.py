@@ -129,6 +129,9 @@ def test_notebook_runs_top_to_bottom(name, monkeypatch, tmp_path):
 
     # Use the recorded agent session even on a machine where `claude` is installed.
     monkeypatch.setenv("LION_NB_REPLAY", "1")
+    # Notebook 07 replays its shipped cassette strictly: a changed prompt is a CassetteMiss, never
+    # a silent re-recording into the repository.
+    monkeypatch.setenv("LION_NB_CASSETTE_MODE", "replay")
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebooks' scratch folders land here
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(
