@@ -1,8 +1,7 @@
 """Real Ray clusters for the Ray engine tests, started here and always shut down.
 
 ``ray_local``: ``ray.init`` on this machine (2 CPUs, no dashboard). ``ray_cluster``: two Ray
-nodes on this machine through Ray's own ``ray.cluster_utils.Cluster`` (1 CPU each). Both bind to
-127.0.0.1 (the suite allows loopback connections only). Module scope: a cluster costs seconds to
+nodes on this machine through Ray's own ``ray.cluster_utils.Cluster`` (1 CPU each). Module scope: a cluster costs seconds to
 start, and the tests of one module share it."""
 
 from __future__ import annotations
@@ -37,12 +36,11 @@ def ray_cluster():
 
     if ray.is_initialized():
         ray.shutdown()
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": LOOPBACK},
-    )
+    # Cluster picks the machine's address itself (passing 127.0.0.1 leaves its GCS unreachable);
+    # the suite's loopback-only guard is a function-scoped fixture, set up after this one.
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
-        cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
+        cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
         yield cluster
