@@ -186,8 +186,9 @@ async def record_cli(
     start = time.perf_counter()
     ended = False  # a result or error chunk arrived: what follows the stream's end is no loss
     error: dict[str, Any] | None = None
-    stream = live(request)
+    stream: AsyncGenerator[Chunk, None] | None = None
     try:
+        stream = live(request)  # builds the provider: it may find the model unavailable
         async for chunk in stream:
             events.append(
                 {"t": round(time.perf_counter() - start, 4), "chunk": encode_chunk(chunk)}
@@ -202,7 +203,8 @@ async def record_cli(
         raise
     finally:
         try:
-            await stream.aclose()  # first: the live provider reaps its process here
+            if stream is not None:
+                await stream.aclose()  # first: the live provider reaps its process here
         finally:
             end = time.perf_counter() - start
             if ended or events:
