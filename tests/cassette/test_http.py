@@ -117,3 +117,35 @@ async def test_no_secret_reaches_the_cassette(tmp_path: Path, monkeypatch) -> No
     with lion_nb.cassette(path, mode="replay"), pytest.raises(CassetteMiss) as miss:
         await Branch(chat_model=model).communicate("something else")
     assert ENV_TOKEN not in str(miss.value) or "[REDACTED]" in str(miss.value)
+
+
+async def test_streamed_tool_call_arguments_replay_delta_for_delta(tmp_path: Path) -> None:
+    from lion_nb.models.base import ModelRequest
+
+    path = tmp_path / "http.jsonl"
+    request = ModelRequest(
+        messages=[{"role": "user", "content": "weather in Rome?"}],
+        tools=[{"name": "weather", "parameters": {"type": "object", "properties": {}}}],
+        tool_choice="required",
+    )
+    seen = []
+    with start_chat_server() as server:
+        server.script(
+            Reply(tool_calls=[{"name": "weather", "arguments": {"city": "Rome"}, "id": "c9"}])
+        )
+        model = http_model(server.base_url)
+        got: list = []
+        with lion_nb.cassette(path, mode="record"):
+            live = await model.complete(request, lambda *a, **k: got.append((a, k)))
+        seen.append(got)
+        await model.aclose()
+    got = []
+    with lion_nb.cassette(path, mode="replay", speed=None):
+        replay = await http_model("http://127.0.0.1:9/v1").complete(
+            request, lambda *a, **k: got.append((a, k))
+        )
+    seen.append(got)
+    assert seen[0] == seen[1] and len(seen[1]) > 1  # the arguments streamed in pieces
+    assert all(a[0] == "tool_args" and k["call_id"] == "c9" for a, k in seen[1])
+    assert replay.tool_calls == live.tool_calls and replay.finish_reason == "tool_calls"
+    assert replay.replayed is not None and live.replayed is None
