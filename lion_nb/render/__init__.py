@@ -1,4 +1,6 @@
-"""Pure rendering: messages -> sanitized HTML cards, Markdown, plain text, rich renderables.
+"""Pure rendering: messages and view models -> sanitized HTML cards, Markdown, plain text, rich
+renderables. Renderers only: the state they draw comes from ``lion_nb.viewmodels``, and no
+module here imports an operation or a provider.
 
 Names resolve lazily, so importing ``lion_nb.render`` loads neither markdown-it, nh3, pygments
 nor rich until a renderer is used.
@@ -13,6 +15,8 @@ _LAZY = {
     "render_markdown": "lion_nb.render.markdown",
     "split_markdown_blocks": "lion_nb.render.markdown",
     "MarkdownStream": "lion_nb.render.markdown",
+    "escape": "lion_nb.render.escape",
+    "card_html": "lion_nb.render.html",
     "message_html": "lion_nb.render.html",
     "transcript_html": "lion_nb.render.html",
     "streaming_html": "lion_nb.render.html",

@@ -1,9 +1,14 @@
 """Messages as HTML cards, for the live views, ``_repr_html_``, the static fallback and export.
 
 The card markup is ours; every piece of model, tool or user text inside it goes either through
-``render.escape.escape`` (names, JSON, tool output, attribute values) or through ``render_markdown``
-(markdown-it with raw HTML off, then the nh3 allow-list). Nothing is inserted raw. Message ids
-appear as ``data-id`` so a view can update a card idempotently.
+``render.escape.escape`` (names, JSON, tool output, attribute values) or through
+``render_markdown`` (markdown-it with raw HTML off, then the nh3 allow-list). Nothing is inserted
+raw. Message ids appear as ``data-id`` so a view can update a card idempotently.
+
+One card renderer draws every card: a recorded message (``message_html``), a reply still
+streaming (``live_card_html`` with its pieces ``head_html``, ``body_html``,
+``live_thinking_html``, ``live_tools_html``; ``streaming_html`` from whole snapshots) and a
+prompt not recorded yet (``pending_prompt_html``) all go through ``card_html``.
 
 Card shape (classes styled by ``widgets/lion_nb.css``)::
 
