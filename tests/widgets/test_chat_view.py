@@ -203,6 +203,20 @@ async def test_close_unsubscribes_and_cancels_its_run():
     assert view.transcript.items == []
 
 
+async def test_views_stay_attached_when_the_user_removes_their_observers():
+    """Views hold their subscriptions (``Branch.subscribe``): ``unobserve_all()`` removes
+    only what was added with ``observe``."""
+    branch = Branch(chat_model=scripted("kept"))
+    seen: list = []
+    branch.observe(handler=seen.append)
+    view = BranchView(branch)
+    branch.unobserve_all()
+    await branch.communicate("still shown")
+    assert seen == [] and [k for k, _ in view.transcript.items] == list(branch.progression)
+    assert "kept" in view.rendered_html()
+    view.close()
+
+
 async def test_custom_verb_and_history_false():
     branch = Branch(chat_model=scripted("one", "two", "three"))
     await branch.communicate("before")
