@@ -27,7 +27,14 @@ from lion_nb.cassettes.codec import (
     encode_response,
 )
 from lion_nb.cassettes.store import Recording
-from lion_nb.errors import CassetteMiss, CLINotFound, ConfigurationError, ProviderError
+from lion_nb.errors import (
+    CassetteMiss,
+    CLINotFound,
+    ConfigurationError,
+    ConnectionLost,
+    ProviderError,
+    ProviderTimeout,
+)
 from lion_nb.models.base import Chunk, CLIRequest, DeltaKind, DeltaSink, ModelRequest, ModelResponse
 
 __all__ = ["Clock", "record_api", "record_cli", "replay_api", "replay_cli"]
@@ -121,16 +128,29 @@ async def replay_cli(
         raise await _stopped(rec, ref, clock)
 
 
-def _recordable(error: BaseException) -> bool:
-    """Errors that are the provider's answer. A missing CLI executable is this machine's
-    state, not the model's reply: recording it would replay "not installed" forever."""
-    return isinstance(error, ProviderError) and not isinstance(error, CLINotFound)
+def _unavailable(error: BaseException, events: list[dict[str, Any]]) -> bool:
+    """The model could not be used on this machine, now: not installed (configuration, a
+    missing CLI executable), or not reached before any of its reply arrived (no connection, a
+    timeout). That is this machine's state, not the model's answer: recording it would replay
+    "not installed" or "cannot connect" forever."""
+    if isinstance(error, ConfigurationError | CLINotFound):
+        return True
+    return (
+        isinstance(error, ConnectionLost | ProviderTimeout)
+        and not events
+        and not getattr(error, "status", None)
+    )
 
 
-def _add_note(error: BaseException, note: Note | None) -> None:
-    """A model that cannot run here (not installed, no CLI): say that the cassette had no
-    recording of the call, which is why it was needed."""
-    if note is not None and isinstance(error, ConfigurationError | CLINotFound):
+def _recordable(error: BaseException, events: list[dict[str, Any]]) -> bool:
+    """Errors that are the provider's answer (a 429, a 500, a reply cut off midway)."""
+    return isinstance(error, ProviderError) and not _unavailable(error, events)
+
+
+def _add_note(error: BaseException, events: list[dict[str, Any]], note: Note | None) -> None:
+    """Say that the cassette had no recording of the call, which is why the (unavailable)
+    model was needed."""
+    if note is not None and _unavailable(error, events):
         error.add_note(note())
 
 
@@ -167,9 +187,9 @@ async def record_api(
         done(stopped=True)
         raise
     except BaseException as exc:
-        if _recordable(exc):
+        if _recordable(exc, events):
             done(error=encode_error(exc))
-        _add_note(exc, note)
+        _add_note(exc, events, note)
         raise
     done(response=encode_response(response))
     return response
@@ -197,9 +217,9 @@ async def record_cli(
             yield chunk
         ended = True
     except BaseException as exc:
-        if _recordable(exc):
+        if _recordable(exc, events):
             error, ended = encode_error(exc), True
-        _add_note(exc, note)
+        _add_note(exc, events, note)
         raise
     finally:
         try:

@@ -64,6 +64,15 @@ async def test_round_trip_replays_with_the_server_stopped(tmp_path: Path) -> Non
         await Branch(chat_model=model).communicate("Capital of France?")
 
 
+async def test_an_unreachable_server_is_not_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "http.jsonl"
+    model = http_model("http://127.0.0.1:9/v1")  # nothing listens on port 9
+    with lion_nb.cassette(path, mode="auto"), pytest.raises(ConnectionLost) as info:
+        await Branch(chat_model=model).communicate("hi")
+    assert "could not replay this call" in info.value.__notes__[0]
+    assert not path.exists()  # "cannot connect" is this machine's state, not the model's answer
+
+
 async def test_a_recorded_429_replays_with_its_retry_after(tmp_path: Path) -> None:
     path = tmp_path / "http.jsonl"
     with start_chat_server() as server:
