@@ -10,6 +10,7 @@ session, so ``session.observe(...)`` sees every node's signals.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ class Flow:
         self._nodes: dict[uuid.UUID, Operation] = {}
         self._branches: dict[uuid.UUID, Branch] = {}  # node id -> the branch it was given
         self._listeners: list[Callable[[Operation], Any]] = []
+        self._running: asyncio.Task[Any] | None = None
 
     # ----- the session -------------------------------------------------------------------
     @property
@@ -197,13 +199,32 @@ class Flow:
         at the end if any node failed."""
         from lion_nb.flow.executor import run_flow
 
-        return await run_flow(
-            self,
-            max_concurrent=max_concurrent,
-            engine=engine,
-            raise_errors=raise_errors,
-            ray_options=ray_options,
-        )
+        if self._running is not None and not self._running.done():
+            raise RuntimeError("this flow is already running; await it or flow.cancel() first")
+        self._running = asyncio.current_task()
+        try:
+            return await run_flow(
+                self,
+                max_concurrent=max_concurrent,
+                engine=engine,
+                raise_errors=raise_errors,
+                ray_options=ray_options,
+            )
+        finally:
+            self._running = None
+
+    @property
+    def is_running(self) -> bool:
+        return self._running is not None and not self._running.done()
+
+    def cancel(self) -> bool:
+        """Cancel the ``run()`` in progress (what FlowView's Stop does): running nodes are
+        cancelled and their streams closed. False if the flow is not running."""
+        if not self.is_running:
+            return False
+        assert self._running is not None
+        self._running.cancel()
+        return True
 
     def __repr__(self) -> str:
         counts: dict[str, int] = {}

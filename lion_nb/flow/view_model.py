@@ -1,0 +1,194 @@
+"""What ``FlowView`` shows, as plain data: one row per node, totals, the selected transcript.
+
+``FlowViewModel(flow)`` follows the flow (node started, settled, usage reported) and, for each
+node that has a branch, that branch's streamed text, so the selected node's transcript shows a
+reply while it is written. It holds no widgets and builds no HTML: ``snapshot()`` gives frozen
+rows for ``lion_nb.render.flow`` and is tested without ipywidgets. ``on_change`` (set by the
+view) is called after anything changed.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lion_nb.operations.node import Operation, Status
+from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal, StreamDelta
+
+if TYPE_CHECKING:
+    from lion_nb.flow.graph import Flow
+
+_LABEL_KEYS = ("instruction", "text", "prompt")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    id: uuid.UUID
+    index: int
+    operation: str
+    label: str  # the instruction (or first parameter), shortened
+    status: str
+    run_ms: float | None  # so far, while running
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    branch: str | None  # the branch's name, else its short id
+    depends_on: tuple[int, ...]  # indexes of the rows it waits for
+    error: str | None
+    attempts: int  # Ray attempts (0 on the local engine)
+
+
+@dataclass(frozen=True, slots=True)
+class FlowSnapshot:
+    title: str
+    rows: tuple[NodeRow, ...]
+    counts: dict[str, int]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    selected: uuid.UUID | None
+
+
+def _label(node: Operation, limit: int = 80) -> str:
+    params = node.parameters
+    value = next((params[k] for k in _LABEL_KEYS if k in params), None)
+    if value is None and params:
+        value = next(iter(params.values()))
+    text = " ".join(str(value).split()) if value is not None else ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class FlowViewModel:
+    def __init__(self, flow: Flow, *, clock: Callable[[], float] = time.time) -> None:
+        self.flow = flow
+        self.clock = clock
+        self.selected: uuid.UUID | None = None
+        self.on_change: Callable[[uuid.UUID | None], Any] | None = None
+        self._live: dict[uuid.UUID, dict[uuid.UUID, str]] = {}  # node -> message id -> text
+        self._watched: dict[uuid.UUID, Callable[[], None]] = {}  # branch id -> unsubscribe
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # ----- following the flow ------------------------------------------------------------
+    def attach(self) -> None:
+        """Start following the flow and its nodes' branches."""
+        if self._unsubscribe is None:
+            self._unsubscribe = self.flow.subscribe(self.on_node)
+            for node in self.flow.nodes:
+                self._watch(node)
+
+    def detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for stop in self._watched.values():
+            stop()
+        self._watched.clear()
+
+    def on_node(self, node: Operation) -> None:
+        self._watch(node)
+        if node.status.settled:
+            self._live.pop(node.id, None)
+        self._changed(node.id)
+
+    def _watch(self, node: Operation) -> None:
+        branch = node.branch
+        if branch is None or branch.id in self._watched:
+            return
+        self._watched[branch.id] = branch.subscribe(
+            (StreamDelta, MessageAdded, RunEnd, RunFailed), self._on_signal
+        )
+
+    def _node_on(self, branch_id: uuid.UUID) -> Operation | None:
+        """The running node on that branch (else the last one that ran there)."""
+        found = None
+        for node in self.flow.nodes:
+            if node.branch is not None and node.branch.id == branch_id:
+                found = node
+                if node.status is Status.RUNNING:
+                    return node
+        return found
+
+    def _on_signal(self, signal: Signal) -> None:
+        node = self._node_on(signal.branch_id)
+        if node is None:
+            return
+        if isinstance(signal, StreamDelta) and signal.kind == "text":
+            self._live.setdefault(node.id, {})[signal.message_id] = signal.snapshot
+        elif isinstance(signal, MessageAdded):
+            self._live.get(node.id, {}).pop(signal.message.id, None)
+        elif isinstance(signal, RunFailed):
+            self._live.pop(node.id, None)
+        self._changed(node.id)
+
+    def _changed(self, node_id: uuid.UUID | None) -> None:
+        if self.on_change is not None:
+            self.on_change(node_id)
+
+    # ----- selecting ---------------------------------------------------------------------
+    def select(self, node: Operation | uuid.UUID | None) -> None:
+        """Show ``node``'s transcript (None: none); selecting the selected node closes it."""
+        key = node.id if isinstance(node, Operation) else node
+        if key is not None and key not in {n.id for n in self.flow.nodes}:
+            raise ValueError(f"{node!r} is not a node of this flow")
+        self.selected = None if key == self.selected else key
+        self._changed(None)
+
+    def selected_node(self) -> Operation | None:
+        if self.selected is None:
+            return None
+        return next((n for n in self.flow.nodes if n.id == self.selected), None)
+
+    def transcript(self) -> tuple[list[Any], list[tuple[uuid.UUID, str]]]:
+        """The selected node's branch messages, and the replies it is still writing."""
+        node = self.selected_node()
+        if node is None or node.branch is None:
+            return [], []
+        return list(node.branch.messages), list(self._live.get(node.id, {}).items())
+
+    # ----- reading -----------------------------------------------------------------------
+    def row(self, node: Operation, index: int, positions: dict[uuid.UUID, int]) -> NodeRow:
+        run_ms = node.duration_ms
+        if node.status is Status.RUNNING and node.started_at is not None:
+            run_ms = max(0.0, (self.clock() - node.started_at) * 1000.0)
+        branch = node.branch
+        usage = node.usage
+        return NodeRow(
+            id=node.id,
+            index=index,
+            operation=node.operation,
+            label=_label(node),
+            status=node.status.value,
+            run_ms=run_ms,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.total_cost_usd,
+            branch=(branch.name or str(branch.id)[:8]) if branch is not None else None,
+            depends_on=tuple(positions[d] for d in node.depends_on if d in positions),
+            error=f"{type(node.error).__name__}: {node.error}" if node.error else None,
+            attempts=len(node.metadata.get("ray", {}).get("attempts", ())),
+        )
+
+    def snapshot(self) -> FlowSnapshot:
+        nodes = self.flow.nodes
+        positions = {n.id: i for i, n in enumerate(nodes, start=1)}
+        rows = tuple(self.row(n, positions[n.id], positions) for n in nodes)
+        counts = {s.value: 0 for s in Status}
+        for r in rows:
+            counts[r.status] += 1
+        costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+        return FlowSnapshot(
+            title=self.flow.name or "Flow",
+            rows=rows,
+            counts=counts,
+            input_tokens=sum(r.input_tokens or 0 for r in rows),
+            output_tokens=sum(r.output_tokens or 0 for r in rows),
+            cost_usd=sum(costs) if costs else None,
+            selected=self.selected,
+        )
+
+    @property
+    def running(self) -> bool:
+        return any(n.status is Status.RUNNING for n in self.flow.nodes)
