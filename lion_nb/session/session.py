@@ -136,6 +136,34 @@ class Session:
             raise ValueError(f"Unknown operation: {operation}")
         return await call_operation(target, operation, func, kwargs)
 
+    async def map(
+        self,
+        operation: str,
+        inputs: Any,
+        *,
+        template: Branch | None = None,
+        max_concurrent: int = 16,
+        engine: str = "local",
+        return_nodes: bool = False,
+        ray_options: dict[str, Any] | None = None,
+    ) -> list[Any]:
+        """Run ``operation`` once per input (a mapping of its arguments), each on its own fork
+        of ``template`` (or a new branch), at most ``max_concurrent`` at once, in this kernel
+        (``engine="local"``) or on Ray (``"ray"``). Responses come back in input order,
+        ``None`` where a node failed; ``return_nodes=True`` gives the ``Operation`` nodes."""
+        from lion_nb.flow.mapping import map_operation
+
+        return await map_operation(
+            self,
+            operation,
+            inputs,
+            template=template,
+            max_concurrent=max_concurrent,
+            engine=engine,
+            return_nodes=return_nodes,
+            ray_options=ray_options,
+        )
+
     # ----- observing ----------------------------------------------------------------------
     def observe(self, *signal_types: type[Signal], handler: Callable[[Signal], Any] | None = None):
         """Like ``Branch.observe``, for every branch in the session."""
