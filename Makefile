@@ -15,10 +15,10 @@ $(VENV)/.core: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	  echo ">>> lion_nb needs Python 3.11 or newer; '$(PYTHON)' is not. Point make at one:"; \
 	  echo ">>>   make PYTHON=python3.12 lab"; exit 1; }
-	@echo ">>> Creating $(VENV) and installing lion_nb with its dev and lab extras"
+	@echo ">>> Creating $(VENV) and installing lion_nb with its dev, lab and ray extras"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[dev,lab]'
+	$(PIP) install --quiet -e '.[dev,lab,ray]'
 	touch $@
 
 # The embedded model: llama-cpp-python compiles from source. GGML_NATIVE=OFF avoids SIGILL on
