@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import threading
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -81,7 +82,9 @@ def run_sync(awaitable: Awaitable[T]) -> T:
     except RuntimeError:
         loop = None
     if loop is None:
-        return _private_runner().run(_as_coroutine(awaitable))
+        # the caller's context as it is now (an active cassette, a run's usage), not as it
+        # was when the cached runner was made
+        return _private_runner().run(_as_coroutine(awaitable), context=contextvars.copy_context())
     _make_reentrant(loop)
     task = asyncio.ensure_future(awaitable)
     try:

@@ -121,6 +121,7 @@ class StreamAssembler:
         self.session_id: str | None = None
         self.responses: list[AssistantResponse] = []  # assistant responses built so far
         self.chunks = 0
+        self.replayed: dict[str, Any] | None = None  # the cassette call this stream replays
         self.ended = False  # an error chunk (benign or not) ended the stream
         self.error: Exception | None = None
 
@@ -149,6 +150,8 @@ class StreamAssembler:
     def feed(self, chunk: Chunk) -> list[RoledMessage]:
         """The messages ``chunk`` completes, in the order to record them."""
         self.chunks += 1
+        if chunk.replayed:
+            self.replayed = chunk.replayed
         if chunk.session_id:
             self.session_id = chunk.session_id
         kind = chunk.type
@@ -228,6 +231,8 @@ class StreamAssembler:
             self._result = {}  # attached once: a later response must not count it again
         if self.session_id:
             metadata["session_id"] = self.session_id
+        if self.replayed:
+            metadata["replayed"] = self.replayed
         metadata.update(extra)
         response = AssistantResponse(
             id=self.next_id,

@@ -73,6 +73,8 @@ async def chat(
         ]
     if result.finish_reason:
         metadata["finish_reason"] = result.finish_reason
+    if result.replayed:  # from a cassette: which one, which call (the views badge it)
+        metadata["replayed"] = result.replayed
     res = AssistantResponse(
         id=response_id,
         response=result.text,

@@ -90,3 +90,18 @@ async def test_token_usage_hint_is_added_when_asked():
     await branch.chat_and_record("a" * 400)
     await branch.chat("b", include_token_usage_to_model=True)
     assert "about 10" in model.provider.requests[-1].messages[-1]["content"]
+
+
+async def test_a_reply_replayed_from_a_cassette_says_where_it_came_from(tmp_path):
+    import lion_nb
+
+    path = tmp_path / "c.cassette.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        live = Branch(chat_model=scripted("recorded answer"))
+        await live.communicate("q")
+    assert "replayed" not in live.messages[-1].metadata
+    with lion_nb.cassette(path, mode="replay"):
+        again = Branch(chat_model=scripted())
+        assert await again.communicate("q") == "recorded answer"
+    marker = again.messages[-1].metadata["replayed"]
+    assert marker["cassette"].endswith("c.cassette.jsonl") and marker["call"] == 1

@@ -630,3 +630,17 @@ async def test_consumer_code_between_items_is_not_inside_the_runs_suppression():
             await collect(other.run("y"))
     assert len(inner_runs) == 1
     assert kinds(seen).count("RunStart") == 1 and kinds(seen).count("RunEnd") == 1
+
+
+async def test_a_run_replayed_from_a_cassette_marks_its_responses(tmp_path):
+    import lion_nb
+
+    path = tmp_path / "c.cassette.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        await collect(Branch(chat_model=cli("recorded run")).run("go"))
+    with lion_nb.cassette(path, mode="replay"):
+        branch = Branch(chat_model=cli())
+        out = await collect(branch.run("go"))
+    assert out[-1].response == "recorded run"
+    assert out[-1].metadata["replayed"]["call"] == 1
+    assert "replayed" not in out[0].metadata  # the instruction is the user's, never replayed

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassette.helpers import Trace, messages
+from cassettes.helpers import Trace, messages
 from pydantic import BaseModel
 
 import lion_nb

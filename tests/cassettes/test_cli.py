@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cassette.helpers import Trace, messages
+from cassettes.helpers import Trace, messages
 from models.cli_helpers import make_fake_cli, recording
 
 import lion_nb

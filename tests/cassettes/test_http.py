@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cassette.helpers import Trace, messages
+from cassettes.helpers import Trace, messages
 
 import lion_nb
 from lion_nb import Branch, iModel

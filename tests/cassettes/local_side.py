@@ -1,6 +1,6 @@
 """One side of the embedded-model round trip, run in its own interpreter:
 
-    python tests/cassette/local_side.py record|replay CASSETTE
+    python tests/cassettes/local_side.py record|replay CASSETTE
 
 ``replay`` first makes ``llama_cpp`` (and the weights package) unimportable, so any attempt to
 load the model fails; both sides print one JSON line: what the branch recorded and emitted."""
@@ -24,7 +24,7 @@ class _Blocked(importlib.abc.MetaPathFinder):
 
 
 async def main(mode: str, path: str) -> None:
-    from cassette.helpers import Trace, messages
+    from cassettes.helpers import Trace, messages
     from pydantic import BaseModel, Field
 
     import lion_nb
