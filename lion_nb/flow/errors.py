@@ -9,6 +9,9 @@
         ├── NotTransferable       something a Ray node needs cannot travel to a worker
         ├── WorkerLost            a Ray worker died under an attempt (Ray retries the node)
         └── RemoteError           a worker-side exception that could not travel back as itself
+
+A node's failure is captured on the node (``status``/``error``); these are raised only where
+the caller asked for it (``raise_errors=True``) or before anything ran (``EngineUnavailable``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Workers push batches ``(node key, attempt, events)`` into a run's *channel*; the notebook
 long-polls ``pull(channel, cursor)``, which returns every entry after ``cursor`` as soon as there
-is one (or after ``timeout``) and forgets those before it. One relay serves every run of a Ray
+is one (or after ``wait_s`` seconds) and forgets those before it. One relay serves every run of a Ray
 job (``num_cpus=0``): starting an actor costs about a second, and events pushed before it is up
 would only arrive once it is, so it is started once and awaited before the first task.
 
@@ -43,7 +43,7 @@ class Relay:
         channel.entries.append((key, attempt, events))
         channel.arrived.set()
 
-    async def pull(self, name: str, cursor: int, timeout: float) -> tuple[int, list[Any]]:
+    async def pull(self, name: str, cursor: int, wait_s: float) -> tuple[int, list[Any]]:
         """Entries of channel ``name`` from ``cursor`` on, and the cursor after them."""
         channel = self._channel(name)
         drop = cursor - channel.base
@@ -53,7 +53,7 @@ class Relay:
         if not channel.entries:
             channel.arrived.clear()
             try:
-                await asyncio.wait_for(channel.arrived.wait(), timeout)
+                await asyncio.wait_for(channel.arrived.wait(), wait_s)
             except TimeoutError:
                 pass
         entries = list(channel.entries)
@@ -68,14 +68,19 @@ _RELAYS: dict[str, Any] = {}
 
 
 async def job_relay(ray: Any) -> Any:
-    """This Ray job's relay actor, started (and awaited) on first use."""
-    job = ray.get_runtime_context().get_job_id()
-    relay = _RELAYS.get(job)
+    """This Ray job's relay actor, started (and awaited) on first use.
+
+    Keyed by the job *and* the driver's Ray node: job ids start again at 1 in every new cluster
+    (``ray.shutdown()`` then ``ray.init()``), and using a handle of an earlier cluster aborts
+    the process inside Ray's core. Handles of earlier clusters are kept, never dropped, for the
+    same reason (a few bytes each)."""
+    context = ray.get_runtime_context()
+    key = f"{context.get_job_id()}@{context.get_node_id()}"
+    relay = _RELAYS.get(key)
     if relay is None:
         if not _ACTOR:
             _ACTOR.append(ray.remote(num_cpus=0, max_restarts=-1)(Relay))
         relay = _ACTOR[0].remote()
         await relay.ping.remote()
-        _RELAYS.clear()  # handles of earlier jobs (a ray.shutdown() since) are dead
-        _RELAYS[job] = relay
+        _RELAYS[key] = relay
     return relay

@@ -80,7 +80,9 @@ def row_cells_html(row: NodeRow) -> str:
 
 
 def row_html(row: NodeRow, *, selected: bool = False) -> str:
-    cls = f"lion-flow-row lion-flow-{escape(row.status)}" + (" lion-flow-selected" if selected else "")
+    cls = f"lion-flow-row lion-flow-{escape(row.status)}" + (
+        " lion-flow-selected" if selected else ""
+    )
     return f'<div class="{cls}" data-id="{escape(row.id)}">{row_cells_html(row)}</div>'
 
 

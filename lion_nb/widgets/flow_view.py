@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from lion_nb.flow.view_model import FlowViewModel
-from lion_nb.render.flow import flow_header_html, flow_html, flow_text, node_detail_html, row_cells_html
+from lion_nb.render.flow import (
+    flow_header_html,
+    flow_html,
+    flow_text,
+    node_detail_html,
+    row_cells_html,
+)
 from lion_nb.widgets.live import WidgetKit
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
 
@@ -37,7 +43,9 @@ class _Row:
     def __init__(self, kit: WidgetKit, node_id: uuid.UUID, on_open: Any) -> None:
         self.node_id = node_id
         self.button = ipywidgets.Button(
-            description="open", tooltip="show this node's transcript", layout=ipywidgets.Layout(width="4.5em")
+            description="open",
+            tooltip="show this node's transcript",
+            layout=ipywidgets.Layout(width="4.5em"),
         )
         self.button.on_click(lambda _: on_open(node_id))
         self.cells = kit.html("", classes=("lion-flow-cells",))
@@ -48,9 +56,7 @@ class _Row:
 
 
 class FlowView(StaticFallback, ipywidgets.VBox):
-    def __init__(
-        self, flow: Flow, *, refresh_interval: float = 0.1, tick: float = 0.5
-    ) -> None:
+    def __init__(self, flow: Flow, *, refresh_interval: float = 0.1, tick: float = 0.5) -> None:
         self.flow = flow
         self.model = FlowViewModel(flow)
         self.closed = False
@@ -122,7 +128,9 @@ class FlowView(StaticFallback, ipywidgets.VBox):
             if self._detail_dirty:
                 self._detail_dirty = False
                 for widget in self._rows.values():
-                    widget.button.description = "close" if widget.node_id == snapshot.selected else "open"
+                    widget.button.description = (
+                        "close" if widget.node_id == snapshot.selected else "open"
+                    )
                 selected = rows.get(snapshot.selected) if snapshot.selected else None
                 messages, live = self.model.transcript()
                 self._detail.value = node_detail_html(selected, messages, live)

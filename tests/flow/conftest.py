@@ -38,7 +38,9 @@ def ray_cluster():
         ray.shutdown()
     # Cluster picks the machine's address itself (passing 127.0.0.1 leaves its GCS unreachable);
     # the suite's loopback-only guard is a function-scoped fixture, set up after this one.
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+    )
     try:
         cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address, log_to_driver=False)

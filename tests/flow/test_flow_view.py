@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from flow.waiting import until
 from helpers_core import scripted
 
 from lion_nb import Branch
@@ -54,8 +55,7 @@ async def test_stop_cancels_the_flows_run():
     view = FlowView(flow, refresh_interval=0)
     assert view.stop() is False  # nothing running
     task = asyncio.create_task(flow.run())
-    while node.status is not Status.RUNNING:
-        await asyncio.sleep(0.005)
+    await until(lambda: node.status is Status.RUNNING)
     view._stop.click()
     try:
         await task

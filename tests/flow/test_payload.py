@@ -14,7 +14,14 @@ from lion_nb.flow.worker import _build
 from lion_nb.operations.node import Operation
 from lion_nb.session.session import Session
 
-SECRETS = ("sk-BRANCH-SECRET", "tok-OPT-SECRET", "tok-ENV-SECRET", "hdr-SECRET", "pw-URL-SECRET", "sk-PARAM-SECRET")
+SECRETS = (
+    "sk-BRANCH-SECRET",
+    "tok-OPT-SECRET",
+    "tok-ENV-SECRET",
+    "hdr-SECRET",
+    "pw-URL-SECRET",
+    "sk-PARAM-SECRET",
+)
 
 
 def secret_branch() -> Branch:

@@ -47,7 +47,8 @@ async def test_nodes_run_on_both_ray_nodes():
 async def test_a_worker_killed_mid_node_is_retried_and_recorded_once():
     chunks = [f"part{i} " for i in range(10)]
     b = Branch(
-        system="s", chat_model=iModel(provider="scripted", default_reply={"chunks": chunks, "delay": 0.1})
+        system="s",
+        chat_model=iModel(provider="scripted", default_reply={"chunks": chunks, "delay": 0.1}),
     )
     seen: list = []
     b.observe(handler=seen.append)

@@ -43,12 +43,19 @@ def test_node_text_is_escaped_everywhere():
     snap = FlowSnapshot(title=EVIL, rows=(row(label=EVIL),), counts={"completed": 1},
                         input_tokens=1, output_tokens=1, cost_usd=None, selected=None)  # fmt: skip
     assert "<img" not in flow_html(snap)
-    detail = node_detail_html(row(error=EVIL), [Instruction(instruction=EVIL)], [(uuid.uuid4(), EVIL)])
+    detail = node_detail_html(
+        row(error=EVIL), [Instruction(instruction=EVIL)], [(uuid.uuid4(), EVIL)]
+    )
     assert "<img" not in detail and "lion-streaming-msg" in detail
 
 
 def test_run_times_and_text():
-    assert [format_run_time(v) for v in (None, 12.4, 1500, 125_000)] == ["", "12 ms", "1.5 s", "2 min 5 s"]
+    assert [format_run_time(v) for v in (None, 12.4, 1500, 125_000)] == [
+        "",
+        "12 ms",
+        "1.5 s",
+        "2 min 5 s",
+    ]
     snap = FlowSnapshot(title="talk", rows=(row(), row(index=3, status="failed", error="E: x",
                         run_ms=None, input_tokens=None, output_tokens=None, cost_usd=None)),
                         counts={"completed": 1, "failed": 1}, input_tokens=1200, output_tokens=34,

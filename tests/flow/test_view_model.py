@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from flow.waiting import until
 from helpers_core import scripted
 
 from lion_nb import Branch
@@ -43,7 +44,11 @@ async def test_one_row_per_node_with_status_time_tokens_cost_and_dependencies():
     await flow.run()
     snap = model.snapshot()
     first, second, third, fourth = snap.rows
-    assert (first.index, first.operation, first.label) == (1, "communicate", "Outline a talk on tides")
+    assert (first.index, first.operation, first.label) == (
+        1,
+        "communicate",
+        "Outline a talk on tides",
+    )
     assert (first.input_tokens, first.output_tokens, first.cost_usd) == (10, 4, 0.002)
     assert first.branch == "main" and first.run_ms is not None and first.depends_on == ()
     assert second.depends_on == (1,) and second.status == "completed" and second.branch != "main"
@@ -65,12 +70,10 @@ async def test_running_rows_report_time_so_far_and_changes_are_announced():
     model.attach()
     model.select(node)
     task = asyncio.create_task(flow.run())
-    while node.status.value != "running":
-        await asyncio.sleep(0.005)
+    await until(lambda: node.status.value == "running")
     clock.now = node.started_at + 1.5
     assert model.snapshot().rows[0].run_ms == pytest.approx(1500)
-    while not model.transcript()[1]:  # the reply being written, before it is recorded
-        await asyncio.sleep(0.005)
+    await until(lambda: model.transcript()[1])  # the reply being written, not yet recorded
     messages, live = model.transcript()
     assert [m.text for m in messages] == [] and live[0][1].startswith("slow")
     await task

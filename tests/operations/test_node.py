@@ -13,7 +13,9 @@ from lion_nb.operations.node import Operation, Status
 
 
 async def test_a_completed_node_records_branch_timings_and_usage():
-    branch = Branch(chat_model=scripted({"text": "hi", "usage": {"input_tokens": 4, "output_tokens": 1}}))
+    branch = Branch(
+        chat_model=scripted({"text": "hi", "usage": {"input_tokens": 4, "output_tokens": 1}})
+    )
     node = Operation("chat", {"instruction": "hello"})
     assert node.status is Status.PENDING and not node.status.settled
     assert await node.invoke(branch) == "hi"
@@ -62,4 +64,8 @@ def test_run_usage_adds_up():
     node = Operation("chat")
     node.add_run_usage(3, 2, 0.5)
     node.add_run_usage(1, None, None)
-    assert (node.usage.input_tokens, node.usage.output_tokens, node.usage.total_cost_usd) == (4, 2, 0.5)
+    assert (node.usage.input_tokens, node.usage.output_tokens, node.usage.total_cost_usd) == (
+        4,
+        2,
+        0.5,
+    )
