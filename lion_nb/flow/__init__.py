@@ -1,6 +1,32 @@
 """Flows: graphs of operations and fan-out over many inputs, in the kernel or on Ray.
 
-``from lion_nb.flow import Flow, FlowView``. ``FlowView`` (ipywidgets) is imported on first use.
+    from lion_nb.flow import Flow, FlowView
+
+    flow = Flow()                                  # or Flow(session)
+    outline = flow.add("communicate", instruction="Outline a talk on tides", branch=b)
+    intro = flow.add("communicate", instruction="Write the introduction", depends_on=[outline])
+    FlowView(flow)                                 # live rows; "open" shows a node's transcript
+    results = await flow.run(max_concurrent=8)     # {node.id: response}
+    results = await flow.run(engine="ray")         # each node a Ray task
+
+    outs = await session.map("communicate", rows, template=b, max_concurrent=16)
+
+Scheduling, forks, skips and cancellation: ``lion_nb.flow.executor``. On Ray
+(``pip install 'lion_nb[ray]'``): ``lion_nb.flow.ray_engine``. Without ``ray.init`` first, the
+first Ray run starts a local cluster (about 6 s on two cores). For a real cluster, connect
+before running - ``ray.init(address="ray://<head>:10001", runtime_env={"pip": ["lion_nb[ray]"]})``
+(or ``ray.init(address="auto")`` on a cluster node) - and the same cells run there: workers need
+lion_nb installed and read API keys from *their own* environment (nothing secret is sent);
+``ray_options={"runtime_env": {"env_vars": {...}}}`` gives a CLI agent its settings, and
+``{"num_cpus": 0.25}`` lets API-bound nodes share a CPU.
+
+What differs on Ray, by design: a node's messages land on the notebook's branch when the attempt
+that made them finishes (its text streams live before that, as ``StreamDelta``); a scripted
+model's reply list starts from its first reply on every worker (use ``default_reply`` or a
+callable reply); a CLI agent's resume id stays on the worker; ``stream_persist`` writes into the
+worker's ``$LION_NB_HOME``.
+
+``FlowView`` (ipywidgets) is imported on first use.
 """
 
 from __future__ import annotations

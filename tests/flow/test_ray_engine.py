@@ -120,6 +120,24 @@ async def test_registered_operations_and_tools_travel():
     assert [m.role for m in b.messages] == ["action_request", "action_response"]
 
 
+async def test_the_worker_holds_no_key_and_reads_its_own_environment():
+    session = Session()
+
+    async def inspect_model(branch) -> dict:
+        state = cloudpickle.dumps(vars(branch.chat_model))
+        return {"secret_on_worker": b"sk-NOTEBOOK-SECRET" in state,
+                "env_key": os.environ.get("OPENAI_API_KEY")}  # fmt: skip
+
+    session.register_operation("inspect_model", inspect_model)
+    model = iModel(provider="openai", model="gpt-4.1-mini", api_key="sk-NOTEBOOK-SECRET")
+    flow = Flow(session)
+    node = flow.add("inspect_model", branch=session.new_branch(chat_model=model))
+    worker_env = {"OPENAI_API_KEY": "sk-worker-own"}
+    await flow.run(engine="ray", ray_options={"runtime_env": {"env_vars": worker_env}})
+    assert node.status is Status.COMPLETED, node.error
+    assert node.response == {"secret_on_worker": False, "env_key": "sk-worker-own"}
+
+
 async def test_what_cannot_travel_fails_the_node_clearly_and_loses_nothing():
     b = Branch(system="s", chat_model=scripted(default_reply="never sent"))
     flow = Flow()
