@@ -55,28 +55,26 @@ def _usage(row: NodeRow) -> str:
 
 
 def row_cells_html(row: NodeRow) -> str:
-    """The cells of one node's row (what changes while it runs)."""
-    after = (
-        f'<span class="lion-flow-deps" title="runs after">after {", ".join(map(str, row.depends_on))}</span>'
-        if row.depends_on
-        else ""
-    )
-    where = f'<span class="lion-flow-branch">{escape(row.branch)}</span>' if row.branch else ""
-    attempts = (
-        f'<span class="lion-flow-attempts" title="Ray attempts">{row.attempts} attempts</span>'
+    """The cells of one node's row (what changes while it runs), separated by " · " so a row
+    reads well without the stylesheet (a saved notebook on GitHub)."""
+    deps = ", ".join(map(str, row.depends_on))
+    cells = [
+        f'<span class="lion-flow-n">{row.index}.</span> '
+        f'<span class="lion-flow-status lion-flow-{escape(row.status)}">{escape(row.status)}</span>',
+        f'<code class="lion-fn">{escape(row.operation)}</code> '
+        f'<span class="lion-flow-label">{escape(row.label)}</span>',
+        f'<span class="lion-flow-deps" title="runs after">after {deps}</span>' if deps else "",
+        f'<span class="lion-flow-branch">{escape(row.branch)}</span>' if row.branch else "",
+        f'<span class="lion-flow-attempts">{row.attempts} Ray attempts</span>'
         if row.attempts > 1
-        else ""
-    )
-    error = f'<div class="lion-flow-error">{escape(row.error)}</div>' if row.error else ""
-    return (
-        f'<span class="lion-flow-n">{row.index}</span>'
-        f'<span class="lion-flow-status lion-flow-{escape(row.status)}">{escape(row.status)}</span>'
-        f'<code class="lion-fn">{escape(row.operation)}</code>'
-        f'<span class="lion-flow-label">{escape(row.label)}</span>'
-        f"{after}{where}{attempts}"
+        else "",
         f'<span class="lion-flow-time">{escape(format_run_time(row.run_ms))}</span>'
-        f'<span class="lion-usage">{escape(_usage(row))}</span>{error}'
-    )
+        if row.run_ms is not None
+        else "",
+        f'<span class="lion-usage">{escape(_usage(row))}</span>' if _usage(row) else "",
+    ]
+    error = f'<div class="lion-flow-error">{escape(row.error)}</div>' if row.error else ""
+    return " · ".join(c for c in cells if c) + error
 
 
 def row_html(row: NodeRow, *, selected: bool = False) -> str:
@@ -96,8 +94,8 @@ def flow_header_html(snapshot: FlowSnapshot) -> str:
         }
     )
     return (
-        f'<div class="lion-flow-head"><b class="lion-title">{escape(snapshot.title)}</b>'
-        f'<span class="lion-view-status">{escape(counts or "no nodes")}</span>'
+        f'<div class="lion-flow-head"><b class="lion-title">{escape(snapshot.title)}</b> '
+        f'<span class="lion-view-status">{escape(counts or "no nodes")}</span> '
         f'<span class="lion-usage">{escape(usage)}</span></div>'
     )
 

@@ -34,7 +34,10 @@ def test_a_row_shows_status_time_tokens_and_cost():
     for part in ("completed", "communicate", "Outline", "1.2 s", "1,200 in · 34 out · $0.0123",
                  "after 1", "main"):  # fmt: skip
         assert part in html, part
-    assert "attempts" not in html and "attempts" in row_html(row(attempts=2))
+    assert "attempts" not in html and "2 Ray attempts" in row_html(row(attempts=2))
+    assert (
+        '2.</span> <span class="lion-flow-status lion-flow-completed">completed</span> · ' in html
+    )
 
 
 def test_node_text_is_escaped_everywhere():
