@@ -35,6 +35,7 @@ def test_a_row_shows_status_time_tokens_and_cost():
                  "after 1", "main"):  # fmt: skip
         assert part in html, part
     assert "attempts" not in html and "2 Ray attempts" in row_html(row(attempts=2))
+    assert ">completed</span> · <code" in html  # readable without the stylesheet
     assert (
         '2.</span> <span class="lion-flow-status lion-flow-completed">completed</span> · ' in html
     )
