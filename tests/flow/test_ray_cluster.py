@@ -76,3 +76,24 @@ async def test_a_worker_killed_mid_node_is_retried_and_recorded_once():
     assert [type(s).__name__ for s in lifecycle] == ["RunStart", "RunFailed", "RunStart", "RunEnd"]
     assert isinstance(lifecycle[1].error, WorkerLost)
     assert lifecycle[0].run_id == lifecycle[1].run_id != lifecycle[2].run_id == lifecycle[3].run_id
+
+
+async def test_a_node_whose_retries_are_used_up_fails_and_records_nothing():
+    b = Branch(system="s", chat_model=iModel(provider="scripted", default_reply={
+        "chunks": [f"part{i} " for i in range(20)], "delay": 0.1}))  # fmt: skip
+    seen: list = []
+    b.observe(RunStart, RunEnd, RunFailed, handler=seen.append)
+    flow = Flow()
+    node = flow.add("communicate", instruction="write slowly", branch=b)
+    after = flow.add("communicate", instruction="next", depends_on=[node])
+    task = asyncio.create_task(flow.run(engine="ray", ray_options={"max_retries": 0}))
+    deadline = time.monotonic() + 60
+    while not node.metadata.get("ray", {}).get("attempts") or not seen:
+        assert time.monotonic() < deadline and not task.done(), "the node never started"
+        await asyncio.sleep(0.01)
+    os.kill(node.metadata["ray"]["attempts"][0]["pid"], signal.SIGKILL)
+    await asyncio.wait_for(task, 120)
+    assert node.status is Status.FAILED and isinstance(node.error, WorkerLost)
+    assert "max_retries=0" in str(node.error) and after.status is Status.SKIPPED
+    assert [m.text for m in b.messages] == ["s"]  # nothing half-recorded
+    assert [type(s).__name__ for s in seen] == ["RunStart", "RunFailed"]

@@ -18,6 +18,7 @@ from ray import cloudpickle
 from lion_nb import Branch, iModel
 from lion_nb.flow import Flow
 from lion_nb.flow.errors import DependencyFailed, EngineUnavailable, NotTransferable
+from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.models.cli_process import group_alive
 from lion_nb.operations.node import Status
 from lion_nb.session.session import Session
@@ -62,8 +63,20 @@ async def test_signals_arrive_live_in_the_notebook_process():
     b.observe(handler=lambda s: seen.append((type(s).__name__, time.monotonic(), s)))
     flow = Flow()
     node = flow.add("communicate", instruction="stream it", branch=b)
+    view = FlowViewModel(flow)
+    view.select(node)
+    watched: list[tuple[str, str]] = []  # (row status, reply text shown) at each change
+    view.on_change = lambda _: watched.append(
+        (view.snapshot().rows[0].status, "".join(t for _, t in view.transcript()[1]))
+    )
+    view.attach()
     await flow.run(engine="ray")
     done = time.monotonic()
+    view.detach()
+    # FlowView's model saw the node running on Ray with its reply growing, then completed
+    growing = [text for status, text in watched if status == "running" and text]
+    assert len(growing) >= 4 and growing[0] != growing[-1]
+    assert watched[-1][0] == "completed"
 
     names = [n for n, _, _ in seen]
     assert names[0] == "RunStart" and names[-1] == "RunEnd"
