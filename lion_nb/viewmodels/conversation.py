@@ -1,0 +1,382 @@
+"""Trying again, as a chat view offers it: regenerate, edit, the alternatives of a turn, clear,
+continue a truncated reply — plain state, tested without a kernel.
+
+    conv = Conversation(branch, verb="communicate", verb_kwargs={"max_tokens": 400})
+    await conv.asend("Tell me a story.")
+    alt = await conv.aregenerate()          # a new reply to the last instruction, on a fork
+    conv.alternatives(2)                    # [branch, alt]: both share messages 0..1
+    conv.show(branch)                       # back to the first one
+
+Rules:
+
+* Regenerate and edit never change an existing branch. They fork (``Branch.fork``, lineage in
+  ``metadata["forked_from"]``) before the turn's instruction and run the view's verb on the
+  fork. Regenerate sends the recorded instruction itself (communicate, operate and run take it
+  as is), so the fork records the very same message and shares messages ``0..k-1`` with its
+  origin; ``forked_from`` then names that instruction. Edit sends the new text as a new turn.
+  The fork is shown before its run starts, so the view streams the new reply live.
+* ``alternatives(k)``: the branches of this conversation (every branch it showed or made, and
+  the session's branches forked from them) that share the shown branch's first ``k`` messages
+  and differ at ``k``, one per distinct message at ``k``, ordered by when the first branch of
+  each was made; the shown branch stands for its own. Messages are the same when their ids are;
+  two instructions are also the same when they say the same (a ReAct turn tried again builds
+  its prompt anew).
+* Stop: a communicate or operate turn stopped from here records the instruction and the partial
+  reply (``viewmodels.stopped_turn``); code that cancels ``Branch.communicate`` itself keeps the
+  ADR's contract and records nothing.
+* The context window: before each communicate/operate turn the request is planned
+  (``viewmodels.context_cut``); when it would not fit, only the most recent whole turns that fit
+  are sent (``progression=``; the system message always), and ``last_plan.cut`` says where the
+  view shows the notice. An unknown window cuts nothing; an overflow the provider reports then
+  becomes a ``ContextWindowError`` that says what to do.
+* A failed regenerate or edit (not a stop) leaves nothing behind: the fork is dropped and the
+  branch shown before is shown again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lion_nb.messages import AssistantResponse, Instruction, RoledMessage
+from lion_nb.viewmodels.context_cut import ContextPlan, is_overflow, overflow_error, plan_context
+from lion_nb.viewmodels.stopped_turn import TurnWatch, model_label
+from lion_nb.viewmodels.verbs import (
+    RECORDS_WHEN_STOPPED,
+    SENDS_HISTORY,
+    TAKES_INSTRUCTION,
+    VERBS,
+    Verb,
+)
+
+if TYPE_CHECKING:
+    from lion_nb.session.branch import Branch
+
+__all__ = ["CONTINUE_PROMPT", "Conversation", "truncated"]
+
+CONTINUE_PROMPT = "Continue exactly where your last reply stopped, without repeating it."
+
+
+def truncated(message: RoledMessage) -> bool:
+    """A reply that ended because of the token limit (``finish_reason == "length"``)."""
+    return isinstance(message, AssistantResponse) and message.metadata.get("finish_reason") == (
+        "length"
+    )
+
+
+def _same(a: RoledMessage, b: RoledMessage) -> bool:
+    if a.id == b.id:
+        return True
+    return (
+        isinstance(a, Instruction)
+        and isinstance(b, Instruction)
+        and a.text == b.text
+        and a.images == b.images
+    )
+
+
+class Conversation:
+    """The branch a chat view shows and every alternative made from it.
+
+    ``verb`` (a name in ``viewmodels.verbs.VERBS`` or ``async def f(branch, text, **kw)``) and
+    ``verb_kwargs`` are what each turn runs; ``context_window`` overrides the model's window
+    (tokens); ``on_show(branch)`` is called whenever the shown branch changes."""
+
+    def __init__(
+        self,
+        branch: Branch,
+        *,
+        verb: str | Verb = "communicate",
+        verb_kwargs: dict[str, Any] | None = None,
+        context_window: int | None = None,
+        on_show: Callable[[Branch], Any] | None = None,
+    ) -> None:
+        if isinstance(verb, str) and verb not in VERBS:
+            raise ValueError(f"unknown verb {verb!r}; use one of {', '.join(VERBS)}")
+        self._branch = branch
+        self.verb = verb
+        self.verb_kwargs = dict(verb_kwargs or {})
+        self.context_window = context_window
+        self.on_show = on_show
+        self.last_plan: ContextPlan | None = None  # the plan of the last request sent
+        self._family: list[Branch] = [branch]
+        self._typed: dict[uuid.UUID, str] = {}  # a turn's first instruction -> the text sent
+        self._running = False
+
+    # ----- what is shown --------------------------------------------------------------------
+    @property
+    def branch(self) -> Branch:
+        """The branch shown now."""
+        return self._branch
+
+    @property
+    def running(self) -> bool:
+        """A turn started here is running."""
+        return self._running
+
+    @property
+    def branches(self) -> list[Branch]:
+        """Every branch of this conversation, earliest first: those shown or made here, then
+        the session's branches forked from any of them."""
+        found = list(self._family)
+        session = self._branch.session
+        if session is None:
+            return found
+        ids = {str(b.id) for b in found}
+        grew = True
+        while grew:
+            grew = False
+            for b in session.branches.values():
+                origin = (b.metadata.get("forked_from") or {}).get("branch_id")
+                if str(b.id) not in ids and origin in ids:
+                    found.append(b)
+                    ids.add(str(b.id))
+                    grew = True
+        return found
+
+    def show(self, branch: Branch) -> Branch:
+        """Show ``branch`` (one of ``alternatives(k)``, or any branch: it joins this
+        conversation)."""
+        if all(b is not branch for b in self._family):
+            self._family.append(branch)
+        self._branch = branch
+        if self.on_show is not None:
+            self.on_show(branch)
+        return branch
+
+    def alternatives(self, k: int) -> list[Branch]:
+        """The branches sharing the shown branch's first ``k`` messages and differing at
+        ``k``, earliest first, the shown branch among them."""
+        current = list(self._branch.messages)
+        if k < 0 or k > len(current):
+            raise IndexError(f"no message {k} in the shown branch ({len(current)} messages)")
+        prefix = current[:k]
+        groups: list[tuple[RoledMessage | None, Branch]] = []
+        for b in self.branches:
+            messages = list(b.messages)
+            if len(messages) < k or not all(map(_same, messages[:k], prefix)):
+                continue
+            at = messages[k] if len(messages) > k else None
+            if at is None and b is not self._branch:
+                continue  # a branch ending at k is listed only when it is the one shown
+            for n, (seen, _) in enumerate(groups):
+                if (seen is None and at is None) or (
+                    seen is not None and at is not None and _same(seen, at)
+                ):
+                    if b is self._branch:
+                        groups[n] = (seen, b)
+                    break
+            else:
+                groups.append((at, b))
+        return [b for _, b in groups]
+
+    def position(self, k: int) -> tuple[int, int]:
+        """``(n, of)`` for the ``‹ n/of ›`` switcher at message ``k``."""
+        alts = self.alternatives(k)
+        return next(i for i, b in enumerate(alts) if b is self._branch) + 1, len(alts)
+
+    def previous_alternative(self, k: int) -> Branch | None:
+        """What the compare control sets beside the shown branch: the alternative before it
+        (the next one when it is the first); None when there is no other."""
+        alts = self.alternatives(k)
+        if len(alts) < 2:
+            return None
+        n = next(i for i, b in enumerate(alts) if b is self._branch)
+        return alts[n - 1] if n > 0 else alts[1]
+
+    def truncated(self, index: int) -> bool:
+        """Whether message ``index`` of the shown branch is a reply cut off by the token limit
+        (the view offers "continue" for it)."""
+        return truncated(self._branch.messages[index])
+
+    # ----- the context window ---------------------------------------------------------------
+    def _model(self) -> Any:
+        return self.verb_kwargs.get("chat_model") or self._branch.chat_model_or_none
+
+    def _max_tokens(self, model: Any) -> int | None:
+        for source in (
+            self.verb_kwargs,
+            getattr(model, "request_defaults", None) or {},
+            getattr(getattr(model, "provider_or_none", None), "defaults", None) or {},
+        ):
+            value = source.get("max_tokens") if isinstance(source, dict) else None
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def plan(
+        self, instruction: Instruction | str | None = None, branch: Branch | None = None
+    ) -> ContextPlan:
+        """What the next turn on the shown branch (or ``branch``) sends with ``instruction``:
+        its tokens against the window (the gauge) and where it is cut (the notice)."""
+        branch = branch or self._branch
+        model = self.verb_kwargs.get("chat_model") or branch.chat_model_or_none
+        return plan_context(
+            list(branch.messages),
+            model,
+            instruction=instruction,
+            max_tokens=self._max_tokens(model),
+            window=self.context_window,
+        )
+
+    # ----- turns ----------------------------------------------------------------------------
+    async def asend(self, text: str) -> Any:
+        """One turn of the view's verb on the shown branch; returns the verb's result."""
+        self._check_idle()
+        return await self._turn(self._branch, text)
+
+    async def aregenerate(self, index: int | None = None) -> Branch:
+        """A new reply to the last instruction (or to the turn of the assistant message at
+        ``index`` of the shown branch), on a fork that is shown; returns the fork."""
+        self._check_idle()
+        messages = list(self._branch.messages)
+        if index is None:
+            end = len(messages)
+        else:
+            if not isinstance(messages[index], AssistantResponse):
+                raise ValueError(f"message {index} is not an assistant reply")
+            end = index % len(messages)
+        i = next((j for j in range(end - 1, -1, -1) if isinstance(messages[j], Instruction)), None)
+        if i is None:
+            raise ValueError("there is no instruction to answer again")
+        ins = messages[i]
+        assert isinstance(ins, Instruction)
+        return await self._on_fork(i, ins)
+
+    async def aedit(self, index: int, text: str) -> Branch:
+        """User message ``index`` rewritten as ``text`` and sent again, on a fork that is
+        shown; returns the fork."""
+        self._check_idle()
+        if not isinstance(self._branch.messages[index], Instruction):
+            raise ValueError(f"message {index} is not a user message")
+        return await self._on_fork(index % len(self._branch.messages), text)
+
+    async def acontinue(self, index: int | None = None) -> Branch:
+        """Ask for the rest of a reply cut off by the token limit (default: the last reply).
+        Continues the shown branch when the reply is its last message, else a fork after the
+        reply (shown). Returns the branch continued."""
+        self._check_idle()
+        messages = list(self._branch.messages)
+        if index is None:
+            index = next(
+                (j for j in range(len(messages) - 1, -1, -1) if truncated(messages[j])), -1
+            )
+        if index < 0 or not truncated(messages[index]):
+            raise ValueError("there is no reply cut off by the token limit to continue")
+        branch = self._branch
+        if index != len(messages) - 1:
+            branch = self._adopt(branch.fork(at=index))
+        ins = Instruction(
+            instruction=CONTINUE_PROMPT,
+            sender=branch.user or "user",
+            recipient=str(branch.id),
+            metadata={"continues": str(messages[index].id)},
+        )
+        await self._turn(branch, ins)
+        return branch
+
+    def clear(self) -> Branch:
+        """Show a fresh branch with the same system message, models and tools (a fork of the
+        system message); the old one stays among ``alternatives(1)``. Returns the branch
+        shown (the same one when there is nothing to clear)."""
+        self._check_idle()
+        branch = self._branch
+        first = 1 if branch.system is not None else 0
+        if len(branch.messages) <= first:
+            return branch
+        return self._adopt(self._fork_before(branch, first))
+
+    # ----- the machinery --------------------------------------------------------------------
+    def _check_idle(self) -> None:
+        if self._running:
+            raise RuntimeError("a turn started from this view is running; stop it or wait")
+
+    def _adopt(self, branch: Branch) -> Branch:
+        self._family.append(branch)
+        return self.show(branch)
+
+    @staticmethod
+    def _fork_before(branch: Branch, index: int) -> Branch:
+        """A fork holding ``branch``'s messages before ``index``."""
+        if index > 0:
+            return branch.fork(at=index - 1)
+        fork = branch.fork(at=0)
+        fork.clear_messages()  # message 0 is not a system message here: nothing is kept
+        fork.metadata["forked_from"] = {"branch_id": str(branch.id), "at": None, "index": -1}
+        return fork
+
+    async def _on_fork(self, index: int, instruction: Instruction | str) -> Branch:
+        before = self._branch
+        fork = self._adopt(self._fork_before(before, index))
+        try:
+            await self._turn(fork, instruction)
+        except asyncio.CancelledError:
+            raise  # stopped: the fork keeps what was shown
+        except BaseException:
+            if len(fork.messages) <= index:
+                self._drop(fork, before)
+            raise
+        if isinstance(instruction, Instruction) and instruction.id in fork.messages.progression:
+            at = fork.progression.index(instruction.id)
+            fork.metadata["forked_from"].update(at=str(instruction.id), index=at)
+        return fork
+
+    def _drop(self, fork: Branch, shown: Branch) -> None:
+        self._family = [b for b in self._family if b is not fork]
+        if fork.session is not None:
+            fork.session.branches.pop(fork.id, None)
+        self.show(shown)
+
+    def _argument(self, name: str | None, instruction: Instruction | str) -> Any:
+        """What the verb is given: a recorded instruction as is when it takes one, else the
+        text that was sent for it."""
+        if not isinstance(instruction, Instruction) or name in TAKES_INSTRUCTION:
+            return instruction
+        typed = self._typed.get(instruction.id)
+        if typed is not None:
+            return typed
+        value = instruction.instruction
+        return value if isinstance(value, str) else instruction.text
+
+    async def _turn(self, branch: Branch, instruction: Instruction | str) -> Any:
+        self._check_idle()
+        name = self.verb if isinstance(self.verb, str) else None
+        verb = VERBS[name] if name is not None else self.verb
+        assert callable(verb)
+        kwargs = dict(self.verb_kwargs)
+        plan = None
+        if name in SENDS_HISTORY and "progression" not in kwargs:
+            plan = self.plan(instruction, branch)
+            if not plan.fits:
+                raise overflow_error(plan, self._label(branch), None)
+            if plan.progression is not None:
+                kwargs["progression"] = list(plan.progression)
+        self.last_plan = plan
+        argument = self._argument(name, instruction)
+        watch = TurnWatch(branch)
+        self._running = True
+        try:
+            return await verb(branch, argument, **kwargs)
+        except asyncio.CancelledError:
+            if name in RECORDS_WHEN_STOPPED:
+                watch.record_stopped(argument, kwargs)
+            raise
+        except Exception as exc:
+            if is_overflow(exc):
+                raise overflow_error(plan, self._label(branch), exc) from exc
+            raise
+        finally:
+            self._running = False
+            watch.close()
+            first = watch.first_instruction
+            if first is not None and isinstance(argument, str):
+                self._typed[first.id] = argument
+
+    def _label(self, branch: Branch) -> str:
+        model = self.verb_kwargs.get("chat_model") or branch.chat_model_or_none
+        return model_label(model) or "the model"
+
+    def __repr__(self) -> str:
+        return f"<Conversation showing {self._branch!r} of {len(self._family)} branches>"
