@@ -8,8 +8,11 @@ wall-clock readings and without the ``replayed`` marker that only a replay has).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import lion_nb
+from lion_nb import Branch, iModel
 from lion_nb.signals import (
     MessageAdded,
     ParseAttempt,
@@ -63,3 +66,28 @@ def _meta(metadata: dict[str, Any]) -> str:
 
 def messages(branch: Any) -> list[tuple[str, str, str]]:
     return [(m.role, m.text, _meta(m.metadata)) for m in branch.messages]
+
+
+SYSTEM = "Answer briefly."
+
+
+def scripted(*replies: Any, **kw: Any) -> iModel:
+    return iModel(provider="scripted", replies=list(replies), **kw)
+
+
+def absent(**kw: Any) -> iModel:
+    """The same model with nothing to say: a replay that reaches it fails loudly."""
+    return iModel(provider="scripted", **kw)
+
+
+async def round_trip(path: Path, script: list[Any], act: Any, *, speed: float | None = None):
+    """Record ``act(branch)`` on a model playing ``script``, then replay it with the model
+    absent; return both (result, messages, deltas, signals)."""
+    out = []
+    for mode, model in (("record", scripted(*script)), ("replay", absent())):
+        branch = Branch(system=SYSTEM, chat_model=model)
+        trace = Trace(branch)
+        with lion_nb.cassette(path, mode=mode, speed=speed):
+            result = await act(branch)
+        out.append((result, messages(branch), trace.deltas(), trace.signals()))
+    return out
