@@ -14,8 +14,9 @@ its README). ``ClaudeEventMapper`` is pure and maps one decoded line to ``Chunk`
   (``model: "<synthetic>"`` with a top-level ``error``) is Claude Code's report of an API
   failure, not model text: it is held and becomes the error chunk at ``result``.
 - ``user`` lines: each ``tool_result`` block -> tool_result chunk (``is_error`` flag).
-- ``result`` -> result chunk (usage, cost, turns, duration, session id, permission denials);
-  when ``is_error`` is true an error chunk follows, classified by ``api_error_status``, the
+- ``result`` -> result chunk (usage, cost, turns, duration, session id, permission denials,
+  ``stop_reason`` and the chat-completions ``finish_reason`` it means: ``max_tokens`` ->
+  ``"length"``, so the final reply says it was cut off by the token limit); when ``is_error`` is true an error chunk follows, classified by ``api_error_status``, the
   synthetic line's error kind, or the message (429 rate limit, 401 auth, 5xx/overloaded server).
 
 Subagent lines (``parent_tool_use_id`` set) keep their tool calls and results, marked with
@@ -35,6 +36,15 @@ from lion_nb.models.cli_stream import CLIProviderBase, EventMapper, classify_err
 logger = logging.getLogger(__name__)
 
 PROVIDER = "claude_code"
+# Anthropic stop reasons -> chat-completions finish reasons (the final reply's metadata).
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
 
 
 @dataclass(slots=True)
@@ -224,6 +234,9 @@ class ClaudeEventMapper:
             "stop_reason": event.get("stop_reason"),
             "subtype": event.get("subtype"),
         }
+        finish = FINISH_REASONS.get(str(event.get("stop_reason")))
+        if finish is not None:
+            meta["finish_reason"] = finish
         chunks = [Chunk(type="result", metadata=meta, raw=event)]
         if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):
             self._errored = True

@@ -536,6 +536,13 @@ async def test_real_server_streams_through_the_openai_provider(llama_server: str
 
 
 @pytest.mark.slow
+async def test_real_server_reports_a_truncated_reply_as_length(llama_server: str) -> None:
+    b = Branch(system=SYSTEM, chat_model=server_model(llama_server, max_tokens=5))
+    await b.communicate("Tell me a long story about the sea.")
+    assert b.messages[-1].metadata["finish_reason"] == "length"
+
+
+@pytest.mark.slow
 async def test_real_server_json_schema_output(llama_server: str) -> None:
     # llama_cpp.server accepts llama.cpp's {"type": "json_object", "schema": ...} form.
     schema = bound_schema(City.model_json_schema())[0]
