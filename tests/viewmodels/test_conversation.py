@@ -376,3 +376,64 @@ def test_cli_models_are_never_cut() -> None:
     model = scripted(cli=True, context_window=100)
     plan = plan_context(long_branch(model).messages, model, instruction="q")
     assert plan.cut is None
+
+
+# -- the embedded model ---------------------------------------------------------------------
+
+
+def local(**kw: Any) -> iModel:
+    return iModel(provider="local", temperature=0, seed=0, **kw)
+
+
+@pytest.mark.local_model
+async def test_local_regenerate_edit_and_alternatives() -> None:
+    branch = Branch(system="You are a helpful assistant.", chat_model=local(max_tokens=24))
+    conv = Conversation(branch)
+    await conv.asend("Name a colour.")
+    first = branch.messages[2].text
+    fork = await conv.aregenerate()
+    assert ids(fork)[:2] == ids(branch)[:2]
+    assert fork.messages[2].text == first  # temperature 0: the same sample again
+    edited = await conv.aedit(1, "Name a fruit.")
+    assert edited.messages[1].text == "Name a fruit." and edited.messages[2].text
+    conv.show(branch)
+    assert conv.alternatives(1) == [branch, edited]
+    assert conv.alternatives(2) == [branch, fork]
+    assert len(branch.messages) == 3
+
+
+@pytest.mark.local_model
+async def test_local_stop_records_the_partial_reply() -> None:
+    branch = Branch(system="You are a helpful assistant.", chat_model=local(max_tokens=300))
+    conv = Conversation(branch)
+    seen = asyncio.Event()
+    branch.subscribe((StreamDelta,), lambda s: seen.set() if len(s.snapshot) > 40 else None)
+    task = asyncio.ensure_future(conv.asend("Write a long story about the sea."))
+    await asyncio.wait_for(seen.wait(), 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    reply = branch.messages[2]
+    assert branch.messages[1].text == "Write a long story about the sea."
+    assert reply.metadata["stopped"] is True and len(reply.text) > 40
+
+
+@pytest.mark.local_model
+async def test_local_long_conversation_is_cut_to_fit_the_window() -> None:
+    model = local(n_ctx=512, max_tokens=120)
+    branch = Branch(system="You are a helpful assistant.", chat_model=model)
+    conv = Conversation(branch)
+    plan = conv.plan("Hello")
+    assert not plan.exact and model.provider_or_none is None  # never built just to count
+    topics = ("the sea", "a forest", "a city", "the moon", "a river")
+    for topic in topics:
+        await conv.asend(f"Write a long story about {topic}.")
+    plan = conv.last_plan
+    assert plan is not None and plan.exact and plan.window == 512
+    assert plan.cut is not None and plan.full_tokens > 512 - 120  # would not have fit
+    assert len(branch.messages) == 1 + 2 * len(topics)  # every message kept
+    # the same request uncut overflows the window
+    from lion_nb.errors import ProviderError as Overflow
+
+    with pytest.raises(Overflow, match="context window"):
+        await branch.chat("Write a long story about a river.", max_tokens=120)
