@@ -192,7 +192,12 @@ class RayEngine:
     async def _pump_events(self) -> None:
         cursor = 0
         while True:
-            cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0)
+            try:
+                cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0)
+            except Exception:  # the relay restarts (max_restarts=-1); records still arrive
+                logger.warning("the Ray relay did not answer; retrying", exc_info=True)
+                await asyncio.sleep(0.5)
+                continue
             for key, attempt, events in entries:
                 link = self._links.get(key)
                 if link is None:

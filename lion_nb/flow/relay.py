@@ -46,6 +46,8 @@ class Relay:
     async def pull(self, name: str, cursor: int, wait_s: float) -> tuple[int, list[Any]]:
         """Entries of channel ``name`` from ``cursor`` on, and the cursor after them."""
         channel = self._channel(name)
+        if cursor > channel.base + len(channel.entries):
+            channel.base = cursor  # this relay was restarted: its entries continue the stream
         drop = cursor - channel.base
         if drop > 0:
             del channel.entries[:drop]

@@ -13,6 +13,7 @@ Nothing here raises for an operation's failure: the error travels back as data (
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 import traceback
@@ -25,6 +26,7 @@ from lion_nb.flow.payload import decode, rebuild_model
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal, StreamDelta
 
 FLUSH_S = 0.02
+logger = logging.getLogger("lion_nb")
 
 
 def _portable(value: Any) -> bool:
@@ -88,7 +90,10 @@ class _Outbox:
                 await asyncio.sleep(FLUSH_S)  # gather a batch (deltas come per token)
             batch, self.buffer = self.buffer, []
             if batch:
-                await self.relay.push.remote(self.channel, self.key, self.attempt, batch)
+                try:
+                    await self.relay.push.remote(self.channel, self.key, self.attempt, batch)
+                except Exception:  # live events are a view; the record travels with the result
+                    logger.warning("a Ray node's live events could not be sent", exc_info=True)
             if self.closed and not self.buffer:
                 return
 
@@ -107,13 +112,11 @@ def run_node_task(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, 
 
 
 def _node_location() -> dict[str, Any]:
-    try:
-        import ray
+    import ray
 
-        context = ray.get_runtime_context()
-        return {"node_id": context.get_node_id(), "pid": os.getpid()}
-    except Exception:  # outside Ray (tests of this module)
+    if not ray.is_initialized():  # run outside Ray (this module's tests): never start one
         return {"node_id": None, "pid": os.getpid()}
+    return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
 
 def _build(parts: dict[str, Any]) -> tuple[Any, Any]:

@@ -1,0 +1,108 @@
+"""The worker side, run in this process with stand-ins for the relay: what an attempt sends,
+what it returns, and that a failing live channel never changes the record."""
+
+from __future__ import annotations
+
+import asyncio
+
+from helpers_core import scripted
+
+from lion_nb import Branch
+from lion_nb.errors import ExecutionError
+from lion_nb.flow.errors import RemoteError
+from lion_nb.flow.payload import build_payload
+from lion_nb.flow.relay import Relay
+from lion_nb.flow.worker import _attempt, portable_error, transport
+from lion_nb.messages import MESSAGE_LIST
+from lion_nb.operations.node import Operation
+from lion_nb.signals import MessageAdded, RunFailed, StreamDelta
+
+
+class _Method:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def remote(self, *args):
+        return asyncio.ensure_future(self.fn(*args))
+
+
+class LocalRelay:
+    """The relay actor's class, called in-process (``.push.remote`` -> awaitable)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.relay = Relay()
+        self.fail = fail
+        self.push = _Method(self._push)
+
+    async def _push(self, *args):
+        if self.fail:
+            raise ConnectionError("relay gone")
+        await self.relay.push(*args)
+
+
+async def test_an_attempt_streams_its_signals_and_returns_its_messages():
+    branch = Branch(system="s", chat_model=scripted({"chunks": ["a ", "b"], "delay": 0.03}))
+    node = Operation("communicate", {"instruction": "go"})
+    relay = LocalRelay()
+    record = await _attempt(relay, "ch", build_payload(node, branch))
+    assert record["ok"] and record["response"] == "a b"
+    messages = MESSAGE_LIST.validate_python(record["messages"])
+    assert [(m.role, m.text) for m in messages] == [("user", "go"), ("assistant", "a b")]
+    cursor, entries = await relay.relay.pull("ch", 0, 0.01)
+    kinds = [e[0] for _, attempt, events in entries for e in events]
+    assert all(attempt == record["attempt"] for _, attempt, _ in entries)
+    assert kinds[0] == "attempt" and kinds[-1] == "end"
+    assert kinds.count("delta") == 2 and kinds.count("signal") == 2  # RunStart, RunEnd
+    assert len(branch.messages) == 1  # the notebook's branch is changed only by the engine
+    assert (await relay.relay.pull("ch", cursor, 0.01)) == (cursor, [])
+
+
+async def test_a_failing_live_channel_does_not_change_the_record(caplog):
+    branch = Branch(chat_model=scripted("fine"))
+    record = await _attempt(
+        LocalRelay(fail=True), "ch", build_payload(Operation("chat", {"instruction": "x"}), branch)
+    )
+    assert record["ok"] and record["response"] == "fine"
+    assert "live events could not be sent" in caplog.text
+
+
+async def test_an_operation_error_travels_as_data():
+    branch = Branch(chat_model=scripted(ValueError("no")))
+    record = await _attempt(
+        LocalRelay(), "ch", build_payload(Operation("chat", {"instruction": "x"}), branch)
+    )
+    assert not record["ok"] and type(record["error"]) is ExecutionError
+    assert "ValueError('no')" in str(record["error"]) and record["messages"] == []
+
+
+def test_unpicklable_errors_and_signals_are_described_not_lost():
+    class Local(Exception):  # a class defined in a function pickles by value...
+        def __init__(self, a, b):  # ...but cannot be rebuilt from its args
+            super().__init__(a)
+            self.b = b
+
+    described = portable_error(Local("broken", 2))
+    assert isinstance(described, RemoteError) and "Local: broken" in str(described)
+    assert "Local: broken" in described.remote_traceback
+    import uuid
+
+    bid = uuid.uuid4()
+    assert transport(MessageAdded(branch_id=bid, message=None)) is None
+    delta = transport(StreamDelta(branch_id=bid, message_id=bid, kind="text", delta="x"))
+    assert delta == ("delta", bid, "text", "x", None, None)
+    failed = transport(RunFailed(branch_id=bid, run_id=bid, operation="chat", duration_ms=1,
+                                 error=Local("e", 1)))  # fmt: skip
+    assert failed is not None and isinstance(failed[1].error, RemoteError)
+
+
+async def test_relay_channels_are_separate_and_survive_a_restart():
+    relay = Relay()
+    await relay.push("a", "k", "t", [1])
+    await relay.push("b", "k", "t", [2])
+    assert await relay.pull("a", 0, 0.01) == (1, [("k", "t", [1])])
+    assert await relay.pull("a", 1, 0.01) == (1, [])
+    fresh = Relay()  # restarted: empty, while the notebook's cursor is at 5
+    await fresh.push("a", "k", "t", [3])
+    assert await fresh.pull("a", 5, 0.01) == (6, [("k", "t", [3])])
+    await relay.close("a")
+    assert await relay.pull("b", 0, 0.01) == (1, [("k", "t", [2])])
