@@ -77,10 +77,22 @@ async def embedded(prompts: int, workers: int, max_tokens: int) -> float:
     return elapsed
 
 
+def scripted_runs(result: dict[str, Any], rows: int, nodes: int) -> None:
+    result[f"fanout_{rows}_local_s"] = asyncio.run(fan_out(rows, "local"))
+    asyncio.run(fan_out(rows, "ray"))  # warm-up: workers, relay
+    result[f"fanout_{rows}_ray_s"] = asyncio.run(fan_out(rows, "ray"))
+    for engine in ("local", "ray"):
+        wall = asyncio.run(sequential(nodes, engine))
+        result[f"seq_{nodes}_{engine}_s"] = wall
+        result[f"overhead_per_node_{engine}_ms"] = (wall / nodes - LATENCY_S) * 1000.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out")
+    parser.add_argument("--embedded-only", action="store_true", help="only the embedded model")
+    parser.add_argument("--tokens", type=int, default=32, help="max_tokens per embedded prompt")
     args = parser.parse_args()
     rows, nodes = (50, 40) if args.quick else (100, 200)
     prompts = 8 if args.quick else 40
@@ -91,17 +103,12 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     result: dict[str, Any] = {"ray_start_s": time.perf_counter() - started}
     try:
-        result[f"fanout_{rows}_local_s"] = asyncio.run(fan_out(rows, "local"))
-        asyncio.run(fan_out(rows, "ray"))  # warm-up: workers, relay
-        result[f"fanout_{rows}_ray_s"] = asyncio.run(fan_out(rows, "ray"))
-        for engine in ("local", "ray"):
-            wall = asyncio.run(sequential(nodes, engine))
-            result[f"seq_{nodes}_{engine}_s"] = wall
-            result[f"overhead_per_node_{engine}_ms"] = (wall / nodes - LATENCY_S) * 1000.0
+        if not args.embedded_only:
+            scripted_runs(result, rows, nodes)
         if local_model_available():
             asyncio.run(embedded(2, 2, 16))  # warm-up: both workers load the model
-            one = asyncio.run(embedded(prompts, 1, 32))
-            two = asyncio.run(embedded(prompts, 2, 32))
+            one = asyncio.run(embedded(prompts, 1, args.tokens))
+            two = asyncio.run(embedded(prompts, 2, args.tokens))
             result.update(
                 {
                     f"embedded_{prompts}_1_worker_s": one,
