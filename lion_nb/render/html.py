@@ -48,10 +48,12 @@ __all__ = [
     "lion_css",
     "live_card_classes",
     "live_card_html",
+    "live_shell_html",
     "live_thinking_html",
     "live_tools_html",
     "message_html",
     "pending_prompt_html",
+    "split_card",
     "streaming_html",
     "thinking_html",
     "transcript_html",
@@ -118,9 +120,20 @@ def head_html(
     function: str | None = None,
     call_id: str | None = None,
     error: bool = False,
+    replayed: dict[str, Any] | None = None,
 ) -> str:
-    """The heading row of a card (also used by live views for a card being built)."""
-    parts = [f'<span class="lion-role">{escape(label(role))}</span>']
+    """The heading row of a card (also used by live views for a card being built). A sender or
+    model that only repeats what the row already says (``User user``, ``scripted scripted``) is
+    left out; ``replayed`` (a cassette's note: cassette, call, line, recorded_at) adds a badge."""
+    role_label = label(role)
+    parts = [f'<span class="lion-role">{escape(role_label)}</span>']
+    said = {role.lower(), role_label.lower()}
+    if sender and sender.lower() in said:
+        sender = None
+    if sender:
+        said.add(sender.lower())
+    if model and (model.lower() in said or model.split("/")[0].lower() in said):
+        model = None
     if function is not None:
         parts.append(f'<code class="lion-fn">{escape(function)}</code>')
     if call_id:
@@ -131,6 +144,8 @@ def head_html(
         parts.append(f'<span class="lion-model">{escape(model)}</span>')
     if error:
         parts.append('<span class="lion-status lion-error-badge">error</span>')
+    if replayed is not None:
+        parts.append(replayed_badge_html(replayed))
     if status and _STATUS_TEXT.get(status):
         parts.append(f'<span class="lion-status lion-{status}">{_STATUS_TEXT[status]}</span>')
     usage_text = format_usage(usage)
@@ -142,6 +157,21 @@ def head_html(
             f'title="{escape(format_time(created_at))}">{escape(format_time(created_at, short=True))}</time>'
         )
     return f'<div class="lion-head">{"".join(parts)}</div>'
+
+
+def replayed_badge_html(note: Any) -> str:
+    """The small "replayed" badge of a reply that came from a cassette; its title says which
+    cassette, call and line, and when it was recorded."""
+    note = note if isinstance(note, dict) else {}
+    bits = [
+        f"{name} {note[key]}"
+        for key, name in (("cassette", "cassette"), ("call", "call"), ("line", "line"))
+        if note.get(key) not in (None, "")
+    ]
+    if note.get("recorded_at"):
+        bits.append(f"recorded {note['recorded_at']}")
+    title = "replayed from a cassette" + (": " + ", ".join(bits) if bits else "")
+    return f'<span class="lion-badge lion-replayed" title="{escape(title)}">replayed</span>'
 
 
 def thinking_html(text: str, *, open: bool = False) -> str:
@@ -182,6 +212,47 @@ def live_card_html(inner: str, status: Status) -> str:
     return card_html("assistant", inner, classes=live_card_classes(status)[2:])
 
 
+def live_shell_html(
+    head: str,
+    status: Status = "streaming",
+    *,
+    thinking: str = "",
+    frozen: str = "",
+    tail: str = "",
+    tools: str = "",
+) -> str:
+    """An assistant card being streamed, as slots a front end fills in by name
+    (``data-slot``): ``head``, ``thinking`` (a preview), ``frozen`` (finished Markdown blocks,
+    appended once each), ``tail`` (the growing last block: sanitized HTML or text) and
+    ``tools`` (tool-argument previews). All arguments are HTML rendered here already."""
+    inner = (
+        f'<div data-slot="head">{head}</div><div data-slot="thinking">{thinking}</div>'
+        f'{_BODY_OPEN}<div data-slot="frozen">{frozen}</div>'
+        f'<div data-slot="tail" class="lion-tail">{tail}</div></div>'
+        f'<div data-slot="tools">{tools}</div>'
+    )
+    return live_card_html(inner, status)
+
+
+_BODY_OPEN = '<div class="lion-body lion-md">'
+
+
+def split_card(card: str, body: str) -> tuple[str, str, str, str] | None:
+    """A recorded assistant card whose Markdown body is ``body``, in the pieces a live card's
+    slots hold: ``(opening tag, head, thinking, what follows the body)``; None when the card is
+    not shaped so (no Markdown body, or another one)."""
+    at = card.find(_BODY_OPEN)
+    start = at + len(_BODY_OPEN)
+    if at < 0 or not card.startswith(body + "</div>", start):
+        return None
+    open_end = card.index(">") + 1
+    prelude = card[open_end:at]
+    cut = prelude.find('<details class="lion-thinking"')
+    head, thinking = (prelude, "") if cut < 0 else (prelude[:cut], prelude[cut:])
+    after = card[start + len(body) + len("</div>") : -len("</div>")]
+    return card[:open_end], head, thinking, after
+
+
 def live_thinking_html(text: str, limit: int) -> str:
     """The reasoning of a reply being streamed: its last ``limit`` characters, as text."""
     more = "…" if len(text) > limit else ""
@@ -219,6 +290,7 @@ def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
 def _assistant(message: Any) -> str:
     meta = message.metadata or {}
     stopped = bool(meta.get("stopped"))
+    replayed = meta.get("replayed")
     head = head_html(
         "assistant",
         created_at=message.created_at,
@@ -226,6 +298,7 @@ def _assistant(message: Any) -> str:
         model=str(meta["model"]) if meta.get("model") else None,
         usage=meta.get("usage"),
         status="stopped" if stopped else None,
+        replayed=replayed if isinstance(replayed, dict) else None,
     )
     body = thinking_html(thinking_text(message))
     if message.response:

@@ -367,6 +367,10 @@ class MarkdownStream:
         chunks = self._splitter.feed(delta)
         return [h for _, tokens in chunks if (h := self._chunk_html(tokens))]
 
+    def tail_text(self) -> str:
+        """The unfinished tail's Markdown source (what ``tail_html`` renders)."""
+        return self._splitter.tail()
+
     def tail_html(self) -> str:
         if self._tail_cache is None:
             env = {"references": dict(self._splitter.env.get("references", {}))}

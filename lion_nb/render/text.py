@@ -379,3 +379,14 @@ def message_plain(message: Any) -> str:
 
 def transcript_plain(messages: Iterable[Any]) -> str:
     return "\n\n".join(message_plain(m) for m in messages)
+
+
+def message_copy_text(message: Any) -> str:
+    """What a message's copy control copies: its text as Markdown, without the heading line
+    (a reply's Markdown as the model wrote it, a prompt as typed, a tool call's JSON)."""
+    role = message.role
+    if role == "assistant":
+        return str(message.response or "")
+    if role == "user" and message.plain_content is not None:
+        return str(message.plain_content)
+    return "\n\n".join(_markdown_parts(message)[1:])

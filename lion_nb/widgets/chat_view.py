@@ -1,34 +1,34 @@
-"""``BranchView``: a live chat view over a Branch, made of stock ipywidgets 8 widgets.
+"""``BranchView``: a live chat view over a Branch, on the front-end module ``widgets/lion_nb.js``.
 
     view = lion_nb.view(branch)        # or BranchView(branch, verb="run")
-    view                                # prompt box, Send, Stop; the transcript renders live
+    view                                # transcript, prompt box (Enter sends), Send, Stop
 
-The view renders from the branch's signals and never calls a provider: Send starts the branch
-verb as a background task the view owns, so a Stop click reaches the kernel while the model
-streams (a click during an awaiting cell is deferred until the cell ends). Runs started
-elsewhere (``await branch.communicate(...)`` in a cell) show up live as well.
+The view renders from the branch's signals and never calls a provider: Send (the button, Enter
+in the prompt box, or ``view.send(text)``) starts the branch verb as a background task the view
+owns, so a Stop click (or Esc) reaches the kernel while the model streams (a click during an
+awaiting cell is deferred until the cell ends). Runs started elsewhere (``await
+branch.communicate(...)`` in a cell) show up live as well.
 
 The view's state that is not widget state is in view models: ``viewmodels.chat.ChatRuns`` (the
 runs on the branch, the one this view drives, one driving view per branch) and
 ``viewmodels.transcript.TranscriptModel`` (which messages, in what order). The transcript
-(``widgets.transcript.Transcript``) is rendered idempotently by message id, so a
-view built from ``branch.messages`` shows the same HTML as one that watched the run
-(``rendered_html()`` compares them). Like the other views (``viewbase.StaticFallback``), the
-view saves the transcript as ``text/html`` / ``text/plain`` beside the widget and replaces that
-saved output when a run ends, so a notebook saved after the run holds the final transcript.
+(``widgets.transcript.Transcript``) is rendered idempotently by message id, so a view built from
+``branch.messages`` shows the same HTML as one that watched the run (``rendered_html()``
+compares them). Updates reach the page as ordered deltas (``widgets.channel``); the complete
+transcript is synced widget state too, so a reload or a second view shows everything. Like the
+other views (``viewbase.StaticFallback``) the view saves the transcript as ``text/html`` /
+``text/plain`` beside the widget, refreshed at the end of a cell or when the user leaves the
+view, never while they type in it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets
-
-from lion_nb.render.chrome import error_html, status_html, title_html
+from lion_nb.render.chrome import error_html, status_html
 from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import (
@@ -43,9 +43,9 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.viewmodels.chat import ChatRuns, status_of
-from lion_nb.widgets.live import LiveConfig, WidgetKit
+from lion_nb.widgets.front import Front
+from lion_nb.widgets.live import LiveConfig
 from lion_nb.widgets.transcript import Transcript
-from lion_nb.widgets.viewbase import StaticFallback
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -95,14 +95,60 @@ _SIGNALS = (
 )
 
 
-class BranchView(StaticFallback, ipywidgets.VBox):
+class _Value:
+    """``.value`` of one synced trait of the view (``view.status.value``, ...)."""
+
+    def __init__(self, view: BranchView, trait: str) -> None:
+        self._view, self._trait = view, trait
+
+    @property
+    def value(self) -> Any:
+        return getattr(self._view, self._trait)
+
+
+class _Prompt:
+    """The prompt box as the kernel knows it: the page owns the draft while the user types
+    (never overwritten by an update); text set here is put into the box (a ``draft`` op)."""
+
+    def __init__(self, view: BranchView) -> None:
+        self._view = view
+        self._value = ""
+
+    @property
+    def value(self) -> str:
+        return self._value
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self._value = text
+        self._view.channel.push({"op": "draft", "text": text})
+
+
+class _Button:
+    """Send / Stop as the kernel sees them: ``disabled`` (from the view's state), ``click()``."""
+
+    def __init__(self, view: BranchView, action: Callable[[], None], enabled: str) -> None:
+        self._view, self._action, self._enabled = view, action, enabled
+
+    @property
+    def disabled(self) -> bool:
+        if self._enabled == "send":
+            return self._view.running
+        return not self._view.can_stop
+
+    def click(self) -> None:
+        self._action()
+
+
+class BranchView(Front):
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
     ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
     ``"operate"``, ``"ReAct"``, or an ``async def f(branch, text)``. ``verb_kwargs`` are passed
-    to it. ``height`` bounds the transcript (CSS length or pixels); it scrolls and stays pinned
-    to the newest message. ``history=False`` shows only messages recorded after the view was
-    made (the ``%%lion`` magic uses it so each cell shows its own exchange).
+    to it. ``height`` bounds the transcript (CSS length or pixels); it scrolls and follows the
+    newest message while the reader is at the bottom. ``history=False`` shows only messages
+    recorded after the view was made (the ``%%lion`` magic uses it so each cell shows its own
+    exchange).
     """
 
     def __init__(
@@ -115,76 +161,60 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         verb_kwargs: dict[str, Any] | None = None,
         history: bool = True,
         config: LiveConfig | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if isinstance(verb, str) and verb not in VERBS:
             raise ValueError(
                 f"unknown verb {verb!r}; use one of {', '.join(VERBS)} or an "
                 "async function f(branch, text)"
             )
+        shown_title = title if title is not None else (branch.name or "")
+        super().__init__(
+            kind="chat",
+            title=shown_title,
+            hint="No messages yet. Type a message below and press Enter to send "
+            "(Shift+Enter: new line, Esc: stop).",
+            height=f"{height}px" if isinstance(height, int) else height,
+            placeholder="Message (Enter to send, Shift+Enter for a new line)",
+            status_line=status_html("idle", "ready"),
+        )
         self.branch = branch
         self.verb = verb
         self.verb_kwargs = dict(verb_kwargs or {})
-        self.title = title if title is not None else branch.name
         self.config = config or LiveConfig()
-        self._kit = WidgetKit()
+        self.channel.interval = self.config.interval
         self.transcript = Transcript(
             branch,
-            self._kit,
+            self.channel,
             hidden=frozenset() if history else frozenset(branch.progression),
             config=self.config,
-            clock=clock,
+            reset=self.sync_state,
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
         self._shown_errors: set[int] = set()
         self.last_error: BaseException | None = None
-        self.closed = False
-
-        w = ipywidgets
-        height_css = f"{height}px" if isinstance(height, int) else height
-        self._style = self._kit.html(self.style_html())
-        # column-reverse keeps the scroll position pinned to the bottom as messages grow
-        self._scroller = w.Box(
-            children=(self.transcript.box,),
-            layout=w.Layout(max_height=height_css, overflow="auto", flex_flow="column-reverse"),
-            _dom_classes=("lion-scroll",),
-        )
-        self._error = self._kit.html("")
-        self.prompt = w.Textarea(
-            placeholder="Message (Send to submit)",
-            rows=3,
-            layout=w.Layout(width="auto", flex="1 1 auto"),
-        )
-        self.send_button = w.Button(
-            description="Send",
-            button_style="primary",
-            icon="paper-plane",
-            tooltip="Send the prompt",
-            _dom_classes=("lion-send",),
-        )
-        self.stop_button = w.Button(
-            description="Stop",
-            button_style="danger",
-            icon="stop",
-            disabled=True,
-            tooltip="Stop the running reply",
-            _dom_classes=("lion-stop",),
-        )
-        self.status = self._kit.html(status_html("idle", "ready"))
-        self.send_button.on_click(lambda _b: self.send())
-        self.stop_button.on_click(lambda _b: self.stop())
-        controls = w.HBox(
-            [self.prompt, w.VBox([self.send_button, self.stop_button])],
-            layout=w.Layout(align_items="flex-start"),
-        )
-        header = [self._kit.html(title_html(self.title))] if self.title else []
-        super().__init__(
-            children=(self._style, *header, self._scroller, self._error, controls, self.status),
-            _dom_classes=("lion-view",),
-        )
+        self.prompt = _Prompt(self)
+        self.send_button = _Button(self, lambda: self.send(), "send")
+        self.stop_button = _Button(self, self.stop, "stop")
+        self.status = _Value(self, "status_line")
+        self._error = _Value(self, "error_box")
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self.transcript.rebuild()
         self._ready = True
+
+    def state_parts(self) -> list[list[str]]:
+        return self.transcript.state()
+
+    def copy_text(self, key: str) -> str | None:
+        return self.transcript.text_of(key)
+
+    # ----- page actions ----------------------------------------------------------------------
+    def _action_send(self, content: dict[str, Any]) -> None:
+        text = content.get("text")
+        if isinstance(text, str):
+            self.send(text)
+
+    def _action_stop(self, _content: dict[str, Any]) -> None:
+        self.stop()
 
     # ----- public --------------------------------------------------------------------------
     @property
@@ -211,6 +241,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
     def _start(self, text: str | None, *, stop_others: bool = False) -> asyncio.Task[Any] | None:
         if self.closed:
             raise RuntimeError("this view is closed")
+        from_box = text is None
         text = self.prompt.value if text is None else text
         if not text.strip():
             return None
@@ -231,7 +262,8 @@ class BranchView(StaticFallback, ipywidgets.VBox):
                 "BranchView.send needs a running event loop (a Jupyter kernel "
                 "has one); in a script use `await view.asend(text)`"
             ) from None
-        self.prompt.value = ""
+        if from_box:
+            self.prompt.value = ""
         self._clear_error()
         self.transcript.show_prompt(text)
         task = loop.create_task(self._drive(text, after=claim.after))
@@ -257,10 +289,10 @@ class BranchView(StaticFallback, ipywidgets.VBox):
 
     def _show_stopping(self) -> None:
         if not self.closed:
-            self.status.value = status_html("stopping", "stopping…")
+            self.status_line = status_html("stopping", "stopping…")
 
     def rendered_html(self) -> str:
-        """The transcript's HTML as the widgets show it, in order."""
+        """The transcript's HTML as the page shows it, in order."""
         return self.transcript.html()
 
     def refresh(self) -> None:
@@ -275,24 +307,10 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             task.cancel()  # a run started here
         self.transcript.close()
 
-    def _owned_widgets(self) -> Iterable[Any]:
-        return (
-            self._style,
-            self._scroller,
-            self._error,
-            self.prompt,
-            self.send_button,
-            self.stop_button,
-            self.status,
-            *self.children,
-            self._kit.layout,
-            self._kit.style,
-        )
-
     # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
-    # widget state (GitHub, nbviewer) shows the recorded transcript instead of "VBox(...)".
+    # widget state (GitHub, nbviewer) shows the recorded transcript instead of the widget.
     def static_html(self) -> str:
-        return transcript_html(self.transcript.messages(), title=self.title)
+        return transcript_html(self.transcript.messages(), title=self.title or None)
 
     def static_text(self) -> str:
         body = transcript_plain(self.transcript.messages())
@@ -332,17 +350,16 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             # the run began): nothing else replaces the saved output
             self.refresh_static()
         if outcome == "stopped":
-            self.status.value = status_html("stopped", "stopped")
+            self.status_line = status_html("stopped", "stopped")
         elif outcome == "failed" and not self.runs.runs:
-            self.status.value = status_html("failed", "failed")
+            self.status_line = status_html("failed", "failed")
 
     def _set_running(self) -> None:
-        running = self.running
-        own = self.runs.driving
-        with self.send_button.hold_sync():
-            self.send_button.disabled = running
-        with self.stop_button.hold_sync():
-            self.stop_button.disabled = not own
+        with self.hold_sync():
+            self.busy = self.runs.running
+            self.can_stop = self.runs.driving
+        if not self.runs.running:
+            self.sync_state()  # at rest: a reload or a second view shows everything
 
     # ----- signals -------------------------------------------------------------------------
     def _on_signal(self, signal: Signal) -> None:
@@ -351,7 +368,7 @@ class BranchView(StaticFallback, ipywidgets.VBox):
         self.runs.on_signal(signal)
         status = status_of(signal)
         if status is not None:
-            self.status.value = status_html(*status)
+            self.status_line = status_html(*status)
         if isinstance(signal, StreamDelta):
             self.transcript.on_delta(signal)
         elif isinstance(signal, MessageAdded):
@@ -381,12 +398,12 @@ class BranchView(StaticFallback, ipywidgets.VBox):
             return
         self._shown_errors.add(id(error))
         self.last_error = error
-        self._error.value = error_html(error)
+        self.error_box = error_html(error)
 
     def _clear_error(self) -> None:
         self._shown_errors.clear()
-        if self._error.value:
-            self._error.value = ""
+        if self.error_box:
+            self.error_box = ""
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"

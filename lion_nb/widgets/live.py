@@ -1,36 +1,26 @@
-"""Live rendering of one message while it streams: StreamDelta signals -> widget updates.
+"""Live rendering of one message while it streams: StreamDelta signals -> ordered ops on the
+view's ``Channel`` (``widgets.channel``), which the front end turns into DOM updates.
 
 Re-sending the accumulated reply per token is quadratic (23 MB of comm traffic for a
-3,000-token reply). Here the traffic stays linear in the final HTML:
+3,000-token reply); re-sending a widget value per update costs a whole widget state. Here:
 
-- Markdown goes through ``MarkdownStream``: finished top-level blocks are rendered once and
-  frozen; only the growing tail is re-rendered.
-- Frozen HTML collects in an *open segment* shown, with the tail, in one ``live`` HTML widget.
-  Once the open segment holds ``seal_bytes`` of HTML it is *sealed* into a widget of its own
-  (sent once) and the live widget starts empty again, so an update never re-sends more than
-  about ``seal_bytes`` plus the tail.
-- Updates are throttled to ``max_rate`` per second; the first one is sent at once (first token
-  well within 100 ms).
-- A byte budget bounds the total whatever the token rate: the bytes sent for this message
-  (payload plus an estimated ~700-byte envelope per comm message) may not exceed ``ratio``
-  times the HTML rendered so far plus an allowance that accrues at ``allowance_rate`` bytes/s
-  up to ``allowance`` (so the first seconds of any reply update smoothly). Past that, a slow
-  stream updates less often instead of costing more: every comm message costs ~700 bytes of
-  envelope, so at ~50 tokens/s (~250 bytes/s of HTML) a 5x budget affords about one update
-  every 1-2 s. A larger ``ratio`` buys smoothness with bytes; the total stays linear.
-- All widgets share one ``Layout`` and one ``HTMLStyle`` (a fresh ``Layout`` alone is ~1 KB of
-  state per widget).
+- Markdown goes through ``MarkdownStream``: a finished top-level block is rendered once, on the
+  kernel, by the same renderer as a recorded message, and *appended* (``add``);
+- the growing tail is sent as its re-rendered HTML while it is short (``tail_html_chars``), and
+  past that as its new text only (the page appends it as text until the block is finished);
+- thinking and tool arguments show as bounded previews (their last ``preview_chars``);
+- updates go out at most ``max_rate`` times a second (the channel throttles; the first at once).
 
-The text comes from the signals' snapshots (``viewmodels.stream.StreamText``): a delta only
-says that the part grew, and the snapshot is read when an update is sent, so a message first
-seen half-way through shows from its start. Thinking and tool arguments show as bounded
-previews (their last ``preview_chars``). All HTML comes from ``render.html``: the live card is
-the same card renderer as the recorded one, which replaces it when ``MessageAdded`` arrives.
+The text comes from the signals' snapshots (``viewmodels.stream.StreamText``): a delta only says
+that the part grew, and the snapshot is read when an update is sent, so a message first seen
+half-way through shows from its start. When the message is recorded, ``seal_op`` turns the live
+card into the recorded card (``render.html.message_html``) by sending only what the page does not
+have yet (its head, the last block, what follows the body); when the recorded card cannot be
+reached that way, the whole card is sent instead.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -39,16 +29,17 @@ from typing import Any
 
 from lion_nb.render.html import (
     Status,
-    body_html,
     head_html,
     live_card_classes,
-    live_card_html,
+    live_shell_html,
     live_thinking_html,
     live_tools_html,
+    split_card,
 )
 from lion_nb.render.markdown import MarkdownStream
 from lion_nb.signals import StreamDelta
 from lion_nb.viewmodels.stream import StreamText
+from lion_nb.widgets.channel import Channel, Op, fingerprint
 
 __all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
 
@@ -56,14 +47,8 @@ __all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
 @dataclass(frozen=True, slots=True)
 class LiveConfig:
     max_rate: float = 15.0  # updates per second after the first
-    ratio: float = 2.5  # streaming bytes allowed per byte of HTML rendered so far
-    allowance: int = 12288  # extra bytes a message may use beyond ``ratio`` (smooth start) ...
-    allowance_rate: float = 4096.0  # ... accruing at this many bytes per second of stream
-    first: int = 2048  # ... plus this much at once, for the first token
-    seal_bytes: int = 4096  # frozen HTML kept in the live widget before it gets its own
     preview_chars: int = 1500  # thinking / tool-argument previews show this many last chars
-    overhead: int = 700  # estimated bytes of one comm message's envelope (header, ids, hmac)
-    idle: float = 0.75  # a stream quiet this long shows what it sent, whatever the budget
+    tail_html_chars: int = 240  # a tail this short is re-rendered as HTML; longer: new text
 
     @property
     def interval(self) -> float:
@@ -72,7 +57,8 @@ class LiveConfig:
 
 class WidgetKit:
     """Creates the stock ipywidgets a view is made of, sharing one Layout and one style so a
-    new widget costs only its own small state on the comm."""
+    new widget costs only its own small state on the comm (the views that stay on stock
+    widgets: inspector, compare, flow)."""
 
     def __init__(self) -> None:
         import ipywidgets
@@ -92,76 +78,51 @@ class WidgetKit:
 
 
 class LiveMessage:
-    """The widgets of one message being streamed, keyed by its ``message_id``.
+    """One message being streamed, shown as part ``key`` of a view.
 
-    A short reply is one HTML widget holding the whole card. When frozen HTML outgrows
-    ``seal_bytes`` (or a thinking / tool-argument preview appears) the card is *promoted* to a
-    VBox of sealed segments plus the live widget; ``on_widget`` is told so the transcript can
-    swap it in. ``feed`` is called for every StreamDelta (cheap: Markdown is parsed
-    incrementally and HTML rendered only when an update is sent). ``adopt(card)`` turns the
-    rendering into the recorded message's card, reusing the live widget; ``finish(status)``
-    ends it without a recorded message (stopped or failed run) and keeps the partial text.
-    """
+    ``feed`` is called for every StreamDelta (cheap: it marks the part dirty; Markdown is parsed
+    and HTML rendered only when the channel sends an update). ``shell_html()`` is the card as
+    first placed; ``html()`` what the page shows now (the synced state of a streaming part).
+    ``finish(status)`` ends it without a recorded message (stopped or failed run) and keeps the
+    partial text; ``seal_op(card, key)`` turns it into the recorded card."""
 
     def __init__(
         self,
         message_id: uuid.UUID,
-        kit: WidgetKit,
+        channel: Channel,
         *,
+        key: str | None = None,
         config: LiveConfig | None = None,
-        clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
-        on_widget: Callable[[Any], None] | None = None,
-        call_later: Callable[[float, Callable[[], None]], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.message_id = message_id
+        self.key = key or f"live:{message_id}"
         self.config = config or LiveConfig()
-        self._kit = kit
-        self._clock = clock
+        self._channel = channel
         self._model = model
-        self._on_widget = on_widget
-        self._call_later = call_later  # default: the running loop's (tests pass manual time)
+        self._clock = clock
         self._md = MarkdownStream()
         self._status: Status = "streaming"
-        self._open: list[str] = []  # frozen block HTML not yet sealed
-        self._open_len = 0
-        self._sealed_len = 0
-        self._tail_html = ""
-        self._tail_chars = 0  # text characters in the unfrozen tail (cost estimate)
-        self._text = StreamText()  # the parts as streamed so far, read from their snapshots
+        self._text = StreamText()
         self._thinking: StreamText | None = None
-        self._tools: dict[str, tuple[str, StreamText]] = {}  # call_id -> name, arguments
-        self._live: Any = None  # created by the first flush, with its first value
-        self._box: Any = None
-        self._thinking_w: Any = None
-        self._tools_w: Any = None
-        self._sealed: list[Any] = []
-        self.sent_bytes = 0  # estimated: payloads plus one envelope per comm message
+        self._tools: dict[str, tuple[str, StreamText]] = {}
+        self._frozen: list[str] = []  # block HTML sent (or about to be)
+        self._new_blocks: list[str] = []
+        self._tail_shown = ""  # the tail as the page shows it: HTML, or source text
+        self._tail_is_text = False
+        self._tail_src = ""  # the tail source the page has (text mode)
+        self._slots: dict[str, str] = {}
         self.updates = 0
-        self._last_flush: float | None = None
-        self._last_delta = 0.0
-        self._started: float | None = None
-        self._starved = False  # the pending timer waits for a pause, not for the throttle
-        self._dirty = False
-        self._timer: Any = None  # a handle with .cancel()
+        self.first_update: float | None = None
         self.done = False
-
-    @property
-    def widget(self) -> Any:
-        """The top-level widget to place in a transcript (None before the first update)."""
-        return self._box if self._box is not None else self._live
 
     # ----- input ----------------------------------------------------------------------------
     def feed(self, signal: StreamDelta) -> None:
-        """A part of the message grew: take its snapshot's new text (the text is parsed
-        incrementally; HTML is rendered only when an update is sent)."""
         if self.done:
             return
-        if self._started is None:
-            self._started = self._clock()
         if signal.kind == "text":
             self._text.update(signal)
-            self._take_text()
         elif signal.kind == "thinking":
             if self._thinking is None:
                 self._thinking = StreamText()
@@ -171,197 +132,63 @@ class LiveMessage:
             if key not in self._tools:
                 self._tools[key] = (signal.name or "tool", StreamText())
             self._tools[key][1].update(signal)
-        self._dirty = True
-        self._schedule()
+        self._channel.stream(self.key, self.collect)
 
     def _take_text(self) -> None:
-        """Parse the text that arrived since the last update (finished blocks freeze)."""
-        if self._text.pending <= 0:
-            return
-        for block in self._md.feed(self._text.take()):
-            self._open.append(block)
-            self._open_len += len(block)
-        self._tail_chars = self._md.tail_chars
-
-    @property
-    def _thinking_len(self) -> int:
-        return self._thinking.length if self._thinking is not None else 0
-
-    def _tool_lengths(self) -> list[int]:
-        return [args.length for _, args in self._tools.values()]
-
-    # ----- throttle and budget ---------------------------------------------------------------
-    def rendered_size(self) -> int:
-        """HTML bytes this message shows so far (what the budget is proportional to)."""
-        limit = self.config.preview_chars
-        previews = min(self._thinking_len, limit)
-        previews += sum(min(n, limit) for n in self._tool_lengths())
-        tail = max(len(self._tail_html), self._tail_chars + self._text.pending)
-        return _CARD + self._sealed_len + self._open_len + tail + previews
-
-    def _estimated_cost(self) -> int:
-        cfg = self.config
-        # The tail renders to a little more than its text; the previews are bounded.
-        cost = int((self._tail_chars + self._text.pending) * 1.3) + 300 + cfg.overhead
-        if self._live is None:
-            cost += _NEW_WIDGET
-        if self._open_len >= cfg.seal_bytes:  # a new segment widget plus the children list
-            cost += self._open_len + _NEW_WIDGET + 2 * cfg.overhead + 50 * len(self._sealed)
-        else:  # the open segment is re-sent with the tail
-            cost += self._open_len
-        if self._thinking is not None:
-            cost += min(self._thinking_len, cfg.preview_chars) + cfg.overhead
-        if self._tools:
-            cost += sum(min(n, cfg.preview_chars) for n in self._tool_lengths())
-            cost += cfg.overhead
-        return cost
-
-    def _affordable(self, cost: int) -> bool:
-        cfg = self.config
-        elapsed = self._clock() - self._started if self._started is not None else 0.0
-        allowance = cfg.first + min(cfg.allowance, cfg.allowance_rate * elapsed)
-        return self.sent_bytes + cost <= cfg.ratio * self.rendered_size() + allowance
-
-    def _schedule(self) -> None:
-        self._last_delta = now = self._clock()
-        if not self._dirty:
-            return
-        affordable = self._affordable(self._estimated_cost())
-        if self._timer is not None:
-            if not (self._starved and affordable):
-                return
-            self._timer.cancel()  # the budget grew: no need to wait for the stream to pause
-            self._timer = None
-        self._starved = not affordable
-        if self._starved:
-            # The next delta grows the budget and asks again; if the stream pauses instead
-            # (an agent running a tool), what arrived is shown after ``idle`` seconds.
-            self._later(self.config.idle)
-            return
-        wait = 0.0 if self._last_flush is None else self._last_flush + self.config.interval - now
-        if wait <= 0:
-            self.flush()
-            return
-        self._later(wait)
-
-    def _later(self, wait: float) -> None:
-        if self._call_later is not None:
-            self._timer = self._call_later(wait, self._on_timer)
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # fed outside any loop (plain sync code): no timer to wait on
-            self.flush()
-            return
-        self._timer = loop.call_later(wait, self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._starved = False
-        if not self._dirty or self.done:
-            return
-        if self._affordable(self._estimated_cost()):
-            self.flush()
-            return
-        quiet = self._clock() - self._last_delta
-        if quiet >= self.config.idle:
-            self.flush()
-        else:
-            self._starved = True
-            self._later(self.config.idle - quiet)
+        if self._text.pending > 0:
+            blocks = self._md.feed(self._text.take())
+            self._frozen.extend(blocks)
+            self._new_blocks.extend(blocks)
 
     # ----- output ----------------------------------------------------------------------------
     def _head(self) -> str:
         return head_html("assistant", model=self._model, status=self._status)
 
-    def _count(self, value: str, *, new: bool = False) -> None:
-        self.sent_bytes += len(value) + self.config.overhead + (_NEW_WIDGET if new else 0)
+    def shell_html(self) -> str:
+        return live_shell_html(self._head(), self._status)
 
-    def flush(self) -> None:
-        """Send what changed since the last update (ignores the throttle and the budget)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._dirty = False
-        self._last_flush = self._clock()
-        self.updates += 1
-        cfg = self.config
+    def collect(self) -> list[Op]:
+        """The ops that bring the page up to date (called by the channel when it sends)."""
+        if self.done:
+            return []
         self._take_text()
-        self._tail_html = self._md.tail_html()
-        if self._box is None and (
-            self._open_len >= cfg.seal_bytes or self._thinking is not None or self._tools
-        ):
-            self._promote()
-        elif self._box is not None and self._open_len >= cfg.seal_bytes:
-            self._seal()
+        ops: list[Op] = []
+        if self._new_blocks:
+            ops.append({"op": "add", "key": self.key, "html": "".join(self._new_blocks)})
+            self._new_blocks = []
+            self._tail_shown, self._tail_is_text, self._tail_src = "", False, ""
+        ops.extend(self._tail_ops())
         if self._thinking is not None:
-            self._set_preview("_thinking_w", self._thinking_html())
-        if self._box is None:
-            inner = self._head() + body_html("".join(self._open) + self._tail_html)
-            value = live_card_html(inner, self._status)
-        else:
-            value = body_html("".join(self._open) + self._tail_html)
-        if self._live is None:
-            self._live = self._kit.html(value)
-            self._count(value, new=True)
-            if self._on_widget is not None:
-                self._on_widget(self.widget)
-        elif value != self._live.value:
-            self._live.value = value
-            self._count(value)
+            ops.extend(self._slot("thinking", self._thinking_html()))
         if self._tools:
-            self._set_preview("_tools_w", self._tools_html())
+            ops.extend(self._slot("tools", self._tools_html()))
+        if ops:
+            self.updates += 1
+            if self.first_update is None:
+                self.first_update = self._clock()
+        return ops
 
-    def _promote(self) -> None:
-        """From one card widget to a VBox: [head+sealed frozen HTML, previews, live tail]."""
-        cfg = self.config
-        segment = self._head() + body_html("".join(self._open))
-        first = self._kit.html(segment)
-        self._sealed.append(first)
-        self._sealed_len += self._open_len
-        self._open, self._open_len = [], 0
-        self._count(segment, new=True)
-        if self._live is None:
-            self._live = self._kit.html("")
-            self._count("", new=True)
-        self._box = self._kit.vbox(self._children(), live_card_classes(self._status))
-        self.sent_bytes += _NEW_WIDGET + cfg.overhead + 50 * len(self._box.children)
-        if self._on_widget is not None:
-            self._on_widget(self._box)
+    def _tail_ops(self) -> list[Op]:
+        src = self._md.tail_text()
+        limit = self.config.tail_html_chars
+        if len(src) > limit and src.startswith(self._tail_src):
+            if not self._tail_is_text:  # from rendered HTML to text: the text so far, once
+                self._tail_is_text, self._tail_src = True, src
+                return [{"op": "tail", "key": self.key, "text": src, "add": False}]
+            new = src[len(self._tail_src) :]
+            self._tail_src = src
+            return [{"op": "tail", "key": self.key, "text": new, "add": True}] if new else []
+        html_ = self._md.tail_html() if src else ""
+        if not self._tail_is_text and html_ == self._tail_shown:
+            return []
+        self._tail_shown, self._tail_is_text, self._tail_src = html_, False, ""
+        return [{"op": "tail", "key": self.key, "html": html_}]
 
-    def _seal(self) -> None:
-        segment = body_html("".join(self._open))
-        self._sealed.append(self._kit.html(segment))
-        self._sealed_len += self._open_len
-        self._open, self._open_len = [], 0
-        self._count(segment, new=True)
-        self._set_children()
-
-    def _children(self) -> tuple[Any, ...]:
-        children = list(self._sealed[:1])
-        if self._thinking_w is not None:
-            children.append(self._thinking_w)
-        children += [*self._sealed[1:], self._live]
-        if self._tools_w is not None:
-            children.append(self._tools_w)
-        return tuple(children)
-
-    def _set_children(self) -> None:
-        children = self._children()
-        if self._box.children != children:
-            self._box.children = children
-            self.sent_bytes += self.config.overhead + 50 * len(children)
-
-    def _set_preview(self, attr: str, value: str) -> None:
-        widget = getattr(self, attr)
-        if widget is None:
-            setattr(self, attr, self._kit.html(value))
-            self._count(value, new=True)
-            if self._live is not None:
-                self._set_children()
-        elif widget.value != value:
-            widget.value = value
-            self._count(value)
+    def _slot(self, name: str, html_: str) -> list[Op]:
+        if self._slots.get(name) == html_:
+            return []
+        self._slots[name] = html_
+        return [{"op": "slot", "key": self.key, "slot": name, "html": html_}]
 
     def _thinking_html(self) -> str:
         text = self._thinking.text() if self._thinking is not None else ""
@@ -371,60 +198,70 @@ class LiveMessage:
         calls = [(name, args.text(), args.length) for name, args in self._tools.values()]
         return live_tools_html(calls, self.config.preview_chars)
 
-    def finish(self, status: Status = "stopped") -> None:
+    def html(self) -> str:
+        """The card as the page shows it now (what a late front end is sent)."""
+        self._take_text()
+        tail = self._md.tail_html() if self._md.tail_text() else ""
+        return live_shell_html(
+            self._head(),
+            self._status,
+            thinking=self._slots.get("thinking", ""),
+            frozen="".join(self._frozen),
+            tail=tail,
+            tools=self._slots.get("tools", ""),
+        )
+
+    def text(self) -> str:
+        """The text streamed so far (what a copy control copies)."""
+        return self._text.text()
+
+    def finish(self, status: Status = "stopped") -> list[Op]:
         """End without a recorded message (a stopped or failed run): render the rest of the
-        text, mark the card ``status`` and send it once."""
+        text and mark the card ``status``; returns the ops (also queued on the channel)."""
         if self.done:
-            return
+            return []
         self._status = status
         self._take_text()
-        for block in self._md.finish():
-            self._open.append(block)
-            self._open_len += len(block)
-        self._tail_chars = 0
-        if self._box is not None:
-            first = self._sealed[0]
-            first.value = first.value.replace(
-                head_html("assistant", model=self._model, status="streaming"), self._head(), 1
-            )
-            self._box._dom_classes = live_card_classes(status)
-        self.flush()
+        rest = self._md.finish()
+        self._frozen.extend(rest)
         self.done = True
+        self._channel.forget(self.key)
+        op = {
+            "op": "seal",
+            "key": self.key,
+            "head": self._head(),
+            "add": "".join(self._new_blocks + rest),
+            "cls": " ".join(live_card_classes(status)),
+        }
+        self._new_blocks = []
+        self._channel.push(op)
+        return [op]
 
-    def adopt(self, card_html: str) -> Any:
-        """Show the recorded message's card in the live widget (one update, no new widget),
-        close the rest, and return the widget that now holds the card."""
-        self.cancel()
-        widget = self._live if self._live is not None else self._kit.html(card_html)
-        widget.value = card_html
-        extra = [*self._sealed, self._thinking_w, self._tools_w, self._box]
-        self._sealed, self._thinking_w, self._tools_w, self._box = [], None, None, None
-        self._live = None
-        for other in extra:
-            if other is not None:
-                other.close()
-        return widget
-
-    def html(self) -> str:
-        """What the widgets show, in order (used to compare a live view with a rebuilt one)."""
-        if self._box is None:
-            return self._live.value if self._live is not None else ""
-        return "".join(w.value for w in self._box.children)
+    def seal_op(self, card: str, new_key: str) -> Op:
+        """The op that turns this live card into ``card`` (the recorded message's card, whose
+        part key becomes ``new_key``): only its head, what the page lacks of the body and what
+        follows the body, when the card's body is the blocks already sent plus the rest; else
+        the whole card."""
+        self._take_text()
+        rest = "".join(self._new_blocks + self._md.finish())
+        self.done = True
+        self._channel.forget(self.key)
+        pieces = split_card(card, "".join(self._frozen) + rest)
+        if pieces is None:
+            return {"op": "put", "key": new_key, "html": card, "replace": self.key}
+        tag, head, thinking, after = pieces
+        return {
+            "op": "seal",
+            "key": self.key,
+            "id": new_key,
+            "tag": tag,
+            "head": head,
+            "thinking": thinking,
+            "add": rest,
+            "after": after,
+            "fp": fingerprint(card),
+        }
 
     def cancel(self) -> None:
-        """Stop timers (the message was recorded and is rendered whole elsewhere)."""
         self.done = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def close(self) -> None:
-        """Close the streaming widgets (front-end models are freed too)."""
-        self.cancel()
-        for widget in (*self._sealed, self._live, self._thinking_w, self._tools_w, self._box):
-            if widget is not None:
-                widget.close()
-
-
-_CARD = 400  # bytes of a card's wrapper and heading row
-_NEW_WIDGET = 500  # bytes of an HTML widget's own state in its comm_open, besides the value
+        self._channel.forget(self.key)

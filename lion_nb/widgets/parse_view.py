@@ -7,7 +7,8 @@ parse attempts that led to it — filled in live while a structured reply stream
 
 Live mode validates each JSON value as it completes (``incremental.live_parse.LiveParse``),
 never the accumulated text per chunk; the table re-renders at most ``1 / refresh_interval``
-times a second. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
+times a second, sent to the shared front end (``widgets/lion_nb.js``) as ordered ops on the
+view's channel, its complete state synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
 ``render.parse_tree``; this class only maps them to widgets.
 
 A live view with a ``branch`` follows *one* structured reply and the parse of it, then settles:
@@ -30,10 +31,9 @@ from the settling attempt's ``raw`` text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets
 from pydantic import BaseModel
 
 from lion_nb.render.parse_tree import (
@@ -46,8 +46,8 @@ from lion_nb.render.parse_tree import (
 from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, Signal, StreamDelta
 from lion_nb.viewmodels.parse import Effect, ParseModel
 from lion_nb.viewmodels.parse_tree import TreeRow
-from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.viewbase import StaticFallback, Throttle
+from lion_nb.widgets.front import Front
+from lion_nb.widgets.viewbase import Throttle
 
 if TYPE_CHECKING:
     from lion_nb.incremental.live_parse import LiveParse
@@ -58,7 +58,7 @@ __all__ = ["ParseView"]
 _SIGNALS = (StreamDelta, MessageAdded, ParseAttempt, RunEnd, RunFailed)
 
 
-class ParseView(StaticFallback, ipywidgets.VBox):
+class ParseView(Front):
     """A result (pydantic model instance, dict or list) or, given a model *type*, a live view
     of the reply being parsed into it. ``branch`` feeds live mode from its signals (the next
     reply's text, its ParseAttempt rounds); ``errors`` and ``attempts`` can be given for a
@@ -73,7 +73,7 @@ class ParseView(StaticFallback, ipywidgets.VBox):
         errors: Any = None,
         attempts: list[dict[str, Any]] | None = None,
         title: str | None = None,
-        refresh_interval: float = 0.1,
+        refresh_interval: float = 1 / 15,
     ) -> None:
         target = result_or_model_type
         is_type = isinstance(target, type) and issubclass(target, BaseModel)
@@ -81,19 +81,10 @@ class ParseView(StaticFallback, ipywidgets.VBox):
             raise ValueError(
                 "errors= shows a finished parse, branch= follows the next one: give one of them"
             )
+        super().__init__(kind="parse")
         self.model = ParseModel(target, errors=errors, attempts=attempts, title=title)
         self.branch = branch
-        self.closed = False
-        self._kit = WidgetKit()
-        self._style = self._kit.html(self.style_html())
-        self._header = self._kit.html("")
-        self._tree = self._kit.html("")
-        self._errors = self._kit.html("")
-        self._attempts = self._kit.html("")
-        super().__init__(
-            children=(self._style, self._header, self._tree, self._errors, self._attempts),
-            _dom_classes=("lion-view", "lion-parse"),
-        )
+        self._shown: dict[str, str] = {}
         self._refresh = Throttle(self._render, refresh_interval)
         self._unsubscribe: Callable[[], None] = lambda: None
         if branch is not None:
@@ -113,10 +104,6 @@ class ParseView(StaticFallback, ipywidgets.VBox):
     @property
     def parser(self) -> LiveParse | None:
         return self.model.parser
-
-    @property
-    def title(self) -> str:
-        return self.model.title
 
     @property
     def result(self) -> Any:
@@ -180,14 +167,33 @@ class ParseView(StaticFallback, ipywidgets.VBox):
     def header_html(self) -> str:
         return parse_header_html(self.title, self.status, self.model.detail())
 
+    def _pieces(self) -> dict[str, str]:
+        self.model.catch_up()
+        return {
+            "header": self.header_html(),
+            "tree": tree_html(self.rows()),
+            "errors": errors_html(self.current_errors()),
+            "attempts": attempts_html(self.attempts),
+        }
+
     def _render(self) -> None:
         if self.closed:
             return
-        self.model.catch_up()
-        self._header.value = self.header_html()
-        self._tree.value = tree_html(self.rows())
-        self._errors.value = errors_html(self.current_errors())
-        self._attempts.value = attempts_html(self.attempts)
+        pieces = self._pieces()
+        self.title = self.model.title
+        ops = [
+            {"op": "put", "key": key, "html": value, "before": None}
+            for key, value in pieces.items()
+            if self._shown.get(key) != value
+        ]
+        self._shown = pieces
+        if ops:
+            self.channel.push(*ops)
+        if self.model.settled or not self.live:
+            self.sync_state()
+
+    def state_parts(self) -> list[list[str]]:
+        return [[key, value] for key, value in self._shown.items()]
 
     def static_html(self) -> str:
         return parse_view_html(
@@ -208,17 +214,6 @@ class ParseView(StaticFallback, ipywidgets.VBox):
     def _release(self) -> None:
         self._unsubscribe()
         self._refresh.cancel()
-
-    def _owned_widgets(self) -> Iterable[Any]:
-        return (
-            self._style,
-            self._header,
-            self._tree,
-            self._errors,
-            self._attempts,
-            self._kit.layout,
-            self._kit.style,
-        )
 
     def __repr__(self) -> str:
         return f"<ParseView {self.title} {self.status}>"

@@ -8,17 +8,17 @@ Round N shows its analysis (streaming while the model writes it), the tool calls
 side by side with their results as they arrive, and its status, duration and token usage. The
 branch's earlier messages are shown as inferred rounds (``history=False`` hides them).
 
-One HTML widget per round: a change re-sends only the round that changed, and streamed text is
-re-rendered at most ``1 / refresh_interval`` times a second. The view model is
-``viewmodels.rounds.RoundsModel``; this class only maps its objects to widgets.
+It runs on the same front end as the chat view (``widgets/lion_nb.js``): one part per run head
+and per round, sent as ordered ops (``widgets.channel``); a change re-sends only the round that
+changed, and streamed text is re-rendered at most ``1 / refresh_interval`` times a second. The
+complete state is synced widget state too. The view model is ``viewmodels.rounds.RoundsModel``;
+this class only maps its objects to parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import ipywidgets
 
 from lion_nb.render.rounds_html import (
     analysis_text,
@@ -38,8 +38,8 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.viewmodels.rounds import Round, RoundsModel, RunGroup, shown
-from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.viewbase import StaticFallback, Throttle
+from lion_nb.widgets.front import Front
+from lion_nb.widgets.viewbase import Throttle
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -49,7 +49,7 @@ __all__ = ["ReActRoundsView"]
 _SIGNALS = (RunStart, RunEnd, RunFailed, RoundStart, RoundEnd, MessageAdded, StreamDelta)
 
 
-class ReActRoundsView(StaticFallback, ipywidgets.VBox):
+class ReActRoundsView(Front):
     """The rounds of ReAct runs on ``branch``, live. ``history=False`` hides the rounds
     inferred from messages recorded before the view was made."""
 
@@ -59,22 +59,15 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
         *,
         history: bool = True,
         title: str | None = None,
-        refresh_interval: float = 0.1,
+        refresh_interval: float = 1 / 15,
     ) -> None:
+        super().__init__(kind="rounds")
         self.branch = branch
         self.title = title or f"ReAct rounds — {branch.name or str(branch.id)[:8]}"
         self.model = RoundsModel.from_messages(branch.messages) if history else RoundsModel()
-        self.closed = False
-        self._kit = WidgetKit()
-        self._style = self._kit.html(self.style_html())
-        self._header = self._kit.html("")
-        self._box = ipywidgets.VBox(_dom_classes=("lion-rounds-list",))
-        self._widgets: dict[int, Any] = {}  # id(Round | RunGroup) -> HTML widget
+        self._html: dict[int, str] = {}  # id(Round | RunGroup) -> its part's HTML
+        self._header = ""
         self._dirty: dict[int, Round | RunGroup] = {}
-        super().__init__(
-            children=(self._style, self._header, self._box),
-            _dom_classes=("lion-view", "lion-rounds"),
-        )
         self._refresh = Throttle(self._flush, refresh_interval)
         for group in self.model.runs:
             self._mark(group)
@@ -82,6 +75,7 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
                 self._mark(rnd)
         self._unsubscribe: Callable[[], None] = branch.subscribe(_SIGNALS, self._on_signal)
         self._refresh.flush()
+        self.sync_state()
         self._ready = True
 
     # ----- live --------------------------------------------------------------------------
@@ -101,28 +95,37 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
         else:
             self._refresh.flush()  # structure changed: show it now
             if isinstance(signal, RunEnd | RunFailed):
+                self.sync_state()
                 self.refresh_static()
 
     def _flush(self) -> None:
         if self.closed:
             return
         dirty, self._dirty = self._dirty, {}
-        new = False
+        ops: list[dict[str, Any]] = []
+        header = self._header_html()
+        if header != self._header:
+            self._header = header
+            ops.append({"op": "put", "key": "header", "html": header, "before": None})
+        order = [id(obj) for obj in self._ordered()]
         for key, obj in dirty.items():
             if isinstance(obj, RunGroup) and not shown(obj):
                 continue  # a plain run (communicate) on the branch: not a ReAct round
             value = run_head_html(obj) if isinstance(obj, RunGroup) else round_html(obj)
-            widget = self._widgets.get(key)
-            if widget is None:
-                self._widgets[key] = self._kit.html(value)
-                new = True
-            elif widget.value != value:
-                widget.value = value
-        if new:
-            self._box.children = tuple(
-                self._widgets[id(obj)] for obj in self._ordered() if id(obj) in self._widgets
-            )
-        self._header.value = self._header_html()
+            if self._html.get(key) == value:
+                continue
+            self._html[key] = value
+            at = order.index(key) if key in order else len(order)
+            later = [k for k in order[at + 1 :] if k in self._html]
+            before = f"r{later[0]}" if later else None
+            ops.append({"op": "put", "key": f"r{key}", "html": value, "before": before})
+        if ops:
+            self.channel.push(*ops)
+
+    def state_parts(self) -> list[list[str]]:
+        parts = [["header", self._header]]
+        parts += [[f"r{id(o)}", self._html[id(o)]] for o in self._ordered() if id(o) in self._html]
+        return parts
 
     def _ordered(self) -> list[Round | RunGroup]:
         out: list[Round | RunGroup] = []
@@ -159,16 +162,6 @@ class ReActRoundsView(StaticFallback, ipywidgets.VBox):
     def _release(self) -> None:
         self._unsubscribe()
         self._refresh.cancel()
-
-    def _owned_widgets(self) -> Iterable[Any]:
-        return (
-            *self._widgets.values(),
-            self._style,
-            self._header,
-            self._box,
-            self._kit.layout,
-            self._kit.style,
-        )
 
     def __repr__(self) -> str:
         return f"<ReActRoundsView of {self.branch!r} rounds={len(self.rounds)}>"

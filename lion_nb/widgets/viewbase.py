@@ -137,6 +137,7 @@ class StaticFallback:
     _ready = False  # set by a subclass at the end of __init__; close() checks it
     closed = False  # set by close(); a closed widget has no bundle to save
     refresh_delay = 1.0  # seconds before a refresh asked outside any cell is sent
+    _mime_metadata: dict[str, Any] | None = None
 
     def close(self) -> None:
         """Close once: the view's subscriptions and timers (``_release``), the widgets it made
@@ -167,6 +168,9 @@ class StaticFallback:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        if isinstance(bundle, tuple):  # anywidget: (data, metadata: Colab's widget manager)
+            self._mime_metadata = bundle[1] or None
+            bundle = dict(bundle[0])
         if bundle is None:
             return None
         bundle["text/html"] = self.style_html() + self.static_html()
@@ -184,7 +188,7 @@ class StaticFallback:
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             self._saved = (bundle["text/html"], bundle["text/plain"])
-        display(bundle, raw=True, display_id=self._display_id)
+        display(bundle, raw=True, display_id=self._display_id, metadata=self._mime_metadata)
 
     def refresh_static(self) -> bool:
         """Ask for the saved output of every display of this view to be replaced with its
@@ -205,6 +209,14 @@ class StaticFallback:
             self._refresh_timer = loop.call_later(self.refresh_delay, self.flush_static)
         return True
 
+    def defer_to_cell_end(self) -> bool:
+        """Refresh the saved output at the end of the executing cell, or of the next cell that
+        runs; False outside IPython or for a view never displayed by it."""
+        if self._display_id is None or _shell() is None:
+            return False
+        _CELLS.pending.add(self)
+        return True
+
     def flush_static(self) -> bool:
         """Replace the saved output now; returns whether an update was sent (not when the
         view was never displayed, or its content is what the display already holds)."""
@@ -222,6 +234,6 @@ class StaticFallback:
             return False
         from IPython.display import update_display
 
-        update_display(bundle, raw=True, display_id=self._display_id)
+        update_display(bundle, raw=True, display_id=self._display_id, metadata=self._mime_metadata)
         self._saved = saved
         return True

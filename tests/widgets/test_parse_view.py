@@ -57,7 +57,7 @@ def test_validation_errors_per_field() -> None:
     by = rows_by_path(view.rows())
     assert by[("customer",)].status == "invalid" and by[("customer",)].errors
     assert by[("items", 0, "price")].errors == ["Input should be greater than 0"]
-    assert "lion-parse-invalid" in view._tree.value
+    assert "lion-parse-invalid" in view._shown["tree"]
 
 
 # ----- live ----------------------------------------------------------------------------------
@@ -68,15 +68,19 @@ async def test_the_view_follows_a_streaming_reply_on_the_branch() -> None:
     branch = Branch(chat_model=iModel(provider="scripted", replies=[{"chunks": chunks}]))
     view = ParseView(Order, branch=branch, refresh_interval=0)
     trees = []
-    view._tree.observe(lambda change: trees.append(change["new"]), names="value")
+    send = view.channel._send
+    view.channel._send = lambda msg: (
+        trees.extend(op["html"] for op in msg["ops"] if op.get("key") == "tree"),
+        send(msg),
+    )
     result = await branch.communicate("order", response_format=Order)
     assert result == Order.model_validate(ORDER)
     assert view.result == result and view.status == "valid"
     assert any("not received yet" in t for t in trees)  # it filled in progressively
     assert any("lion-parse-partial" in t for t in trees)
     assert [(a["attempt"], a["ok"]) for a in view.attempts] == [(0, True)]
-    assert "Attempt 0" in view._attempts.value and "local extraction" in view._attempts.value
-    assert "ring twice" in view._tree.value and "not received yet" not in view._tree.value
+    assert "Attempt 0" in view._shown["attempts"] and "local extraction" in view._shown["attempts"]
+    assert "ring twice" in view._shown["tree"] and "not received yet" not in view._shown["tree"]
     view.close()
 
 
@@ -88,7 +92,7 @@ async def test_repair_rounds_show_and_the_view_follows_the_repaired_reply() -> N
     assert result == Order.model_validate(ORDER)
     assert [(a["attempt"], a["ok"]) for a in view.attempts] == [(0, False), (1, True)]
     assert view.attempts[0]["errors"][0]["loc"] == ["customer"]
-    html = view._attempts.value
+    html = view._shown["attempts"]
     assert "repair turn 1" in html and "1 error" in html and "at most 10 characters" in html
     assert view.status == "valid" and view.result == result
     view.close()
@@ -130,8 +134,8 @@ async def test_a_model_type_with_errors_is_a_failed_parse_shown_per_field() -> N
     assert by[("customer",)].status == "invalid"
     assert by[("customer",)].errors == ["String should have at most 10 characters"]
     assert by[("note",)].status == "" and not by[("note",)].errors
-    assert "items.[0].price" in view._errors.value and "greater than 0" in view._errors.value
-    assert "not received yet" not in view._tree.value  # a finished parse: nothing to wait for
+    assert "items.[0].price" in view._shown["errors"] and "greater than 0" in view._shown["errors"]
+    assert "not received yet" not in view._shown["tree"]  # a finished parse: nothing to wait for
     bundle = view._repr_mimebundle_()
     assert bundle["text/plain"].startswith("Order: invalid")
     assert "error at customer: String should have at most 10" in bundle["text/plain"]
@@ -164,7 +168,7 @@ async def test_a_settled_view_ignores_later_replies_and_parses_on_the_branch() -
     await branch.parse(json.dumps(other), Order)  # an unrelated parse ...
     await branch.communicate("another", response_format=Order)  # ... and a later reply
     assert _settled_state(view) == ("valid", result, [(0, True)])
-    assert view.static_html() == settled_html and "Zed" not in view._tree.value
+    assert view.static_html() == settled_html and "Zed" not in view._shown["tree"]
     assert view.settled
     view.close()
 
@@ -196,7 +200,7 @@ async def test_a_parse_of_a_given_text_shows_its_result() -> None:
     result = await branch.parse(text, Order)
     assert result.customer == "Alice"
     assert view.settled and view.status == "valid" and view.result == result
-    assert "Alice" in view._tree.value and not view.current_errors()
+    assert "Alice" in view._shown["tree"] and not view.current_errors()
     view.close()
 
 

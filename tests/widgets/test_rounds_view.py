@@ -104,7 +104,7 @@ async def test_rounds_fill_in_as_they_happen() -> None:
                 type(signal).__name__,
                 signal.round,
                 [(r.number, r.status, r.action_count) for r in view.rounds],
-                len(view._box.children),
+                len(view.state_parts()) - 1,
             )
         )
 
@@ -127,15 +127,20 @@ async def test_streamed_analysis_shows_while_the_round_runs_and_only_that_round_
     changes: dict[int, int] = {}
     seen_streaming = []
 
+    send = view.channel._send
+
+    def count_puts(msg) -> None:  # what the page is sent: one put per change of a round
+        for op in msg["ops"]:
+            if op["op"] == "put" and op["key"].startswith("r"):
+                key = int(op["key"][1:])
+                changes[key] = changes.get(key, 0) + 1
+        send(msg)
+
+    view.channel._send = count_puts
+
     def watch_round_widgets(_signal) -> None:
-        for key, widget in view._widgets.items():
-            if key not in changes:
-                changes[key] = 0
-                widget.observe(
-                    lambda _c, k=key: changes.__setitem__(k, changes[k] + 1), names="value"
-                )
-        for widget in view._widgets.values():
-            if "lion-streaming" in widget.value and "two" in widget.value:
+        for value in view._html.values():
+            if "lion-streaming" in value and "two" in value:
                 seen_streaming.append(True)
 
     at_end_of_round_1 = {}
@@ -149,7 +154,7 @@ async def test_streamed_analysis_shows_while_the_round_runs_and_only_that_round_
     await branch.ReAct("compute", max_extensions=2)
     assert seen_streaming, "the analysis never showed while it streamed"
     first = id(view.rounds[0])
-    assert "lion-streaming" not in view._widgets[first].value  # the recorded reply replaced it
+    assert "lion-streaming" not in view._html[first]  # the recorded reply replaced it
     assert at_end_of_round_1[first] >= 3  # streamed, recorded, actions, ended
     # later rounds never touch round 1's widget; they update their own
     assert changes[first] == at_end_of_round_1[first]
@@ -230,7 +235,7 @@ async def test_a_stopped_run_marks_the_open_round_stopped() -> None:
         await task
     assert view.rounds[0].status == "stopped"
     assert view.model.runs[0].status == "stopped"
-    html = view._widgets[id(view.rounds[0])].value
+    html = view._html[id(view.rounds[0])]
     assert "lion-stopped-msg" in html and "thinking slowly" in html  # the partial text stays
     assert "{&quot;analysis" not in html
     view.close()
@@ -278,9 +283,9 @@ async def test_plain_runs_on_the_branch_are_not_rounds() -> None:
     )
     view = ReActRoundsView(branch, history=False)
     await branch.communicate("hello")
-    assert len(view._box.children) == 0 and "No ReAct rounds yet" in view.static_html()
+    assert len(view.state_parts()) - 1 == 0 and "No ReAct rounds yet" in view.static_html()
     await branch.ReAct("question")
     assert [g.operation for g in view.model.runs] == ["communicate", "ReAct"]
-    assert len(view._box.children) == 3  # the ReAct run's head and its two rounds
+    assert len(view.state_parts()) - 1 == 3  # the ReAct run's head and its two rounds
     assert "communicate" not in view.static_text() and "just chatting" not in view.static_html()
     view.close()

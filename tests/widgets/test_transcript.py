@@ -1,23 +1,34 @@
-"""Transcript: the message widgets of a chat view, placed in its view model's order."""
+"""Transcript: the message parts of a chat view, placed in its view model's order and sent
+as ordered ops (replayed here on the page model)."""
 
 from __future__ import annotations
 
-import time
 import uuid
+
+from widgets.page_model import Page
 
 from lion_nb import Branch
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.render.html import message_html
 from lion_nb.signals import StreamDelta, TextAccumulator
-from lion_nb.widgets.live import WidgetKit
+from lion_nb.widgets.channel import Channel
 from lion_nb.widgets.transcript import Transcript
 
 
 def transcript(branch: Branch, **kw) -> Transcript:
-    return Transcript(branch, WidgetKit(), clock=time.monotonic, **kw)
+    view = Transcript(branch, Channel(lambda msg: view.sent.append(msg)), **kw)
+    view.sent = []  # type: ignore[attr-defined]
+    return view
 
 
-def test_a_streamed_reply_becomes_its_recorded_card_in_the_same_widget() -> None:
+def page_of(view: Transcript) -> Page:
+    page = Page()
+    for msg in view.sent:  # type: ignore[attr-defined]
+        page.receive(msg)
+    return page
+
+
+def test_a_streamed_reply_becomes_its_recorded_card_in_place() -> None:
     branch = Branch()
     view = transcript(branch)
     mid = uuid.uuid4()
@@ -28,7 +39,7 @@ def test_a_streamed_reply_becomes_its_recorded_card_in_the_same_widget() -> None
             branch_id=branch.id, message_id=mid, kind="text", delta="Hel", source=acc, length=3
         )
     )
-    ((key, live_widget),) = view.items
+    ((key, _html),) = view.items
     assert key == ("live", mid) and "Hel" in view.html()
     ask = Instruction(instruction="hi")
     branch.add_message(ask)
@@ -37,7 +48,9 @@ def test_a_streamed_reply_becomes_its_recorded_card_in_the_same_widget() -> None
     branch.add_message(reply)
     view.on_message(reply)
     assert [k for k, _ in view.items] == [ask.id, mid]
-    assert view.items[1][1] is live_widget  # the live widget now holds the card
+    page = page_of(view)
+    assert page.order == [str(ask.id), str(mid)]
+    assert page.html() == message_html(ask) + message_html(reply)  # sealed in place
     assert view.html() == message_html(ask) + message_html(reply)
     assert not view.live
     view.close()
@@ -47,11 +60,12 @@ def test_a_pending_prompt_is_replaced_by_its_instruction() -> None:
     branch = Branch()
     view = transcript(branch)
     view.show_prompt("typed")
-    ((_, pending),) = view.items
+    ((_pending, _),) = view.items
     ask = Instruction(instruction="typed")
     branch.add_message(ask)
     view.on_message(ask)
-    assert view.items == [(ask.id, pending)] and pending.value == message_html(ask)
+    assert view.items == [(ask.id, message_html(ask))]
+    assert page_of(view).order == [str(ask.id)]  # replaced in place
     view.close()
 
 

@@ -33,15 +33,32 @@ def test_no_widget_module_carries_css() -> None:
     assert hits == []
 
 
-def test_every_view_inlines_the_one_stylesheet() -> None:
+def test_every_view_uses_the_one_stylesheet() -> None:
+    """The front-end views get it as anywidget's ``_css``; the stock-widget views (inspector,
+    compare) inline it; the static fallback of every view carries it."""
     from lion_nb import Branch
-    from lion_nb.render.html import css_style_tag
+    from lion_nb.render.html import css_style_tag, lion_css
     from lion_nb.widgets.chat_view import BranchView
+    from lion_nb.widgets.compare_view import CompareView
     from lion_nb.widgets.parse_view import ParseView
     from lion_nb.widgets.rounds_view import ReActRoundsView
 
     branch = Branch()
     for view in (BranchView(branch), ReActRoundsView(branch), ParseView({"a": 1})):
         assert view.style_html() == css_style_tag()
-        assert view.children[0].value == css_style_tag()
+        assert view._css == lion_css()
         view.close()
+    compare = CompareView(branch, Branch())
+    assert compare.style_html() == css_style_tag()
+    compare.close()
+
+
+def test_the_front_end_module_inserts_html_only_from_the_kernel() -> None:
+    """widgets/lion_nb.js: every innerHTML / insertAdjacentHTML takes an HTML string the
+    kernel rendered (op.html, a part's html, the error/status traits), never text it builds
+    from model output; text goes through textContent."""
+    js = (WIDGETS.parents[1] / "widgets" / "lion_nb.js").read_text(encoding="utf-8")
+    sinks = re.findall(r"(innerHTML\s*=\s*[^;]+|insertAdjacentHTML\([^)]*\))", js)
+    allowed = ("op.", "html", "model.get(", "`${op.tag}</div>`")
+    assert sinks and all(any(a in sink for a in allowed) for sink in sinks), sinks
+    assert "eval(" not in js and "new Function" not in js and "document.write" not in js

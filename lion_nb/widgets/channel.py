@@ -1,0 +1,146 @@
+"""The ordered delta channel from the kernel to a view's front end (``widgets/lion_nb.js``).
+
+Every update is one custom comm message ``{"seq": n, "ops": [...]}``; ``n`` counts up by one per
+message, so the page applies them in order and notices a gap. The operations, each addressing a
+*part* of the view by its key (a message id, ``live:<id>``, ``pending:<id>``, a round...):
+
+- ``{"op": "put", "key": k, "html": h, "before": b, "replace": r}``: show part ``k`` with the
+  sanitized HTML ``h`` before part ``b`` (None: at the end), or in place of part ``r`` / of its
+  own old self;
+- ``{"op": "drop", "key": k}``;
+- ``{"op": "add", "key": k, "html": h}``: finished Markdown blocks of a streaming card, appended
+  (each is rendered once, by the kernel);
+- ``{"op": "tail", "key": k, "html": h}`` or ``{"op": "tail", "key": k, "text": t, "add": bool}``:
+  the growing last block, as re-rendered HTML while it is small, else as new text (``textContent``);
+- ``{"op": "slot", "key": k, "slot": name, "html": h}``: a slot of a streaming card (head,
+  thinking or tool previews);
+- ``{"op": "seal", "key": k, ...}``: a streaming card becomes the recorded card (see
+  ``LiveMessage.seal_op``);
+- ``{"op": "clip", "key": k, "text": t}``: the text a copy control asked for.
+
+The complete state is synced widget state as well (``parts`` and ``seq``): custom messages are
+not replayed to a view that attaches later (a reload, a second view, a late front end). The
+kernel syncs it when the view comes to rest (a run ended, nothing streams) and whenever a page
+asks (``{"action": "resync"}`` after it saw a gap). A page that sees ``seq`` jump renders the
+synced parts and continues from their ``seq``.
+
+Updates are coalesced: structural changes go out at once; streamed text at most ``max_rate``
+times a second (the first at once, so the first token shows within one round trip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Channel", "fingerprint"]
+
+Op = dict[str, Any]
+Producer = Callable[[], list[Op]]
+
+
+def fingerprint(text: str) -> int:
+    """32-bit FNV-1a over the UTF-16 code units of ``text`` (what JavaScript strings are made
+    of), so the page can tell that its DOM already shows this HTML without being sent it."""
+    data = text.encode("utf-16-le")
+    h = 0x811C9DC5
+    for unit in memoryview(data).cast("H"):
+        h = ((h ^ unit) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+class Channel:
+    """Numbers and sends the ops of one view; ``send(content)`` is the widget's custom send.
+
+    ``push(op)`` queues a structural op and sends at once; ``stream(key, producer)`` marks a
+    streaming part dirty: its producer is asked for ops when the next throttled update goes out.
+    ``sent_bytes`` counts the JSON payloads sent (without the comm envelope)."""
+
+    def __init__(
+        self,
+        send: Callable[[dict[str, Any]], None],
+        *,
+        max_rate: float = 15.0,
+        clock: Callable[[], float] = time.monotonic,
+        call_later: Callable[[float, Callable[[], None]], Any] | None = None,
+    ) -> None:
+        self._send = send
+        self.interval = 1.0 / max_rate if max_rate > 0 else 0.0
+        self._clock = clock
+        self._call_later = call_later
+        self.seq = 0
+        self._ops: list[Op] = []
+        self._dirty: dict[str, Producer] = {}
+        self._timer: Any = None
+        self._last: float | None = None
+        self.messages = 0
+        self.sent_bytes = 0
+        self.closed = False
+
+    def push(self, *ops: Op, now: bool = True) -> None:
+        self._ops.extend(ops)
+        if now:
+            self.flush()
+        else:
+            self._schedule()
+
+    def stream(self, key: str, producer: Producer) -> None:
+        self._dirty[key] = producer
+        self._schedule()
+
+    def forget(self, key: str) -> None:
+        self._dirty.pop(key, None)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._ops or self._dirty)
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            return
+        wait = 0.0 if self._last is None else self._last + self.interval - self._clock()
+        if wait <= 0:
+            self.flush()
+            return
+        if self._call_later is not None:
+            self._timer = self._call_later(wait, self._fire)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # fed outside any loop: nothing to wait on
+            self.flush()
+            return
+        self._timer = loop.call_later(wait, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def flush(self) -> None:
+        """Send what is queued now, as one message (nothing when nothing changed)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        ops, self._ops = self._ops, []
+        dirty, self._dirty = self._dirty, {}
+        for producer in dirty.values():
+            ops.extend(producer())
+        if not ops or self.closed:
+            return
+        self._last = self._clock()
+        self.seq += 1
+        content = {"seq": self.seq, "ops": ops}
+        self.messages += 1
+        self.sent_bytes += len(json.dumps(content, separators=(",", ":")))
+        self._send(content)
+
+    def close(self) -> None:
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._ops.clear()
+        self._dirty.clear()

@@ -1,0 +1,150 @@
+"""The base of the live views that run on the front-end module ``widgets/lion_nb.js``
+(anywidget): synced state, the ordered delta channel, page actions and the static fallback.
+
+A view is a list of *parts* (sanitized HTML fragments from ``lion_nb.render``, keyed) plus, for
+the chat view, a prompt box and buttons the page draws itself. The kernel decides what to show;
+the module turns ordered ops into DOM updates, keys into page actions, and owns focus, draft and
+scroll. Model text reaches the DOM only as HTML sanitized here or as ``textContent``.
+
+Page -> kernel messages have one shape: ``{"action": name, ...}``, with ``"key"`` (a part's key)
+for per-message actions. Built in: ``resync`` (the page saw a gap in ``seq``), ``copy`` (a copy
+control: the kernel answers with a ``clip`` op), ``leave`` (focus left the view: a saved-output
+refresh waiting for that may go now). A view adds its own with ``_action_<name>`` methods.
+
+The static fallback (``viewbase.StaticFallback``) is refreshed only at the end of a cell (the
+one that ran, or the next one the user runs) or when the user leaves the view: never by a timer
+while the user may be typing in it (``update_display_data`` makes JupyterLab draw the view anew).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets
+import traitlets
+
+from lion_nb.render.html import lion_css
+from lion_nb.widgets.channel import Channel
+from lion_nb.widgets.viewbase import StaticFallback
+
+__all__ = ["Front", "front_module"]
+
+logger = logging.getLogger(__name__)
+
+
+@functools.cache
+def front_module() -> str:
+    """The ES module: packaged in the wheel, or ``widgets/`` of a source checkout."""
+    packaged = resources.files("lion_nb").joinpath("widgets/static/lion_nb.js")
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    source = Path(__file__).resolve().parents[2] / "widgets" / "lion_nb.js"
+    if not source.is_file():
+        raise FileNotFoundError(
+            "lion_nb.js is missing: expected lion_nb/widgets/static/lion_nb.js in the "
+            f"installed package or {source} in a source checkout"
+        )
+    return source.read_text(encoding="utf-8")
+
+
+class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
+    """Synced state of a view on the front-end module, and its delta channel."""
+
+    _esm = traitlets.Unicode(front_module()).tag(sync=True)
+    _css = traitlets.Unicode(lion_css()).tag(sync=True)
+
+    kind = traitlets.Unicode("parts").tag(sync=True)  # chat | rounds | parse
+    title = traitlets.Unicode("").tag(sync=True)
+    hint = traitlets.Unicode("").tag(sync=True)  # the empty view's placeholder hint
+    parts: traitlets.List[list[str]] = traitlets.List().tag(sync=True)  # [[key, html], ...]: the complete state
+    seq = traitlets.Int(0).tag(sync=True)  # the channel seq that ``parts`` reflects
+    status_line = traitlets.Unicode("").tag(sync=True)  # status line HTML
+    error_box = traitlets.Unicode("").tag(sync=True)  # error box HTML
+    busy = traitlets.Bool(False).tag(sync=True)  # a run is active (Send is refused)
+    can_stop = traitlets.Bool(False).tag(sync=True)
+    height = traitlets.Unicode("").tag(sync=True)
+    placeholder = traitlets.Unicode("").tag(sync=True)  # the prompt box's
+    uid = traitlets.Unicode("").tag(sync=True)  # names the page's draft/scroll store
+
+    _leave_pending = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(uid=uuid.uuid4().hex, **kwargs)
+        self.channel = Channel(self._send_ops)
+        self.on_msg(self._on_page)
+
+    # ----- state -----------------------------------------------------------------------------
+    def state_parts(self) -> list[list[str]]:
+        """``[[key, html], ...]``: everything the view shows (subclasses)."""
+        return []
+
+    def sync_state(self) -> None:
+        """Put the complete state in the synced traits (after sending what is queued, so the
+        state's seq covers it)."""
+        if self.closed:
+            return
+        self.channel.flush()
+        parts = self.state_parts()
+        with self.hold_sync():
+            if parts != self.parts:
+                self.parts = parts
+            self.seq = self.channel.seq
+
+    def _send_ops(self, content: dict[str, Any]) -> None:
+        if not self.closed:  # the comm's custom send (``BranchView.send`` is the chat verb)
+            ipywidgets.Widget.send(self, content)
+
+    # ----- page actions ----------------------------------------------------------------------
+    def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or not isinstance(content.get("action"), str):
+            return
+        handler = getattr(self, f"_action_{content['action']}", None)
+        if handler is None:
+            return
+        try:
+            handler(content)
+        except Exception:  # a click must never raise into the kernel's comm handler
+            logger.exception("page action %r failed", content.get("action"))
+
+    def _action_resync(self, _content: dict[str, Any]) -> None:
+        self.sync_state()
+
+    def _action_copy(self, content: dict[str, Any]) -> None:
+        key = str(content.get("key", ""))
+        text = self.copy_text(key)
+        if text is not None:
+            self.channel.push({"op": "clip", "key": key, "text": text})
+
+    def _action_leave(self, _content: dict[str, Any]) -> None:
+        if self._leave_pending and not self.busy:
+            self.flush_static()
+
+    def copy_text(self, key: str) -> str | None:
+        """The text a copy control of part ``key`` copies (subclasses)."""
+        return None
+
+    # ----- static fallback -------------------------------------------------------------------
+    def refresh_static(self) -> bool:
+        """Refresh the saved output at the end of the executing cell, else at the end of the
+        next cell that runs or when the user leaves the view (never on a timer)."""
+        if not self.defer_to_cell_end():
+            return False
+        self._leave_pending = True
+        return True
+
+    def flush_static(self) -> bool:
+        self._leave_pending = False
+        if not self.closed:
+            self.sync_state()  # the view JupyterLab draws anew renders from the synced state
+        return super().flush_static()
+
+    def close(self) -> None:
+        if getattr(self, "channel", None) is not None:
+            self.channel.close()
+        super().close()

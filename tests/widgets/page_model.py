@@ -1,0 +1,122 @@
+"""What ``widgets/lion_nb.js`` does with the channel's messages, in Python: ordered ops applied
+to parts, gaps detected, the synced state rendered. Lets kernel-side tests check the protocol
+without a browser (the browser tests check the module itself)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Part:
+    html: str | None  # as put; None once streamed into
+    slots: dict[str, str] = field(default_factory=dict)
+    tag: str = ""
+
+    def shown(self) -> str:
+        """The HTML the part shows (slot wrappers left out: they are display: contents)."""
+        if self.html is not None:
+            return self.html
+        s = self.slots
+        body = s["frozen"] + s["tail"]
+        body_html = f'<div class="lion-body lion-md">{body}</div>'
+        return f"{self.tag}{s['head']}{s['thinking']}{body_html}{s['tools']}</div>"
+
+
+_MARKS = (
+    '<div data-slot="head">',
+    '</div><div data-slot="thinking">',
+    '</div><div class="lion-body lion-md"><div data-slot="frozen">',
+    '</div><div data-slot="tail" class="lion-tail">',
+    '</div></div><div data-slot="tools">',
+)
+
+
+def _live(html: str) -> Part:
+    """A live card (render.html.live_shell_html, filled or not) as slots."""
+    tag, rest = html.split(_MARKS[0], 1)
+    values = []
+    for mark in _MARKS[1:]:
+        value, rest = rest.split(mark, 1)
+        values.append(value)
+    values.append(rest[: -len("</div></div>")])
+    return Part(
+        None, dict(zip(("head", "thinking", "frozen", "tail", "tools"), values, strict=True)), tag
+    )
+
+
+class Page:
+    def __init__(self, state: list[list[str]] | None = None, seq: int = 0) -> None:
+        self.order: list[str] = []
+        self.parts: dict[str, Part] = {}
+        self.applied = seq
+        self.resyncs = 0
+        self.updates = 0
+        if state is not None:
+            self.from_state(state, seq)
+
+    def from_state(self, state: list[list[str]], seq: int) -> None:
+        self.order = [k for k, _ in state]
+        self.parts = {k: (_live(h) if 'data-slot="frozen"' in h else Part(h)) for k, h in state}
+        self.applied = seq
+
+    def receive(self, msg: dict[str, Any]) -> None:
+        if msg["seq"] <= self.applied:
+            return
+        if msg["seq"] != self.applied + 1:
+            self.resyncs += 1
+            return
+        for op in msg["ops"]:
+            self.apply(op)
+        self.applied = msg["seq"]
+        self.updates += 1
+
+    def apply(self, op: dict[str, Any]) -> None:  # noqa: C901 - mirrors the module's switch
+        kind, key = op["op"], op.get("key")
+        if kind == "put":
+            part = _live(op["html"]) if 'data-slot="frozen"' in op["html"] else Part(op["html"])
+            old = op.get("replace") if op.get("replace") in self.parts else None
+            if old is not None:
+                self.order[self.order.index(old)] = key
+                del self.parts[old]
+            elif key not in self.parts:
+                before = op.get("before")
+                at = self.order.index(before) if before in self.parts else len(self.order)
+                self.order.insert(at, key)
+            self.parts[key] = part
+            return
+        if kind in ("clip", "draft"):
+            return
+        part = self.parts[key]
+        if kind == "drop":
+            self.order.remove(key)
+            del self.parts[key]
+        elif kind == "add":
+            part.slots["frozen"] += op["html"]
+            part.slots["tail"] = ""
+        elif kind == "tail":
+            if "html" in op:
+                part.slots["tail"] = op["html"]
+            elif op["add"]:
+                part.slots["tail"] += op["text"]
+            else:
+                part.slots["tail"] = op["text"]
+        elif kind == "slot":
+            part.slots[op["slot"]] = op["html"]
+        elif kind == "seal":
+            part.slots["head"] = op["head"]
+            if "thinking" in op:
+                part.slots["thinking"] = op["thinking"]
+            part.slots["frozen"] += op.get("add", "")
+            part.slots["tail"] = ""
+            if "after" in op:
+                part.slots["tools"] = op["after"]
+            if op.get("tag"):
+                part.tag = op["tag"]
+            if op.get("id"):
+                self.order[self.order.index(key)] = op["id"]
+                self.parts[op["id"]] = self.parts.pop(key)
+
+    def html(self) -> str:
+        return "".join(self.parts[k].shown() for k in self.order)

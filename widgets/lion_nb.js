@@ -1,0 +1,446 @@
+// lion_nb's live views in the page: one ES module for anywidget (no build step, no framework).
+//
+// The kernel decides what to show; this module turns its ordered ops into DOM updates, keys
+// into page actions, and owns focus, draft and scroll. Every HTML string it inserts was
+// rendered and sanitized by the kernel (lion_nb.render); model text otherwise reaches the DOM
+// only as textContent. The protocol is described in lion_nb/widgets/channel.py.
+//
+// State: `parts` ([[key, html], ...]) and `seq` are synced widget state: a reload, a second
+// view or a late front end renders them, then applies the custom messages {seq, ops} that
+// follow. A message whose seq is not the next one means some were missed: the page asks for
+// {"action": "resync"} and renders the synced state the kernel then sends.
+
+const STORE = new Map(); // uid -> what survives a view drawn anew: draft, scroll, focus
+
+function fnv(text) {
+  // 32-bit FNV-1a over UTF-16 code units (lion_nb.widgets.channel.fingerprint)
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+function node(tag, cls, text) {
+  const el = document.createElement(tag);
+  if (cls) el.className = cls;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch (_err) {
+    // no clipboard API or no permission: a selected textarea and execCommand("copy")
+  }
+  const area = node("textarea", "lion-copy-buffer");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.appendChild(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch (_err) {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+function flash(button, ok) {
+  button.textContent = ok ? "Copied" : "Copy failed";
+  button.classList.toggle("lion-copied", ok);
+  setTimeout(() => {
+    button.textContent = "Copy";
+    button.classList.remove("lion-copied");
+  }, 1200);
+}
+
+function render({ model, el }) {
+  const kind = model.get("kind");
+  const chat = kind === "chat";
+  const uid = model.get("uid") || "";
+  if (!STORE.has(uid)) STORE.set(uid, { draft: "", scrollTop: null, atBottom: true });
+  const store = STORE.get(uid);
+  const parts = new Map(); // key -> {el, html, fp}
+  const wantClip = new Map(); // key -> the copy button that asked
+  let applied = model.get("seq");
+  let healing = false;
+  let stateQueued = false;
+
+  const root = node("div", `lion-view lion-front lion-kind-${kind}`);
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  const title = node("div", "lion-title", model.get("title"));
+  const scroller = node("div", "lion-scroll");
+  const list = node("div", "lion-transcript");
+  const empty = node("div", "lion-placeholder");
+  empty.append(
+    node("div", "lion-placeholder-title", model.get("title") || "lion_nb"),
+    node("div", "lion-placeholder-hint", model.get("hint")),
+  );
+  const jump = node("button", "lion-jump", "Jump to latest ↓");
+  jump.type = "button";
+  jump.hidden = true;
+  const error = node("div", "lion-view-errors");
+  const status = node("div", "lion-view-statusline");
+  scroller.append(list);
+  if (chat) {
+    const height = model.get("height");
+    if (height) scroller.style.maxHeight = height;
+    scroller.classList.add("lion-scroll-bounded");
+  }
+  if (model.get("title") && chat) root.append(title);
+  root.append(empty, scroller, jump, error);
+
+  // ----- the prompt box ---------------------------------------------------------------------
+  let prompt = null;
+  let sendButton = null;
+  let stopButton = null;
+  if (chat) {
+    const controls = node("div", "lion-controls");
+    prompt = node("textarea", "lion-prompt");
+    prompt.rows = 3;
+    prompt.placeholder = model.get("placeholder");
+    prompt.setAttribute("aria-label", "Message");
+    prompt.value = store.draft;
+    const buttons = node("div", "lion-buttons");
+    sendButton = node("button", "lion-send", "Send");
+    sendButton.type = "button";
+    sendButton.title = "Send (Enter)";
+    stopButton = node("button", "lion-stop", "Stop");
+    stopButton.type = "button";
+    stopButton.title = "Stop the running reply (Esc)";
+    buttons.append(sendButton, stopButton);
+    controls.append(prompt, buttons);
+    root.append(controls);
+  }
+  root.append(status);
+  el.appendChild(root);
+
+  function submit() {
+    const text = prompt.value;
+    if (!text.trim()) return;
+    if (model.get("busy")) {
+      status.textContent = "A reply is running: Esc or Stop ends it; your message stays here.";
+      return;
+    }
+    model.send({ action: "send", text });
+    prompt.value = "";
+    store.draft = "";
+  }
+
+  function stop() {
+    model.send({ action: "stop" });
+  }
+
+  if (chat) {
+    const keep = (event) => event.stopPropagation(); // JupyterLab's shortcuts never see them
+    prompt.addEventListener("keydown", (event) => {
+      event.stopPropagation();
+      if (event.isComposing || event.keyCode === 229) return;
+      const plain = !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey;
+      if (event.key === "Enter" && plain) {
+        event.preventDefault();
+        submit();
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        stop();
+      }
+    });
+    prompt.addEventListener("keyup", keep);
+    prompt.addEventListener("keypress", keep);
+    prompt.addEventListener("input", () => {
+      store.draft = prompt.value;
+    });
+    prompt.addEventListener("focus", () => {
+      store.focused = true;
+    });
+    prompt.addEventListener("blur", () => {
+      store.focused = false;
+      store.selection = [prompt.selectionStart, prompt.selectionEnd];
+    });
+    sendButton.addEventListener("click", submit);
+    stopButton.addEventListener("click", stop);
+  }
+
+  root.addEventListener("focusout", (event) => {
+    // focus left the view (not the window): a saved-output refresh may be drawn now
+    if (!document.hasFocus()) return;
+    if (event.relatedTarget && root.contains(event.relatedTarget)) return;
+    setTimeout(() => {
+      if (!root.contains(document.activeElement) && document.hasFocus()) {
+        model.send({ action: "leave" });
+      }
+    }, 0);
+  });
+
+  // ----- scroll: follow the stream only while the reader is at the bottom ----------------------
+  let atBottom = store.atBottom;
+  const bottomGap = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight;
+  scroller.addEventListener("scroll", () => {
+    atBottom = bottomGap() < 24;
+    store.atBottom = atBottom;
+    store.scrollTop = scroller.scrollTop;
+    if (atBottom) jump.hidden = true;
+  });
+  jump.addEventListener("click", () => {
+    atBottom = true;
+    store.atBottom = true;
+    scroller.scrollTop = scroller.scrollHeight;
+    jump.hidden = true;
+  });
+
+  function settle(follow) {
+    empty.hidden = parts.size > 0 || !chat;
+    if (!chat) return;
+    if (follow) {
+      scroller.scrollTop = scroller.scrollHeight;
+    } else if (bottomGap() > 24) {
+      jump.hidden = false;
+    }
+  }
+
+  // ----- parts ------------------------------------------------------------------------------
+  function decorate(container) {
+    if (chat) {
+      for (const head of container.querySelectorAll(".lion-msg > .lion-head, [data-slot=head] > .lion-head")) {
+        if (head.querySelector(".lion-copy")) continue;
+        const button = node("button", "lion-copy lion-copy-msg", "Copy");
+        button.type = "button";
+        button.title = "Copy this message as Markdown";
+        button.addEventListener("click", () => {
+          const part = button.closest(".lion-part");
+          if (!part) return;
+          const key = part.getAttribute("data-key");
+          wantClip.set(key, button);
+          model.send({ action: "copy", key });
+        });
+        head.appendChild(button);
+      }
+    }
+    for (const pre of container.querySelectorAll("pre.lion-code")) {
+      if (pre.querySelector(".lion-copy")) continue;
+      const button = node("button", "lion-copy lion-copy-code", "Copy");
+      button.type = "button";
+      button.title = "Copy this code";
+      button.addEventListener("click", async () => {
+        const code = pre.querySelector("code");
+        flash(button, await copyText((code || pre).textContent));
+      });
+      pre.appendChild(button);
+    }
+  }
+
+  function makePart(key, html) {
+    const wrapper = node("div", "lion-part");
+    wrapper.setAttribute("data-key", key);
+    wrapper.innerHTML = html; // sanitized by the kernel
+    decorate(wrapper);
+    return { el: wrapper, html, fp: null };
+  }
+
+  function slot(part, name) {
+    return part.el.querySelector(`[data-slot="${name}"]`);
+  }
+
+  function put(op) {
+    const part = makePart(op.key, op.html);
+    const old = parts.get(op.replace) || parts.get(op.key);
+    if (old) {
+      old.el.replaceWith(part.el);
+      parts.delete(op.replace);
+    } else {
+      const before = op.before ? parts.get(op.before) : null;
+      list.insertBefore(part.el, before ? before.el : null);
+    }
+    parts.set(op.key, part);
+  }
+
+  function seal(part, op) {
+    const card = part.el.firstElementChild;
+    if (card && op.tag) {
+      const tpl = document.createElement("template");
+      tpl.innerHTML = `${op.tag}</div>`;
+      const model_card = tpl.content.firstElementChild;
+      for (const name of card.getAttributeNames()) card.removeAttribute(name);
+      for (const name of model_card.getAttributeNames()) {
+        card.setAttribute(name, model_card.getAttribute(name));
+      }
+    } else if (card && op.cls) {
+      card.className = op.cls;
+    }
+    slot(part, "head").innerHTML = op.head;
+    if (op.thinking !== undefined) slot(part, "thinking").innerHTML = op.thinking;
+    const tail = slot(part, "tail");
+    tail.textContent = "";
+    tail.classList.remove("lion-tail-text");
+    slot(part, "frozen").insertAdjacentHTML("beforeend", op.add || "");
+    if (op.after !== undefined) slot(part, "tools").innerHTML = op.after;
+    if (op.id) {
+      parts.delete(op.key);
+      part.el.setAttribute("data-key", op.id);
+      parts.set(op.id, part);
+    }
+    part.html = null;
+    part.fp = op.fp === undefined ? null : op.fp;
+    decorate(part.el);
+  }
+
+  function tail(part, op) {
+    const el = slot(part, "tail");
+    if (op.html !== undefined) {
+      el.classList.remove("lion-tail-text");
+      el.innerHTML = op.html;
+      decorate(el);
+    } else if (op.add) {
+      el.appendChild(document.createTextNode(op.text));
+    } else {
+      el.classList.add("lion-tail-text");
+      el.textContent = op.text;
+    }
+  }
+
+  function apply(op) {
+    if (op.op === "put") return put(op);
+    if (op.op === "draft") {
+      if (prompt) prompt.value = op.text;
+      store.draft = op.text;
+      return;
+    }
+    if (op.op === "clip") {
+      const button = wantClip.get(op.key);
+      if (button) {
+        wantClip.delete(op.key);
+        copyText(op.text).then((ok) => flash(button, ok));
+      }
+      return;
+    }
+    const part = parts.get(op.key);
+    if (!part) return;
+    if (op.op === "drop") {
+      part.el.remove();
+      parts.delete(op.key);
+    } else if (op.op === "add") {
+      const frozen = slot(part, "frozen");
+      frozen.insertAdjacentHTML("beforeend", op.html);
+      const tailEl = slot(part, "tail");
+      tailEl.textContent = "";
+      tailEl.classList.remove("lion-tail-text");
+      decorate(frozen);
+      part.html = null;
+    } else if (op.op === "tail") {
+      tail(part, op);
+      part.html = null;
+    } else if (op.op === "slot") {
+      slot(part, op.slot).innerHTML = op.html;
+      decorate(slot(part, op.slot));
+      part.html = null;
+    } else if (op.op === "seal") {
+      seal(part, op);
+    }
+  }
+
+  function fromState() {
+    stateQueued = false;
+    const follow = atBottom;
+    const seen = new Set();
+    let prev = null;
+    for (const [key, html] of model.get("parts") || []) {
+      seen.add(key);
+      let part = parts.get(key);
+      if (part && part.html !== html) {
+        if (part.html === null && part.fp !== null && part.fp === fnv(html)) {
+          part.html = html; // the DOM built from ops already shows this card
+        } else {
+          const fresh = makePart(key, html);
+          part.el.replaceWith(fresh.el);
+          parts.set(key, fresh);
+          part = fresh;
+        }
+      } else if (!part) {
+        part = makePart(key, html);
+        parts.set(key, part);
+      }
+      const want = prev ? prev.el.nextSibling : list.firstChild;
+      if (want !== part.el) list.insertBefore(part.el, want);
+      prev = part;
+    }
+    for (const [key, part] of [...parts]) {
+      if (!seen.has(key)) {
+        part.el.remove();
+        parts.delete(key);
+      }
+    }
+    applied = model.get("seq");
+    healing = false;
+    settle(follow);
+  }
+
+  function queueState() {
+    if (stateQueued) return;
+    stateQueued = true;
+    queueMicrotask(fromState);
+  }
+
+  function onMessage(msg) {
+    if (!msg || typeof msg.seq !== "number") return;
+    if (msg.seq <= applied) return; // already in the synced state
+    if (msg.seq !== applied + 1) {
+      if (!healing) {
+        healing = true;
+        model.send({ action: "resync", have: applied });
+      }
+      return;
+    }
+    const follow = atBottom;
+    try {
+      for (const op of msg.ops) apply(op);
+      applied = msg.seq;
+    } catch (err) {
+      console.warn("lion_nb: could not apply an update; asking for the full state", err);
+      healing = true;
+      model.send({ action: "resync", have: applied });
+    }
+    settle(follow);
+  }
+
+  function chrome() {
+    error.innerHTML = model.get("error_box"); // sanitized by the kernel (render.chrome)
+    status.innerHTML = model.get("status_line");
+    if (chat) {
+      sendButton.disabled = model.get("busy");
+      stopButton.disabled = !model.get("can_stop");
+    }
+  }
+
+  fromState();
+  chrome();
+  if (store.scrollTop !== null && !store.atBottom) scroller.scrollTop = store.scrollTop;
+  else settle(true);
+  if (prompt && store.focused) {
+    prompt.focus();
+    if (store.selection) prompt.setSelectionRange(...store.selection);
+  }
+
+  const handlers = [
+    ["msg:custom", onMessage],
+    ["change:parts", queueState],
+    ["change:seq", queueState],
+    ["change:error_box", chrome],
+    ["change:status_line", chrome],
+    ["change:busy", chrome],
+    ["change:can_stop", chrome],
+  ];
+  for (const [name, fn] of handlers) model.on(name, fn);
+  return () => {
+    for (const [name, fn] of handlers) model.off(name, fn);
+  };
+}
+
+export default { render };
