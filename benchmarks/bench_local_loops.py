@@ -13,8 +13,9 @@ prompts, the share of repeated 4-grams, and how many replies loop (more than 25%
 Settings: ``before`` pins the provider's old defaults explicitly (temperature 0.2, seed 0 and
 llama.cpp's own top_p 0.95 / top_k 40 / min_p 0.05 / repeat_penalty 1.0), ``greedy`` is
 temperature 0 (what tests use; unchanged by the defaults), ``after`` is ``iModel(provider=
-"local")`` with nothing set (the new defaults). ``--sweep`` adds the candidates the defaults
-were chosen from.
+"local")`` with nothing set (the new defaults: temperature 0.6 and ``SAMPLING_DEFAULTS``,
+repeat_penalty 1.15), also with seeds 1 and 2 (a sampled reply depends on its seed).
+``--sweep`` adds the candidates the defaults were chosen from.
 """
 
 from __future__ import annotations
@@ -61,12 +62,16 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "before": BEFORE,
     "greedy": {"temperature": 0, "seed": 0},
     "after": {},
+    "after_seed1": {"seed": 1},
+    "after_seed2": {"seed": 2},
 }
 SWEEP: dict[str, dict[str, Any]] = {
     "rp1.1": {**BEFORE, "repeat_penalty": 1.1},
     "rp1.2": {**BEFORE, "repeat_penalty": 1.2},
     "rp1.3": {**BEFORE, "repeat_penalty": 1.3},
-    "t0.6_rp1.15": {**BEFORE, "temperature": 0.6, "repeat_penalty": 1.15},
+    "t0.6_rp1.15": {**BEFORE, "temperature": 0.6, "repeat_penalty": 1.15},  # chosen
+    "t0.5_rp1.1_tp0.9": {**BEFORE, "temperature": 0.5, "repeat_penalty": 1.1, "top_p": 0.9},
+    "t0.6_rp1.1": {**BEFORE, "temperature": 0.6, "repeat_penalty": 1.1},
     "t0.4_rp1.2_fp0.3": {
         **BEFORE,
         "temperature": 0.4,

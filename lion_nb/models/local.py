@@ -59,7 +59,14 @@ from lion_nb.models.schema_bounds import (
 )
 from lion_nb.usage import Usage
 
-__all__ = ["LocalProvider", "Plan", "chat_messages", "loaded_models", "unload_models"]
+__all__ = [
+    "SAMPLING_DEFAULTS",
+    "LocalProvider",
+    "Plan",
+    "chat_messages",
+    "loaded_models",
+    "unload_models",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +86,17 @@ SAMPLING_OPTIONS = frozenset(
     }
 )
 """Request options passed to llama.cpp."""
+SAMPLING_DEFAULTS: dict[str, Any] = {
+    "repeat_penalty": 1.15,
+    "top_p": 0.95,
+    "top_k": 40,
+    "min_p": 0.05,
+}
+"""Added to every sampled request (temperature > 0) for what the caller did not set. Chosen for
+SmolLM2-135M, whose long replies otherwise loop (one sentence twenty times over): with
+temperature 0.6 and these, the median reply of 400 tokens repeats 2-4 of its word 4-grams
+instead of 166 (``benchmarks/bench_local_loops.py``). A greedy request (temperature 0, what
+tests use) gets none of them: it stays the model's plain argmax, output for output."""
 _HTTP_ONLY = frozenset({"timeout", "max_retries", "stream", "stream_options"})
 """Options that mean something to HTTP providers only; accepted and ignored here."""
 _LOCK_POLL = 0.05  # seconds between stop-flag checks while waiting for a busy model
@@ -168,7 +186,8 @@ class LocalProvider:
     """``LocalProvider(model=None, api_key=None, *, model_path=None, n_ctx=2048, ...)``.
 
     Request defaults (``temperature``, ``max_tokens``, ``seed``, ``top_p``, ...) can be given
-    here or per request. ``max_items``/``max_length`` are the bounds given to unbounded parts of
+    here or per request; a sampled request also gets ``SAMPLING_DEFAULTS`` for the options
+    neither sets (temperature 0 gets none). ``max_items``/``max_length`` are the bounds given to unbounded parts of
     a response schema. ``api_key`` is accepted for the common constructor and ignored.
     """
 
@@ -184,7 +203,7 @@ class LocalProvider:
         n_ctx: int = 2048,
         n_threads: int | None = None,
         seed: int = 0,
-        temperature: float = 0.2,
+        temperature: float = 0.6,
         max_tokens: int = 512,
         max_items: int = DEFAULT_MAX_ITEMS,
         max_length: int = DEFAULT_MAX_LENGTH,
@@ -267,6 +286,8 @@ class LocalProvider:
             **self.defaults,
             **{k: v for k, v in request.options.items() if v is not None and k in SAMPLING_OPTIONS},
         }
+        if options.get("temperature"):  # sampling: keep SmolLM2 out of loops
+            options = {**SAMPLING_DEFAULTS, **options}
         messages = chat_messages(request.messages)
         forced = _forced_tools(request)
         if (

@@ -206,6 +206,34 @@ def test_plan_bounds_the_schema_it_sends() -> None:
     assert sent["properties"]["landmarks"]["maxItems"] == 5
 
 
+# -- sampling defaults --------------------------------------------------------------------------
+
+ASK = ModelRequest(messages=[{"role": "user", "content": "x"}])
+
+
+def sampling(plan: local.Plan) -> dict[str, Any]:
+    return {k: v for k, v in plan.kwargs.items() if k in local.SAMPLING_OPTIONS}
+
+
+def test_greedy_requests_get_no_sampling_defaults() -> None:
+    # temperature 0 + seed: exactly what was sent before the SmolLM2 defaults existed
+    assert sampling(model().provider.plan(ASK)) == {"seed": 0, "temperature": 0, "max_tokens": 512}
+    greedy = iModel(provider="local").provider.plan(
+        ModelRequest(messages=ASK.messages, options={"temperature": 0})
+    )
+    assert "repeat_penalty" not in greedy.kwargs
+
+
+def test_sampled_requests_get_the_anti_loop_defaults_unless_set() -> None:
+    default = sampling(iModel(provider="local").provider.plan(ASK))
+    assert default == {"seed": 0, "temperature": 0.6, "max_tokens": 512, **local.SAMPLING_DEFAULTS}
+    assert default["repeat_penalty"] > 1.0
+    mine = iModel(provider="local", repeat_penalty=1.0).provider.plan(
+        ModelRequest(messages=ASK.messages, options={"top_k": 10})
+    )
+    assert mine.kwargs["repeat_penalty"] == 1.0 and mine.kwargs["top_k"] == 10
+
+
 # -- tools --------------------------------------------------------------------------------------
 
 
