@@ -2,6 +2,7 @@
 
     LionError
     ├── ConfigurationError        no usable model / bad settings (raised at first use, not import)
+    │   └── EngineUnavailable     engine="ray" without lion_nb[ray] (these five: lion_nb.flow.errors)
     ├── ExecutionError            a model call did not produce a response
     │   └── ProviderError         ...classified by what the provider said
     │       ├── AuthenticationError   401 / 403, bad or missing key
@@ -13,6 +14,11 @@
     │       └── CLIError              a CLI agent could not start or exited non-zero
     │           └── CLINotFound       the executable is not installed
     ├── OperationError            unknown / unsupported operation in a graph node
+    │   ├── FlowError             Flow.run(raise_errors=True) and some nodes failed
+    │   ├── DependencyFailed      why a flow node was skipped
+    │   ├── NotTransferable       something a Ray node needs cannot travel to a worker
+    │   ├── WorkerLost            a Ray worker died under an attempt (Ray retries it)
+    │   └── RemoteError           a worker-side error that could not travel back as itself
     ├── ParseError                text could not be parsed into the requested type
     └── CassetteError             a cassette file cannot be used (damaged in replay mode, newer
         │                         format version, unreadable)

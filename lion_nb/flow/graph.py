@@ -78,13 +78,14 @@ class Flow:
         parents = [self._node(ref) for ref in _as_refs(depends_on)]
         if branch is not None:
             branch = self.adopt(branch)
-            if branch.get_operation(operation) is None:
-                from lion_nb.errors import OperationError
+        known = branch.get_operation(operation) if branch is not None else None
+        if known is None and self.session.get_operation(operation) is None:
+            from lion_nb.errors import OperationError
 
-                raise OperationError(
-                    f"Unknown operation {operation!r}: not a Branch verb and not registered on "
-                    "the session (session.register_operation(name, func))"
-                )
+            raise OperationError(
+                f"Unknown operation {operation!r}: not a Branch verb and not registered on "
+                "the session (session.register_operation(name, func))"
+            )
         node = Operation(
             operation,
             parameters,

@@ -124,6 +124,14 @@ class Session:
 
         return decorator
 
+    def get_operation(self, operation: str) -> Callable[..., Any] | None:
+        """What ``operation`` names for the branches of this session (ADR D2): a facade verb
+        first (returned unbound, ``Branch.<verb>``), else the registered function; None when
+        it is neither. Lets a graph reject an unknown name before any branch exists."""
+        if hasattr(Branch, operation):
+            return getattr(Branch, operation)
+        return self._operation_manager.registry.get(operation)
+
     async def run_operation(
         self, operation: str, *, branch: Branch | uuid.UUID | str | None = None, **kwargs: Any
     ) -> Any:

@@ -68,15 +68,22 @@ def test_operation_names_are_checked_when_a_branch_is_given():
     assert len(flow) == 1
 
 
-async def test_an_unknown_operation_without_a_branch_fails_the_node_at_run():
-    b = Branch(chat_model=scripted("x"))
-    flow = Flow()
-    first = flow.add("communicate", instruction="x", branch=b)
-    bad = flow.add("teleport", depends_on=[first])
-    after = flow.add("communicate", instruction="y", depends_on=[bad])
-    await flow.run()
-    assert bad.status is Status.FAILED and isinstance(bad.error, OperationError)
-    assert after.status is Status.SKIPPED
+def test_an_unknown_operation_without_a_branch_is_refused_when_added():
+    session = Session()
+    flow = Flow(session)
+    first = flow.add("communicate", instruction="x", branch=Branch(chat_model=scripted("x")))
+    with pytest.raises(OperationError, match="Unknown operation 'teleport'"):
+        flow.add("teleport", depends_on=[first])
+    assert len(flow) == 1
+
+    async def teleport(branch, **kw):
+        return "arrived"
+
+    session.register_operation("teleport", teleport)  # once registered, the name resolves
+    assert flow.add("teleport", depends_on=[first]).operation == "teleport"
+    assert session.get_operation("communicate") is Branch.communicate
+    assert session.get_operation("teleport") is teleport
+    assert session.get_operation("nowhere") is None
 
 
 def test_branches_join_the_flows_session_and_another_sessions_branch_is_refused():

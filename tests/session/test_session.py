@@ -125,3 +125,17 @@ async def test_concurrent_runs_on_the_same_branch_each_get_a_lifecycle():
     branch.observe(handler=lambda s: starts.append(s) if type(s).__name__ == "RunStart" else None)
     await asyncio.gather(*(branch.communicate(f"q{i}") for i in range(4)))
     assert len(starts) == 4
+
+
+def test_get_operation_resolves_verbs_first_then_the_registry():
+    session = Session()
+
+    async def summarise(branch, **kw):
+        return "short"
+
+    session.register_operation("summarise", summarise)
+    assert session.get_operation("communicate") is Branch.communicate
+    assert session.get_operation("summarise") is summarise
+    assert session.get_operation("teleport") is None
+    session.register_operation("operate", summarise)  # a name can never shadow a verb (D2)
+    assert session.get_operation("operate") is Branch.operate
