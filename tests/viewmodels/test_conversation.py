@@ -437,3 +437,14 @@ async def test_local_long_conversation_is_cut_to_fit_the_window() -> None:
 
     with pytest.raises(Overflow, match="context window"):
         await branch.chat("Write a long story about a river.", max_tokens=120)
+
+
+@pytest.mark.local_model
+async def test_local_truncated_reply_and_continue() -> None:
+    branch = Branch(system="You are a helpful assistant.", chat_model=local(max_tokens=8))
+    conv = Conversation(branch)
+    await conv.asend("Write a long story about the sea.")
+    assert conv.truncated(2)
+    assert await conv.acontinue() is branch
+    assert branch.messages[3].metadata["continues"] == str(branch.messages[2].id)
+    assert isinstance(branch.messages[4], AssistantResponse) and branch.messages[4].text
