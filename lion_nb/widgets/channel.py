@@ -87,9 +87,14 @@ class Channel:
         else:
             self._schedule()
 
-    def stream(self, key: str, producer: Producer) -> None:
+    def stream(self, key: str, producer: Producer, *, now: bool = False) -> None:
+        """``now``: a part's first text goes out at once (the first token on screen within a
+        round trip), not after the interval of the update before it."""
         self._dirty[key] = producer
-        self._schedule()
+        if now:
+            self.flush()
+        else:
+            self._schedule()
 
     def forget(self, key: str) -> None:
         self._dirty.pop(key, None)

@@ -132,7 +132,7 @@ class LiveMessage:
             if key not in self._tools:
                 self._tools[key] = (signal.name or "tool", StreamText())
             self._tools[key][1].update(signal)
-        self._channel.stream(self.key, self.collect)
+        self._channel.stream(self.key, self.collect, now=self.first_update is None)
 
     def _take_text(self) -> None:
         if self._text.pending > 0:
