@@ -4,6 +4,7 @@
     ├── ConfigurationError        no usable model / bad settings (raised at first use, not import)
     │   └── EngineUnavailable     engine="ray" without lion_nb[ray] (these five: lion_nb.flow.errors)
     ├── ExecutionError            a model call did not produce a response
+    │   ├── ContextWindowError    the next request does not fit the model's context window
     │   └── ProviderError         ...classified by what the provider said
     │       ├── AuthenticationError   401 / 403, bad or missing key
     │       ├── RateLimitError        429; ``retry_after`` seconds when the provider said
@@ -45,6 +46,16 @@ class ConfigurationError(LionError):
 
 class ExecutionError(LionError):
     """A model call failed; there is no response to read."""
+
+
+class ContextWindowError(ExecutionError):
+    """The next request does not fit the model's context window; the message says what to do.
+    ``window`` is the window in tokens (None: unknown), ``tokens`` the request's size."""
+
+    def __init__(self, message: str, *, window: int | None, tokens: int | None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.tokens = tokens
 
 
 class ProviderError(ExecutionError):

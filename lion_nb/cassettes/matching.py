@@ -36,6 +36,8 @@ EXCLUDED_OPTIONS = frozenset(
         "max_retry_after",
         "stream",
         "stream_options",
+        # what lion_nb reads itself and never sends (models.imodel.MODEL_FACTS)
+        "context_window",
         # machine-local
         "cwd",
         "cli_path",

@@ -52,12 +52,17 @@ def register_provider(name: str, module: str, cls: str, *, update: bool = False)
     PROVIDERS[name] = ProviderSpec(module, cls)
 
 
+MODEL_FACTS = frozenset({"context_window"})
+"""Settings that describe the model (the views' context gauge reads them); never sent."""
+
+
 class iModel:
     """A configured model. ``iModel(provider="openai", model="gpt-4.1-mini")``.
 
     ``api_key`` (or the provider's environment variable) is held privately and never appears in
     ``repr``, ``to_dict`` or logs. Other keyword arguments are request defaults (temperature,
-    max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``, ``env``, ...).
+    max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``, ``env``, ...);
+    ``context_window=N`` tells the views the model's window where lion_nb cannot know it.
     """
 
     def __init__(
@@ -90,7 +95,7 @@ class iModel:
             spec = PROVIDERS[self.provider_name]
             module = importlib.import_module(spec.module)
             options = dict(spec.defaults)
-            options.update(self.request_defaults)
+            options.update({k: v for k, v in self.request_defaults.items() if k not in MODEL_FACTS})
             if self.base_url is not None:
                 options["base_url"] = self.base_url
             self._provider = getattr(module, spec.cls)(

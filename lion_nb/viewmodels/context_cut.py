@@ -21,10 +21,10 @@ from itertools import pairwise
 from typing import Any
 
 from lion_nb.compile import compile_messages
-from lion_nb.errors import ExecutionError
+from lion_nb.errors import ContextWindowError, ExecutionError
 from lion_nb.messages import Instruction, RoledMessage, System
 from lion_nb.operations.tokens import estimate_tokens
-from lion_nb.viewmodels.next_turn import context_window, is_cli_model
+from lion_nb.viewmodels.next_turn import context_window, is_cli_model, payload_texts
 
 __all__ = [
     "ESTIMATE_MARGIN",
@@ -44,16 +44,6 @@ _OVERFLOW = re.compile(
     r"|prompt is too long|exceeds? (?:the )?(?:model'?s? )?(?:context|maximum)",
     re.IGNORECASE,
 )
-
-
-class ContextWindowError(ExecutionError):
-    """The next request does not fit the model's context window; the message says what to do.
-    ``window`` is the window in tokens (None: unknown), ``tokens`` the request's size."""
-
-    def __init__(self, message: str, *, window: int | None, tokens: int | None) -> None:
-        super().__init__(message)
-        self.window = window
-        self.tokens = tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,22 +82,9 @@ def _counter(model: Any) -> tuple[Callable[[str], int], bool]:
     return (lambda text: estimate_tokens((text,))), False
 
 
-def _texts(payload: list[dict[str, Any]]) -> list[str]:
-    texts: list[str] = []
-    for item in payload:
-        content = item.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            texts.extend(p.get("text", "") for p in content if isinstance(p, dict))
-        for call in item.get("tool_calls", ()):
-            texts.append(call["function"]["name"] + call["function"]["arguments"])
-    return texts
-
-
 def _cost(messages: Sequence[RoledMessage], count: Callable[[str], int]) -> int:
     payload = compile_messages(messages)
-    return sum(count(t) for t in _texts(payload) if t) + MESSAGE_OVERHEAD * len(payload)
+    return sum(count(t) for t in payload_texts(payload) if t) + MESSAGE_OVERHEAD * len(payload)
 
 
 def _turn_starts(messages: Sequence[RoledMessage], first: int) -> list[int]:

@@ -22,6 +22,7 @@ __all__ = [
     "context_window",
     "is_cli_model",
     "next_turn",
+    "payload_texts",
     "token_counter",
 ]
 
@@ -136,7 +137,8 @@ class NextTurn:
         return self.tokens / self.window if self.window else None
 
 
-def _payload_texts(payload: list[dict[str, Any]]) -> list[str]:
+def payload_texts(payload: list[dict[str, Any]]) -> list[str]:
+    """The texts of a compiled request (contents, tool-call names and arguments) to count."""
     texts = []
     for item in payload:
         content = item.get("content")
@@ -160,7 +162,7 @@ def next_turn(messages: Sequence[RoledMessage] | Any, model: Any) -> NextTurn:
         count = 0
     else:
         payload = compile_messages(messages)
-        texts = _payload_texts(payload)
+        texts = payload_texts(payload)
         count = len(payload)
     counter = None
     try:

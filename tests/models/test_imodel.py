@@ -59,3 +59,17 @@ def test_copy_keeps_settings_and_credentials_but_not_session():
     model.provider_session_id = "abc"
     clone = model.copy()
     assert clone.is_cli and clone.provider_session_id is None
+
+
+def test_context_window_describes_the_model_and_is_never_sent():
+    from lion_nb.models.imodel import MODEL_FACTS
+
+    assert "context_window" in MODEL_FACTS
+    model = iModel(
+        provider="openai", model="m", base_url="http://127.0.0.1:9/v1", context_window=4096
+    )
+    assert model.request_defaults["context_window"] == 4096  # the views read it here
+    assert "context_window" not in model.provider.defaults  # never in a request body
+    assert model.to_dict()["options"]["context_window"] == 4096  # a setting: it is saved
+    local = iModel(provider="local", context_window=1024)
+    assert "context_window" not in local.provider.defaults  # the local model does not refuse it

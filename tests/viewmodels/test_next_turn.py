@@ -33,7 +33,7 @@ def big_branch(n: int, *, model: iModel | None = None) -> Branch:
 def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
     branch = big_branch(5, model=scripted(context_window=100))
     turn = nt.next_turn(branch.messages, branch._chat_model)
-    texts = nt._payload_texts(compile_messages(branch.messages))
+    texts = nt.payload_texts(compile_messages(branch.messages))
     assert turn.messages == 5 and not turn.exact and turn.window == 100
     assert turn.tokens == sum((len(t) + 3) // 4 for t in texts)
     html = turns.next_turn_html(turn)
@@ -71,7 +71,7 @@ def counting_provider():
 def test_next_turn_is_exact_with_the_providers_tokenizer(counting_provider) -> None:
     branch = big_branch(3, model=iModel(provider=counting_provider))
     turn = nt.next_turn(branch.messages, branch._chat_model)
-    words = sum(len(t.split()) for t in nt._payload_texts(compile_messages(branch.messages)))
+    words = sum(len(t.split()) for t in nt.payload_texts(compile_messages(branch.messages)))
     assert turn.exact and turn.tokens == words and turn.window == 64
     assert "exact (provider tokenizer)" in turns.next_turn_html(turn)
 
@@ -93,7 +93,7 @@ def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
     branch = big_branch(5, model=iModel(provider="local"))
     turn = nt.next_turn(branch.messages, branch._chat_model)
     counter = branch._chat_model.provider.count_tokens
-    texts = nt._payload_texts(compile_messages(branch.messages))
+    texts = nt.payload_texts(compile_messages(branch.messages))
     assert turn.exact and turn.tokens == sum(counter(t) for t in texts if t)
     assert turn.window == 2048
 
