@@ -1,4 +1,4 @@
-"""B7: do the embedded model's long replies loop? Repeated 4-grams per reply, before/after the
+"""B9: do the embedded model's long replies loop? Repeated 4-grams per reply, before/after the
 SmolLM2 sampling defaults of ``lion_nb.models.local`` (issue 15).
 
     .venv/bin/python benchmarks/bench_local_loops.py [--out FILE] [--max-tokens 400] [--sweep]
@@ -124,7 +124,10 @@ def main() -> None:
     parser.add_argument("--out", help="write the JSON result here")
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--sweep", action="store_true", help="also the candidate settings")
+    parser.add_argument("--quick", action="store_true", help="shorter replies (150 tokens)")
     args = parser.parse_args()
+    if args.quick:
+        args.max_tokens = min(args.max_tokens, 150)
     if not local_model_available():
         sys.exit("the embedded model is not installed: run `make install-local`")
     results = asyncio.run(measure(args.max_tokens, args.sweep))
@@ -135,7 +138,7 @@ def main() -> None:
             f"median tokens {r['median_output_tokens']}, {r['seconds']} s",
             file=sys.stderr,
         )
-    write_result(args.out, {"name": "B7 local loops", "max_tokens": args.max_tokens, **results})
+    write_result(args.out, {"name": "B9 local loops", "max_tokens": args.max_tokens, **results})
 
 
 if __name__ == "__main__":

@@ -161,6 +161,55 @@ def b5_rows(result: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     return out
 
 
+def b8_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Flows: per-node overhead on Ray against the kernel, and the embedded model's throughput
+    on two Ray workers against one (issue 17 expects >= 1.6x on two cores)."""
+    r = result["B8"]
+    rows = []
+    if "overhead_per_node_ray_ms" in r:
+        rows.append(
+            {
+                "name": "B8 flow overhead per node (50 ms model)",
+                "unit": "ms/node",
+                "lion_nb": r["overhead_per_node_ray_ms"],
+                "baseline": r["overhead_per_node_local_ms"],
+                "ratio": r["overhead_per_node_ray_ms"] / max(r["overhead_per_node_local_ms"], 1e-9),
+                "target": "report (baseline: the same flow in the kernel)",
+                "met": None,
+            }
+        )
+    if "embedded_throughput_ratio" in r:
+        rows.append(
+            {
+                "name": "B8 embedded model on 2 vs 1 Ray workers",
+                "unit": "x throughput",
+                "lion_nb": r["embedded_throughput_ratio"],
+                "baseline": 1.0,
+                "ratio": r["embedded_throughput_ratio"],
+                "target": ">= 1.6x on two cores",
+                "met": r["embedded_throughput_ratio"] >= 1.6,
+            }
+        )
+    return rows
+
+
+def b9_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The embedded model's loops: repeated 4-grams per reply with the sampling defaults
+    against the settings before them."""
+    before, after = result["before"], result["after"]
+    return [
+        {
+            "name": f"B9 embedded model loops, {result['max_tokens']} tok replies",
+            "unit": "rep. 4-grams",
+            "lion_nb": after["median_repeated_4grams"],
+            "baseline": before["median_repeated_4grams"],
+            "ratio": after["median_repeated_4grams"] / max(before["median_repeated_4grams"], 1),
+            "target": f"no looping reply (is {after['looping_replies']}/10)",
+            "met": after["looping_replies"] == 0,
+        }
+    ]
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -183,6 +232,8 @@ def main() -> None:
     rows += b5_rows(external("bench_inspector.py", args.quick), args.quick)
     rows += external("bench_local.py", args.quick)["rows"]  # B6
     rows += external("bench_cassette.py", args.quick)["rows"]  # B7
+    rows += b8_rows(external("bench_flow.py", args.quick))
+    rows += b9_rows(external("bench_local_loops.py", args.quick))
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)
