@@ -24,8 +24,8 @@ import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.signals import StreamDelta
 words = [f"w{{i}} " + ("\\n\\n" if i % 40 == 39 else "") for i in range({n})]
-reply = "Here is code:\\n\\n```python\\nprint('copy me')\\n```\\n\\n" + "".join(words)
-chunks = [reply[:40]] + [w for w in words]
+head = "Here is code:\\n\\n```python\\nprint('copy me')\\n```\\n\\n"
+chunks = [head, *words]
 branch = Branch(chat_model=iModel(provider="scripted", replies=[
     {{"chunks": chunks, "delay": {delay}}}, {{"chunks": chunks, "delay": {delay}}}, "short"]))
 _first = []
@@ -130,7 +130,6 @@ def test_keys_focus_draft_scroll_and_copy(page, jupyter_lab):
     follow_up = "Now make it shorter and add a title."
     prompt.type(follow_up[:12])  # typed during the reply
     prompt.press("Escape")  # stops it
-    page.wait_for_function("!document.querySelector('.lion-front .lion-live')")
     root.locator(".lion-stopped-msg").wait_for()
     prompt.type(follow_up[12:])  # and right after it
     time.sleep(3.2)  # the saved output is never refreshed under the user
@@ -142,7 +141,7 @@ def test_keys_focus_draft_scroll_and_copy(page, jupyter_lab):
     prompt.press("Enter")
     page.wait_for_function(
         "document.querySelectorAll('.lion-front .lion-assistant').length >= 2"
-        " && !document.querySelector('.lion-front .lion-live')",
+        " && !document.querySelector('.lion-front .lion-streaming-msg')",
         timeout=60_000,
     )
     scroller = root.locator(".lion-scroll")
@@ -160,15 +159,22 @@ def test_keys_focus_draft_scroll_and_copy(page, jupyter_lab):
     assert cards.count() >= 5 and root.locator(".lion-msg .lion-copy-msg").count() == cards.count()
     assert root.locator("pre.lion-code .lion-copy-code").count() >= 2
     root.locator("pre.lion-code .lion-copy-code").first.click()
-    page.wait_for_function("navigator.clipboard.readText().then(t => t.length > 0)")
-    assert page.evaluate("navigator.clipboard.readText()") == "print('copy me')\n"
-    root.locator(".lion-assistant .lion-copy-msg").nth(1).click()
-    page.wait_for_function(
-        "navigator.clipboard.readText().then(t => t.startsWith('Here is code:'))"
-    )
-    copied = page.evaluate("navigator.clipboard.readText()")
+    assert _clipboard(page, lambda t: t.startswith("print")) == "print('copy me')\n"
+    root.locator(".lion-assistant .lion-copy-msg").nth(1).click()  # through the kernel
+    copied = _clipboard(page, lambda t: t.startswith("Here is code:"))
     assert copied.startswith("Here is code:\n\n```python\nprint('copy me')\n```") and "w299" in copied
     assert page.watched.console_errors == [], page.watched.console_errors
+
+
+def _clipboard(page, ready, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = page.evaluate("navigator.clipboard.readText()")
+        if ready(text):
+            return text
+        time.sleep(0.1)
+    return text
 
 
 def test_reload_after_save_shows_the_transcript(page, jupyter_lab):
@@ -176,9 +182,12 @@ def test_reload_after_save_shows_the_transcript(page, jupyter_lab):
     page.wait_for_function(
         "document.querySelector('.lion-front .lion-transcript').textContent.includes('w49')"
     )
-    page.keyboard.press("Control+s")
-    time.sleep(1.5)
-    page.reload()
+    page.get_by_role("menuitem", name="File", exact=True).click()
+    page.get_by_role("menuitem", name="Save Notebook").first.click()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "w49" not in (jupyter_lab.root / "reload.ipynb").read_text():
+        time.sleep(0.3)
+    page.goto(jupyter_lab.url("lab/tree/reload.ipynb"), wait_until="domcontentloaded")
     page.locator(".jp-Notebook >> visible=true").first.wait_for(timeout=60_000)
     page.wait_for_function(
         "(() => { const t = document.querySelector('.lion-front .lion-transcript');"
