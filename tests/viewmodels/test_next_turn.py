@@ -4,30 +4,13 @@ the context window, from provider facts read without constructing a provider."""
 from __future__ import annotations
 
 import pytest
+from helpers.inspector_branches import big_branch, scripted
 
-from lion_nb import Branch, iModel
+from lion_nb import iModel
 from lion_nb.compile import compile_messages
-from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.models.imodel import PROVIDERS, register_provider
 from lion_nb.render import turns
 from lion_nb.viewmodels import next_turn as nt
-
-
-def scripted(*replies, **kw) -> iModel:
-    return iModel(provider="scripted", replies=list(replies), **kw)
-
-
-def big_branch(n: int, *, model: iModel | None = None) -> Branch:
-    branch = Branch(system="You are terse.", chat_model=model or scripted())
-    for i in range((n - 1) // 2):
-        branch.add_message(Instruction(instruction=f"question {i}: " + "words " * 8))
-        branch.add_message(
-            AssistantResponse(
-                response=f"answer {i} **bold** " * 4,
-                metadata={"usage": {"input_tokens": 10 + i, "output_tokens": 5}},
-            )
-        )
-    return branch
 
 
 def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:

@@ -4,28 +4,11 @@ totals of a branch."""
 from __future__ import annotations
 
 import pytest
+from helpers.inspector_branches import big_branch
 
-from lion_nb import Branch, iModel
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.viewmodels import timeline as tlm
 from lion_nb.viewmodels.timeline import TimelineModel, TotalsCache, branch_totals
-
-
-def scripted(*replies, **kw) -> iModel:
-    return iModel(provider="scripted", replies=list(replies), **kw)
-
-
-def big_branch(n: int, *, model: iModel | None = None) -> Branch:
-    branch = Branch(system="You are terse.", chat_model=model or scripted())
-    for i in range((n - 1) // 2):
-        branch.add_message(Instruction(instruction=f"question {i}: " + "words " * 8))
-        branch.add_message(
-            AssistantResponse(
-                response=f"answer {i} **bold** " * 4,
-                metadata={"usage": {"input_tokens": 10 + i, "output_tokens": 5}},
-            )
-        )
-    return branch
 
 
 def test_pages_cover_the_branch_exactly() -> None:
