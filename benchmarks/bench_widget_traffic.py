@@ -205,9 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"view": "BranchView", **row})
         for tokens in sizes:
             if tokens < 30000 or args.full:
-                row = measure(
-                    kc, counter, VIEW_SETUP, VIEW_RUN, VIEW_DONE, tokens, args.slow_rate
-                )
+                row = measure(kc, counter, VIEW_SETUP, VIEW_RUN, VIEW_DONE, tokens, args.slow_rate)
                 rows.append({"view": "BranchView", **row})
         per_message = 0.0
         for tokens in [] if args.no_naive else sizes:
