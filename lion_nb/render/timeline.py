@@ -11,10 +11,11 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.messages import ActionRequest, Instruction, RoledMessage
+from lion_nb.messages import Instruction, RoledMessage
 from lion_nb.provenance import Provenance, RunRecord
 from lion_nb.render.escape import escape
-from lion_nb.render.html import message_html
+from lion_nb.render.html import message_html, replayed_badge_html
+from lion_nb.render.preview import plain_preview
 from lion_nb.render.text import format_time, format_usage, label
 from lion_nb.render.turns import next_turn_html, payload_json, turn_payload
 from lion_nb.viewmodels.timeline import TimelineRow, branch_totals, run_usage
@@ -24,25 +25,44 @@ if TYPE_CHECKING:
 
 __all__ = [
     "header_html",
+    "replayed_text",
     "row_detail_html",
     "row_summary_html",
     "run_label",
     "runs_html",
+    "runs_title",
     "static_html",
 ]
 
 
 # ----- rows ------------------------------------------------------------------------------------
+_MARKDOWN_ROLES = ("user", "assistant", "system")  # text read as Markdown (cards render it so)
+
+
 def _preview(message: RoledMessage, limit: int = 110) -> str:
-    if isinstance(message, ActionRequest):
-        text = message.text
-    else:
-        try:
-            text = message.text
-        except NotImplementedError:
-            text = ""
-    text = " ".join(str(text).split())
+    """One line of the message as a reader sees it: Markdown turned to plain text."""
+    try:
+        text = str(message.text)
+    except NotImplementedError:
+        text = ""
+    if str(message.role) in _MARKDOWN_ROLES:
+        return plain_preview(text, limit)
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def replayed_text(note: Any) -> str:
+    """Where a replayed message came from: "replayed from {cassette}, call {call} (line
+    {line}), recorded {recorded_at}" (the parts the cassette's note has)."""
+    note = note if isinstance(note, dict) else {}
+    text = "replayed from " + str(note.get("cassette") or "a cassette")
+    if note.get("call") not in (None, ""):
+        text += f", call {note['call']}"
+    if note.get("line") not in (None, ""):
+        text += f" (line {note['line']})"
+    if note.get("recorded_at"):
+        text += f", recorded {note['recorded_at']}"
+    return text
 
 
 def _duration(ms: float | None) -> str:
@@ -67,6 +87,9 @@ def row_summary_html(row: TimelineRow) -> str:
     if role == "action_response" and getattr(msg, "is_error", False):
         parts.append('<span class="lion-status lion-error-badge">error</span>')
     parts.append(f'<span class="lion-tl-preview">{escape(_preview(msg))}</span>')
+    replayed = msg.metadata.get("replayed")
+    if replayed is not None:
+        parts.append(replayed_badge_html(replayed))
     usage = format_usage(row.usage)
     if usage:
         parts.append(f'<span class="lion-usage">{escape(usage)}</span>')
@@ -116,6 +139,8 @@ def row_detail_html(
             + f'<pre class="lion-json">{escape(text)}</pre></details>'
         )
     facts = [("id", str(msg.id)), ("created", format_time(msg.created_at))]
+    if msg.metadata.get("replayed") is not None:
+        facts.append(("replayed", replayed_text(msg.metadata["replayed"])))
     if row.run is not None:
         facts.append(("run", f"{run_label(row.run)} ({row.run.run_id})"))
     if row.cell is not None:
@@ -130,7 +155,7 @@ def row_detail_html(
         for k, v in facts
     )
     parts.append(f'<table class="lion-facts">{rows}</table>')
-    return f'<div class="lion-tl-detail">{"".join(parts)}</div>'
+    return f'<div class="lion-tl-detail" data-index="{row.index}">{"".join(parts)}</div>'
 
 
 def header_html(title: str, total: int, totals: dict[str, Any], runs: int) -> str:
@@ -149,12 +174,39 @@ def header_html(title: str, total: int, totals: dict[str, Any], runs: int) -> st
     )
 
 
-def runs_html(provenance: Provenance | None, *, limit: int = 200) -> str:
-    """The run log as a table (latest ``limit`` runs)."""
-    if provenance is None or not provenance.runs:
-        return '<div class="lion-meta">No runs observed yet.</div>'
+def runs_title(runs: int, untracked: int = 0) -> str:
+    """The run log's title: "Runs (3)", or what came before run tracking started
+    (``untracked``: messages recorded before the first observed run)."""
+    if not untracked:
+        return f"Runs ({runs})"
+    earlier = f"{untracked:,} message{'s' if untracked != 1 else ''} came before run tracking"
+    return f"Runs: none observed — {earlier}" if not runs else f"Runs ({runs}) · {earlier}"
+
+
+def _untracked_note(untracked: int, runs: int) -> str:
+    which = "the branch's" if not runs else "the first"
+    return (
+        f"{which} {untracked:,} message{'s' if untracked != 1 else ''} came before run "
+        "tracking started for this branch, so their runs are not listed (the inspector starts "
+        "it when it opens; call lion_nb.provenance.provenance_of(branch) before the first run "
+        "to record every run)."
+    )
+
+
+def runs_html(provenance: Provenance | None, *, limit: int = 200, untracked: int = 0) -> str:
+    """The run log as a table (latest ``limit`` runs), and a note when ``untracked`` messages
+    came before run tracking started."""
+    runs = provenance.runs if provenance is not None else []
+    note = ""
+    if untracked:
+        text = _untracked_note(untracked, len(runs))
+        note = (
+            f'<div class="lion-meta lion-tl-untracked">{escape(text[0].upper() + text[1:])}</div>'
+        )
+    if not runs:
+        return note or '<div class="lion-meta">No runs observed yet.</div>'
     rows = []
-    for run in provenance.runs[-limit:]:
+    for run in runs[-limit:]:
         cell = f"In [{run.cell}]" if run.cell is not None else ""
         rows.append(
             f'<tr class="lion-run-{escape(run.status)}"><td>{escape(run.operation)}</td>'
@@ -167,7 +219,7 @@ def runs_html(provenance: Provenance | None, *, limit: int = 200) -> str:
         "<tr><th>operation</th><th>started</th><th>duration</th><th>status</th>"
         "<th>usage</th><th>messages</th><th>cell</th><th>error</th></tr>"
     )
-    return f'<table class="lion-runs">{head}{"".join(rows)}</table>'
+    return f'{note}<table class="lion-runs">{head}{"".join(rows)}</table>'
 
 
 def _dt(epoch: float) -> Any:
@@ -184,9 +236,11 @@ def static_html(
     provenance: Provenance | None,
     turn: NextTurn | None,
     totals: dict[str, Any] | None = None,
+    untracked: int = 0,
 ) -> str:
     """The inspector without a kernel (saved notebooks): summary, next turn, run log and the
-    messages of the current page as cards."""
+    messages of the current page as cards (``untracked``: messages from before run tracking
+    started, as ``runs_title`` says)."""
     from lion_nb.render.html import transcript_html
 
     total = len(messages)
@@ -195,10 +249,10 @@ def static_html(
     parts = [header_html(title, total, totals, runs)]
     if turn is not None:
         parts.append(next_turn_html(turn))
-    if runs:
+    if runs or untracked:
         parts.append(
-            f'<details class="lion-tl-runs"><summary>Runs ({runs})</summary>'
-            f"{runs_html(provenance)}</details>"
+            f'<details class="lion-tl-runs"><summary>{escape(runs_title(runs, untracked))}'
+            f"</summary>{runs_html(provenance, untracked=untracked)}</details>"
         )
     if total:
         shown = f"messages {start + 1:,}–{stop:,} of {total:,}"

@@ -84,7 +84,12 @@ def next_turn_html(turn: NextTurn) -> str:
             '<div class="lion-meta lion-next-turn">Next turn: a CLI agent receives only the '
             "new prompt (it keeps its own history).</div>"
         )
-    kind = "exact (provider tokenizer)" if turn.exact else "estimate, ~4 characters per token"
+    # one parenthesis, one phrase: "(exact, counted by the model's tokenizer)"
+    kind = (
+        "exact, counted by the model's tokenizer"
+        if turn.exact
+        else "estimate, ~4 characters per token"
+    )
     window = ""
     if turn.window:
         pct = 100.0 * turn.tokens / turn.window

@@ -2,9 +2,10 @@
 the facts of a model and its provider a view shows, computed here and handed to the renderer
 (``render.turns.next_turn_html``) as data.
 
-Tokens are counted with the provider's offline tokenizer when it has one (``count_tokens(text)``)
-and otherwise estimated; nothing is ever downloaded, and no provider is constructed just to ask
-(``iModel.provider_or_none``).
+Tokens are counted with the provider's offline tokenizer when the provider is constructed and
+has one (``count_tokens(text)``), and otherwise estimated; nothing is ever downloaded, and no
+provider is constructed just to ask (``iModel.provider_or_none``): counting never loads
+llama.cpp on a machine that only replays a cassette.
 """
 
 from __future__ import annotations
@@ -113,14 +114,14 @@ def _constructor_default(provider_name: str, names: tuple[str, ...]) -> int | No
 
 
 def token_counter(model: Any) -> Callable[[str], int] | None:
-    """The provider's offline tokenizer (``count_tokens(text)``), if it has one. The provider
-    class is checked first so a model without one is never constructed for this."""
+    """The provider's offline tokenizer (``count_tokens(text)``), if the model's provider is
+    constructed already and has one. A provider is never constructed for this: counting must
+    not load llama.cpp and the weights (a machine replaying a cassette may have neither), so
+    until the model is used the count is an estimate."""
     if model is None:
         return None
-    cls = _provider_class(model.provider_name)
-    if cls is None or not callable(getattr(cls, "count_tokens", None)):
-        return None
-    return model.provider.count_tokens
+    counter = getattr(model.provider_or_none, "count_tokens", None)
+    return counter if callable(counter) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,11 +165,7 @@ def next_turn(messages: Sequence[RoledMessage] | Any, model: Any) -> NextTurn:
         payload = compile_messages(messages)
         texts = payload_texts(payload)
         count = len(payload)
-    counter = None
-    try:
-        counter = token_counter(model)
-    except Exception:  # a broken provider constructor must not break the inspector
-        counter = None
+    counter = token_counter(model)
     if counter is not None:
         tokens = sum(counter(t) for t in texts if t)
         exact = True

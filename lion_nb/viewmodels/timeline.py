@@ -25,6 +25,7 @@ __all__ = [
     "TimelineRow",
     "TotalsCache",
     "branch_totals",
+    "messages_before_runs",
     "page_bounds",
     "page_count",
     "run_usage",
@@ -106,6 +107,22 @@ def run_usage(run: RunRecord) -> dict[str, Any]:
     }
 
 
+def messages_before_runs(
+    messages: Sequence[RoledMessage] | Any, provenance: Provenance | None
+) -> int:
+    """Messages (the system message aside) recorded before the first one an observed run
+    recorded: a branch whose runs happened before its provenance table was attached (before
+    the inspector opened) has these, and no runs listed for them."""
+    run_of = provenance.run_of if provenance is not None else {}
+    count = 0
+    for msg in messages:
+        if str(msg.id) in run_of:
+            break
+        if msg.role != "system":
+            count += 1
+    return count
+
+
 # ----- whole-branch summary --------------------------------------------------------------------
 def branch_totals(
     messages: Sequence[RoledMessage] | Any, base: dict[str, Any] | None = None
@@ -163,6 +180,7 @@ class TimelineModel:
         self.expanded: set[int] = set()
         self.indices: Sequence[int] = range(len(branch.messages))  # the filter's positions
         self.start = self.end_start()  # position (in the filtered list) of the first row
+        self._untracked: tuple[tuple[int, int], int] = ((-1, -1), 0)
 
     @property
     def total(self) -> int:
@@ -251,6 +269,14 @@ class TimelineModel:
         text = f"{self.start + 1:,}–{stop:,} of {self.total:,}"
         text += "" if self.filter == "all" else f" ({self.filter})"
         return text + (" · latest" if self.at_end else f" · page {self.page + 1:,}/{self.pages:,}")
+
+    def untracked(self, provenance: Provenance | None) -> int:
+        """``messages_before_runs`` of the branch, recomputed only when it or the run table
+        grew."""
+        key = (len(self.branch.messages), len(provenance.run_of) if provenance else 0)
+        if key != self._untracked[0]:
+            self._untracked = (key, messages_before_runs(self.branch.messages, provenance))
+        return self._untracked[1]
 
     def static_bounds(self) -> tuple[int, int]:
         """The messages a saved notebook shows: the visible ones, or the newest ``page_size``

@@ -247,8 +247,9 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         )
         if next_turn or self._turn is None:
             self._schedule_next_turn()
-        self._runs.value = tl.runs_html(self.provenance)
-        self._runs_box.set_title(0, f"Runs ({runs})")
+        untracked = self.timeline.untracked(self.provenance)
+        self._runs.value = tl.runs_html(self.provenance, untracked=untracked)
+        self._runs_box.set_title(0, tl.runs_title(runs, untracked))
 
     def _schedule_next_turn(self) -> None:
         """The next-turn estimate compiles every message (about 0.2 s for 10,000): in a
@@ -285,8 +286,9 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             detail = None
             if row.index in self.expanded:
                 detail = tl.row_detail_html(row, messages, cli=cli)
-            children += widgets.show(row.index, tl.row_summary_html(row), detail)
-        self._rows_box.children = tuple(children)
+            children.append(widgets.show(row.index, tl.row_summary_html(row), detail))
+        if self._rows_box.children != tuple(children):
+            self._rows_box.children = tuple(children)
         self.pager.update(
             self.timeline.position_text(),
             at_start=self.start == 0,
@@ -318,6 +320,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self.provenance,
             self._turn,
             self._totals.get(self.branch.messages),
+            untracked=self.timeline.untracked(self.provenance),
         )
 
     def static_text(self) -> str:

@@ -46,9 +46,14 @@ class Chrome(WidgetKit):
 
 class Row:
     """The widgets of one visible row, reused across pages: expand toggle, summary, "Fork
-    here", and the detail (made on first expansion; most rows are never expanded)."""
+    here" (a fixed column at the right), and the detail (made on first expansion; most rows
+    are never expanded).
 
-    __slots__ = ("box", "chrome", "detail", "fork", "index", "summary", "toggle")
+    The row is one box (``cell``) whose children change when it expands; the page's list of
+    rows stays the same, so expanding one row re-renders no other row (an open "What the model
+    saw" elsewhere stays open)."""
+
+    __slots__ = ("box", "cell", "chrome", "detail", "fork", "index", "summary", "toggle")
 
     def __init__(
         self, chrome: Chrome, on_toggle: Callable[[int], Any], on_fork: Callable[[int], Any]
@@ -71,27 +76,31 @@ class Row:
             layout=chrome.row,
             _dom_classes=("lion-tl-line",),
         )
+        self.cell = chrome.vbox([self.box], ("lion-tl-item",))
         self.toggle.on_click(lambda _b: on_toggle(self.index))
         self.fork.on_click(lambda _b: on_fork(self.index))
 
-    def show(self, index: int, summary: str, detail: str | None) -> list[Any]:
-        """Fill the row; returns its widgets to place (the detail only when expanded)."""
+    def show(self, index: int, summary: str, detail: str | None) -> Any:
+        """Fill the row (the detail only when expanded); returns its box to place."""
         self.index = index
         if self.summary.value != summary:
             self.summary.value = summary
         description = "▸" if detail is None else "▾"
         if self.toggle.description != description:
             self.toggle.description = description
-        if detail is None:
-            return [self.box]
-        if self.detail is None:
-            self.detail = self.chrome.html("", ("lion-tl-detail-w",))
-        if self.detail.value != detail:
-            self.detail.value = detail
-        return [self.box, self.detail]
+        children: tuple[Any, ...] = (self.box,)
+        if detail is not None:
+            if self.detail is None:
+                self.detail = self.chrome.html("", ("lion-tl-detail-w",))
+            if self.detail.value != detail:
+                self.detail.value = detail
+            children = (self.box, self.detail)
+        if self.cell.children != children:
+            self.cell.children = children
+        return self.cell
 
     def close(self) -> None:
-        for w in (self.toggle, self.summary, self.fork, self.detail, self.box):
+        for w in (self.toggle, self.summary, self.fork, self.detail, self.box, self.cell):
             if w is not None:
                 w.close()
 
@@ -130,7 +139,8 @@ class Pager:
                 self.filter,
                 self.collapse,
             ],
-            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+            layout=w.Layout(align_items="center", flex_flow="row nowrap"),
+            _dom_classes=("lion-tl-pager",),
         )
 
     def update(self, text: str, *, at_start: bool, at_end: bool, last_index: int) -> None:

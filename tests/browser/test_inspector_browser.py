@@ -250,3 +250,83 @@ def test_parse_view_fills_in_while_the_reply_streams(page, jupyter_lab):
     assert "Attempt 0" in view.inner_text()
     screenshot(page, "parse_view")
     assert page.watched.dialogs == [] and page.watched.external_requests == []
+
+
+LONG_PREVIEWS = """
+from lion_nb import Branch, iModel
+from lion_nb.messages import AssistantResponse, Instruction
+from lion_nb.widgets.inspector import ProgressionInspector
+branch = Branch(system="You are terse.", name="long previews",
+                chat_model=iModel(provider="scripted"))
+for i in range(25):
+    branch.add_message(Instruction(
+        instruction=f"Question {i}: https://example.org/a-very-long-unbroken-address-{i}-" + "x" * 300))
+    branch.add_message(AssistantResponse(
+        response=f"## Step {i}\\n\\n" + "**LONG-PREVIEW** words " * 60 + "\\n```python\\nprint(1)\\n```",
+        metadata={"usage": {"input_tokens": 100000 + i, "output_tokens": 4000,
+                            "total_cost_usd": 0.12345}}))
+inspector = ProgressionInspector(branch)
+inspector
+"""
+
+
+def boxes(page, selector: str) -> list[dict]:
+    return page.evaluate(
+        "(sel) => [...document.querySelectorAll(sel)].map(e => {"
+        " const r = e.getBoundingClientRect();"
+        " return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })",
+        selector,
+    )
+
+
+def test_fork_buttons_stay_in_their_column_and_the_pager_is_one_line(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "long_previews.ipynb", [LONG_PREVIEWS])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-inspector")
+    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    wait_rows(page, 1)  # 51 messages: the newest 50
+    inner = boxes(page, ".lion-inspector")[0]
+    forks = boxes(page, ".lion-inspector button.lion-tl-fork")
+    assert len(forks) == 50
+    outside = [i for i, b in enumerate(forks) if b["right"] > inner["right"] + 0.5]
+    assert outside == [], f"{len(outside)} of 50 'Fork here' buttons past the inspector's edge"
+    lefts = {round(b["left"]) for b in forks}
+    assert len(lefts) == 1, f"the buttons are not in one column: {sorted(lefts)}"
+    # previews are plain text: no Markdown markup
+    text = view.locator(".lion-tl-row[data-index='2'] .lion-tl-preview").inner_text()
+    assert text.startswith("Step 0 LONG-PREVIEW words") and "**" not in text and "##" not in text
+    # the pager: every control on one line
+    pager = boxes(page, ".lion-inspector .lion-tl-pager > *")
+    assert len(pager) >= 9
+    tops = [b["top"] for b in pager]
+    bottoms = [b["bottom"] for b in pager]
+    assert max(tops) < min(bottoms), f"the pager wraps: tops {tops}"
+    assert max(b["right"] for b in pager) <= inner["right"] + 0.5
+    screenshot(page, "inspector_long_previews")
+    assert page.watched.dialogs == [] and page.watched.external_requests == []
+
+
+def test_opening_one_rows_payload_keeps_anothers_open(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "two_payloads.ipynb", [HISTORY])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-inspector")
+    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    wait_rows(page, 253)
+
+    def line(index: int):
+        return view.locator(
+            ".lion-tl-line", has=page.locator(f".lion-tl-row[data-index='{index}']")
+        )
+
+    def payload(index: int):
+        return view.locator(f".lion-tl-detail[data-index='{index}'] details.lion-payload")
+
+    line(290).locator("button.lion-tl-toggle").click()
+    payload(290).locator("summary").click()
+    payload(290).locator("pre.lion-json").wait_for()
+    # expanding an earlier row and opening its payload keeps #290's open
+    line(270).locator("button.lion-tl-toggle").click()
+    payload(270).locator("summary").click()
+    payload(270).locator("pre.lion-json").wait_for()
+    assert payload(290).evaluate("e => e.open") and payload(270).evaluate("e => e.open")
+    assert page.watched.dialogs == [] and page.watched.external_requests == []

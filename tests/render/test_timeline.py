@@ -77,3 +77,53 @@ def test_heading_run_log_and_static_fallback() -> None:
     assert "No runs observed yet" in tl.runs_html(None)
     static = tl.static_html("T", branch.messages, 1, 3, None, None, totals)
     assert "messages 2–3 of 5" in static and static.count('class="lion-msg ') == 2
+
+
+def test_previews_are_plain_text_not_markdown() -> None:
+    branch = Branch()
+    branch.add_message(Instruction(instruction="Run **step 176** of `plan.md`"))
+    branch.add_message(
+        AssistantResponse(response="## Step 176\n\nDone:\n\n```python\nprint('ok')\n```")
+    )
+    rows = tlm.timeline_rows(branch.messages, range(2))
+    user, reply = (tl.row_summary_html(r) for r in rows)
+    assert '<span class="lion-tl-preview">Run step 176 of plan.md</span>' in user
+    assert '<span class="lion-tl-preview">Step 176 Done: print(&#x27;ok&#x27;)</span>' in reply
+    assert "##" not in reply and "```" not in reply and "**" not in user
+
+
+def test_a_replayed_message_says_which_cassette_call_and_line() -> None:
+    note = {
+        "cassette": "lesson.cassette.jsonl",
+        "call": 3,
+        "line": 4,
+        "recorded_at": "2026-11-30T09:00:00Z",
+    }
+    branch = Branch()
+    branch.add_message(Instruction(instruction="hi"))
+    branch.add_message(AssistantResponse(response="hello", metadata={"replayed": note}))
+    row = tlm.timeline_rows(branch.messages, [1])[0]
+    said = "replayed from lesson.cassette.jsonl, call 3 (line 4), recorded 2026-11-30T09:00:00Z"
+    assert tl.replayed_text(note) == said
+    assert f"<tr><th>replayed</th><td>{said}</td></tr>" in tl.row_detail_html(row, branch.messages)
+    assert 'class="lion-badge lion-replayed"' in tl.row_summary_html(row)
+    plain = tlm.timeline_rows(branch.messages, [0])[0]
+    assert "replayed" not in tl.row_summary_html(plain)
+    hostile = {"cassette": "<img src=x onerror=alert(1)>.jsonl", "call": "<b>1</b>"}
+    branch.add_message(AssistantResponse(response="again", metadata={"replayed": hostile}))
+    row = tlm.timeline_rows(branch.messages, [2])[0]
+    for html in (tl.row_summary_html(row), tl.row_detail_html(row, branch.messages)):
+        assert "<img" not in html and "<b>1" not in html
+
+
+def test_runs_from_before_run_tracking_are_said_not_counted_as_zero() -> None:
+    assert tl.runs_title(0) == "Runs (0)" and tl.runs_title(2) == "Runs (2)"
+    assert tl.runs_title(0, 8) == "Runs: none observed — 8 messages came before run tracking"
+    assert tl.runs_title(1, 1) == "Runs (1) · 1 message came before run tracking"
+    note = tl.runs_html(None, untracked=8)
+    assert "The branch&#x27;s 8 messages came before run tracking started" in note
+    assert "provenance_of(branch)" in note and "No runs observed yet" not in note
+    branch = big_branch(5)
+    totals = tlm.branch_totals(branch.messages)
+    static = tl.static_html("T", branch.messages, 0, 5, None, None, totals, untracked=4)
+    assert "<summary>Runs: none observed — 4 messages came before run tracking</summary>" in static

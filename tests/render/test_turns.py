@@ -58,3 +58,10 @@ def test_the_next_turn_line_says_what_it_counts() -> None:
     assert "CLI agent" in turns.next_turn_html(
         NextTurn(messages=0, tokens=0, exact=False, window=None, cli=True)
     )
+
+
+def test_an_exact_count_reads_as_one_phrase() -> None:
+    turn = NextTurn(messages=9, tokens=88, exact=True, window=2048, cli=False, recorded=9)
+    html = turns.next_turn_html(turn)
+    kind = '<span class="lion-tl-kind">(exact, counted by the model&#x27;s tokenizer)</span>'
+    assert kind in html and "((" not in html and "))" not in html

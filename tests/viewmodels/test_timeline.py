@@ -4,9 +4,11 @@ totals of a branch."""
 from __future__ import annotations
 
 import pytest
-from helpers.inspector_branches import big_branch
+from helpers.inspector_branches import big_branch, scripted
 
+from lion_nb import Session
 from lion_nb.messages import AssistantResponse, Instruction
+from lion_nb.provenance import provenance_of
 from lion_nb.viewmodels import timeline as tlm
 from lion_nb.viewmodels.timeline import TimelineModel, TotalsCache, branch_totals
 
@@ -67,3 +69,19 @@ def test_totals_grow_with_the_branch() -> None:
     assert first["usage"] == {"input_tokens": 21, "output_tokens": 10}
     branch.add_message(AssistantResponse(response="x", metadata={"usage": {"output_tokens": 1}}))
     assert cache.get(branch.messages) == branch_totals(branch.messages)
+
+
+async def test_messages_from_before_run_tracking_are_counted() -> None:
+    branch = Session().new_branch(system="Be brief.", chat_model=scripted("one", "two"))
+    await branch.communicate("before the inspector")  # no provenance table yet: not tracked
+    model = TimelineModel(branch)
+    table = provenance_of(branch)
+    assert tlm.messages_before_runs(branch.messages, table) == 2 == model.untracked(table)
+    await branch.communicate("after")
+    assert len(table.runs) == 1
+    assert tlm.messages_before_runs(branch.messages, table) == 2 == model.untracked(table)
+    assert tlm.messages_before_runs(big_branch(5).messages, None) == 4  # the system aside
+    tracked = Session().new_branch(chat_model=scripted("x"))
+    provenance_of(tracked)
+    await tracked.communicate("hi")
+    assert tlm.messages_before_runs(tracked.messages, provenance_of(tracked)) == 0

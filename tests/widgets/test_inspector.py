@@ -9,7 +9,7 @@ import time
 import pytest
 from helpers.inspector_branches import big_branch, conversation, scripted
 
-from lion_nb import Branch
+from lion_nb import Branch, Session
 from lion_nb.messages import Instruction
 from lion_nb.provenance import Provenance, provenance_of
 from lion_nb.widgets.inspector import ProgressionInspector
@@ -87,7 +87,7 @@ def test_expand_collapse_go_to_and_filter() -> None:
     view._rows[3].toggle.click()
     assert view.expanded == {3}
     assert view._rows[3].toggle.description == "▾"
-    assert view._rows[3].detail in view._rows_box.children
+    assert view._rows[3].detail in view._rows[3].cell.children
     assert "What the model saw" in view._rows[3].detail.value
     view._rows[3].toggle.click()
     assert view.expanded == set() and len(view._rows_box.children) == 50
@@ -172,4 +172,46 @@ def test_static_text_and_html_name_the_shown_range() -> None:
     assert "messages 72–121 of 121" in html and html.count('class="lion-msg ') == 50
     view.show_page(1)
     assert "messages 51–100 of 121" in view.static_html()
+    view.close()
+
+
+def test_expanding_a_row_leaves_every_other_row_in_place() -> None:
+    """The page's list of rows does not change when one expands, so the browser re-renders
+    no other row (an open "What the model saw" elsewhere stays open)."""
+    view = ProgressionInspector(big_branch(301), page_size=50)
+    view._rows[40].toggle.click()
+    before = view._rows_box.children
+    line = view._rows[40].cell.children
+    view._rows[10].toggle.click()
+    assert view._rows_box.children is before and len(before) == 50
+    assert view._rows[40].cell.children == line  # still expanded, the same detail widget
+    assert view._rows[10].cell.children == (view._rows[10].box, view._rows[10].detail)
+    view._rows[10].toggle.click()
+    assert view._rows_box.children is before
+    assert view._rows[10].cell.children == (view._rows[10].box,)
+    view.close()
+
+
+def test_controls_and_pager_carry_their_layout_classes() -> None:
+    view = ProgressionInspector(big_branch(11))
+    row = view._rows[0]
+    assert row.box.children == (row.toggle, row.summary, row.fork)
+    assert "lion-tl-fork" in row.fork._dom_classes and "lion-tl-line" in row.box._dom_classes
+    assert "lion-tl-pager" in view.pager.box._dom_classes
+    assert view.pager.box.layout.flex_flow == "row nowrap"
+    view.close()
+
+
+async def test_runs_from_before_the_inspector_are_said_not_runs_0() -> None:
+    branch = Session().new_branch(system="Be brief.", chat_model=scripted("one", "two"))
+    await branch.communicate("before the inspector existed")
+    view = ProgressionInspector(branch)
+    assert view._runs_box.get_title(0) == (
+        "Runs: none observed — 2 messages came before run tracking"
+    )
+    assert "came before run tracking started" in view._runs.value
+    assert "came before run tracking" in view.static_html()
+    await branch.communicate("now observed")
+    view._refresh.flush()
+    assert view._runs_box.get_title(0) == "Runs (1) · 2 messages came before run tracking"
     view.close()
