@@ -44,10 +44,15 @@ def markdown_plain(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
+def _plain_prefix(source: str) -> str:
+    return markdown_plain(source)
+
+
 def plain_preview(text: str, limit: int = 110) -> str:
-    """``markdown_plain`` of ``text`` cut to ``limit`` characters (with "…" when cut)."""
+    """``markdown_plain`` of ``text`` cut to ``limit`` characters (with "…" when cut). Pages
+    of the inspector are re-filled often: previews are cached by the prefix they parse."""
     source = text[: limit * _PARSED_PER_CHAR + 200]
-    plain = markdown_plain(source)
+    plain = _plain_prefix(source)
     if len(plain) > limit:
         return plain[: limit - 1] + "…"
     return plain + "…" if len(source) < len(text) else plain  # the rest was not parsed

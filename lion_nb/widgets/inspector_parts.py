@@ -122,10 +122,10 @@ class Pager:
             description="#",
             tooltip="Message number to show",
             style={"description_width": "1.2em"},
-            layout=w.Layout(width="8.5em"),
+            layout=w.Layout(width="7em"),
         )
         self.go = chrome.button(description="Go", tooltip="Show and expand this message")
-        self.filter = w.Dropdown(options=list(filters), value="all", layout=w.Layout(width="9em"))
+        self.filter = w.Dropdown(options=list(filters), value="all", layout=w.Layout(width="8em"))
         self.collapse = chrome.button(description="Collapse all")
         self.box = w.HBox(
             [

@@ -270,6 +270,10 @@ inspector
 """
 
 
+# the pager's controls: the children of the box holding the "First page" button
+PAGER = ".lion-inspector :has(> button[title='First page']) > *"
+
+
 def boxes(page, selector: str) -> list[dict]:
     return page.evaluate(
         "(sel) => [...document.querySelectorAll(sel)].map(e => {"
@@ -295,13 +299,27 @@ def test_fork_buttons_stay_in_their_column_and_the_pager_is_one_line(page, jupyt
     # previews are plain text: no Markdown markup
     text = view.locator(".lion-tl-row[data-index='2'] .lion-tl-preview").inner_text()
     assert text.startswith("Step 0 LONG-PREVIEW words") and "**" not in text and "##" not in text
-    # the pager: every control on one line
-    pager = boxes(page, ".lion-inspector .lion-tl-pager > *")
-    assert len(pager) >= 9
-    tops = [b["top"] for b in pager]
-    bottoms = [b["bottom"] for b in pager]
-    assert max(tops) < min(bottoms), f"the pager wraps: tops {tops}"
-    assert max(b["right"] for b in pager) <= inner["right"] + 0.5
+    # the pager: every control on one line, inside the inspector while the notebook is wide
+    # enough for it (narrower, it scrolls sideways rather than wrap)
+    for width in (1280, 1000, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_function(
+            "(w) => document.querySelector('.lion-inspector').getBoundingClientRect().right < w",
+            arg=width,
+        )
+        page.wait_for_timeout(300)  # the flex layout settles after the resize
+        inner = boxes(page, ".lion-inspector")[0]
+        pager = boxes(page, PAGER)
+        assert len(pager) == 9
+        tops, bottoms = [b["top"] for b in pager], [b["bottom"] for b in pager]
+        assert max(tops) < min(bottoms), f"the pager wraps at {width}px: tops {tops}"
+        if width >= 1000:
+            assert max(b["right"] for b in pager) <= inner["right"] + 0.5, width
+        forks = boxes(page, ".lion-inspector button.lion-tl-fork")
+        assert all(b["right"] <= inner["right"] + 0.5 for b in forks), width
+        if width == 800:
+            screenshot(page, "inspector_long_previews_800px")
+    page.set_viewport_size({"width": 1280, "height": 900})
     screenshot(page, "inspector_long_previews")
     assert page.watched.dialogs == [] and page.watched.external_requests == []
 
