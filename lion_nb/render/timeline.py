@@ -184,7 +184,7 @@ def runs_title(runs: int, untracked: int = 0) -> str:
 
 
 def _untracked_note(untracked: int, runs: int) -> str:
-    which = "the branch's" if not runs else "the first"
+    which = "The first" if runs else "The branch's"
     return (
         f"{which} {untracked:,} message{'s' if untracked != 1 else ''} came before run "
         "tracking started for this branch, so their runs are not listed (the inspector starts "
@@ -199,10 +199,8 @@ def runs_html(provenance: Provenance | None, *, limit: int = 200, untracked: int
     runs = provenance.runs if provenance is not None else []
     note = ""
     if untracked:
-        text = _untracked_note(untracked, len(runs))
-        note = (
-            f'<div class="lion-meta lion-tl-untracked">{escape(text[0].upper() + text[1:])}</div>'
-        )
+        text = escape(_untracked_note(untracked, len(runs)))
+        note = f'<div class="lion-meta lion-tl-untracked">{text}</div>'
     if not runs:
         return note or '<div class="lion-meta">No runs observed yet.</div>'
     rows = []

@@ -116,13 +116,15 @@ def test_a_replayed_message_says_which_cassette_call_and_line() -> None:
         assert "<img" not in html and "<b>1" not in html
 
 
-def test_runs_from_before_run_tracking_are_said_not_counted_as_zero() -> None:
+async def test_runs_from_before_run_tracking_are_said_not_counted_as_zero() -> None:
     assert tl.runs_title(0) == "Runs (0)" and tl.runs_title(2) == "Runs (2)"
     assert tl.runs_title(0, 8) == "Runs: none observed — 8 messages came before run tracking"
     assert tl.runs_title(1, 1) == "Runs (1) · 1 message came before run tracking"
     note = tl.runs_html(None, untracked=8)
     assert "The branch&#x27;s 8 messages came before run tracking started" in note
     assert "provenance_of(branch)" in note and "No runs observed yet" not in note
+    observed = tl.runs_html(provenance_of(await conversation()), untracked=2)
+    assert "The first 2 messages came before" in observed and "<table" in observed
     branch = big_branch(5)
     totals = tlm.branch_totals(branch.messages)
     static = tl.static_html("T", branch.messages, 0, 5, None, None, totals, untracked=4)
