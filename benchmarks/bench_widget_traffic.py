@@ -103,6 +103,7 @@ class IOPubCounter:
             self.messages = 0
             self.bytes = 0
             self.sizes: list[int] = []
+            self.kinds: dict[str, list[int]] = {}  # "custom" / "update:<keys>" -> [n, bytes]
 
     def _loop(self) -> None:
         poller = zmq.Poller()
@@ -119,10 +120,23 @@ class IOPubCounter:
             kind = header.get("msg_type")
             if kind in ("comm_open", "comm_msg", "comm_close"):
                 size = sum(len(f) for f in frames)
+                data = json.loads(frames[i + 5]).get("data", {})
+                kind = str(data.get("method", kind))
+                if kind == "update":
+                    kind += ":" + ",".join(sorted(data.get("state", {})))
+                ops = (data.get("content") or {}).get("ops", []) if kind == "custom" else []
                 with self.lock:
                     self.messages += 1
                     self.bytes += size
                     self.sizes.append(size)
+                    entry = self.kinds.setdefault(kind, [0, 0])
+                    entry[0] += 1
+                    entry[1] += size
+                    for op in ops:  # payload bytes per op kind (without the envelope)
+                        name = "op:" + str(op.get("op"))
+                        entry = self.kinds.setdefault(name, [0, 0])
+                        entry[0] += 1
+                        entry[1] += len(json.dumps(op, ensure_ascii=False))
             elif kind == "stream":
                 self.stdout.put(json.loads(frames[i + 5]).get("text", ""))
 
@@ -165,6 +179,7 @@ def measure(
     info = json.loads(line.strip().splitlines()[-1])
     with counter.lock:
         msgs, size = counter.messages, counter.bytes
+        kinds = {k: list(v) for k, v in counter.kinds.items()}
     return {
         "tokens": tokens,
         "rate": rate,
@@ -173,6 +188,7 @@ def measure(
         "comm_bytes": size,
         "final_html": info["final_html"],
         "ratio": round(size / info["final_html"], 2),
+        "by_kind": kinds,
         "budget": int(1.5 * info["final_html"] + 16384 * tokens / rate),
     }
 

@@ -66,7 +66,9 @@ function render({ model, el }) {
   const kind = model.get("kind");
   const chat = kind === "chat";
   const uid = model.get("uid") || "";
-  if (!STORE.has(uid)) STORE.set(uid, { draft: "", scrollTop: null, atBottom: true });
+  if (!STORE.has(uid)) {
+    STORE.set(uid, { draft: "", scrollTop: null, atBottom: true, applied: 0 });
+  }
   const store = STORE.get(uid);
   const parts = new Map(); // key -> {el, html, fp}
   const wantClip = new Map(); // key -> the copy button that asked
@@ -277,9 +279,7 @@ function render({ model, el }) {
     }
     slot(part, "head").innerHTML = op.head;
     if (op.thinking !== undefined) slot(part, "thinking").innerHTML = op.thinking;
-    const tail = slot(part, "tail");
-    tail.textContent = "";
-    tail.classList.remove("lion-tail-text");
+    slot(part, "tail").textContent = "";
     slot(part, "frozen").insertAdjacentHTML("beforeend", op.add || "");
     if (op.after !== undefined) slot(part, "tools").innerHTML = op.after;
     if (op.id) {
@@ -293,17 +293,20 @@ function render({ model, el }) {
   }
 
   function tail(part, op) {
+    // the growing last block: its rendered HTML, or text appended after the rendered start
     const el = slot(part, "tail");
     if (op.html !== undefined) {
-      el.classList.remove("lion-tail-text");
       el.innerHTML = op.html;
       decorate(el);
-    } else if (op.add) {
-      el.appendChild(document.createTextNode(op.text));
-    } else {
-      el.classList.add("lion-tail-text");
-      el.textContent = op.text;
+      return;
     }
+    let text = el.querySelector(":scope > .lion-tail-text");
+    if (!op.add) el.textContent = "";
+    if (!text || !op.add) {
+      text = node("span", "lion-tail-text");
+      el.appendChild(text);
+    }
+    text.appendChild(document.createTextNode(op.text));
   }
 
   function apply(op) {
@@ -329,9 +332,7 @@ function render({ model, el }) {
     } else if (op.op === "add") {
       const frozen = slot(part, "frozen");
       frozen.insertAdjacentHTML("beforeend", op.html);
-      const tailEl = slot(part, "tail");
-      tailEl.textContent = "";
-      tailEl.classList.remove("lion-tail-text");
+      slot(part, "tail").textContent = "";
       decorate(frozen);
       part.html = null;
     } else if (op.op === "tail") {
@@ -378,6 +379,7 @@ function render({ model, el }) {
       }
     }
     applied = model.get("seq");
+    store.applied = Math.max(store.applied, applied);
     healing = false;
     settle(follow);
   }
@@ -402,6 +404,7 @@ function render({ model, el }) {
     try {
       for (const op of msg.ops) apply(op);
       applied = msg.seq;
+      store.applied = Math.max(store.applied, applied);
     } catch (err) {
       console.warn("lion_nb: could not apply an update; asking for the full state", err);
       healing = true;
@@ -421,6 +424,12 @@ function render({ model, el }) {
 
   fromState();
   chrome();
+  if (store.applied > applied) {
+    // another view of this widget on the page has seen newer updates than the synced state
+    // holds (the kernel keeps its state without re-sending it): ask for it
+    healing = true;
+    model.send({ action: "resync", have: applied });
+  }
   if (store.scrollTop !== null && !store.atBottom) scroller.scrollTop = store.scrollTop;
   else settle(true);
   if (prompt && store.focused) {

@@ -75,15 +75,19 @@ class Channel:
         self._ops: list[Op] = []
         self._dirty: dict[str, Producer] = {}
         self._timer: Any = None
+        self._timer_soon = False  # the pending timer is a call_soon, not the throttle
         self._last: float | None = None
         self.messages = 0
         self.sent_bytes = 0
         self.closed = False
 
     def push(self, *ops: Op, now: bool = True) -> None:
+        """Queue ``ops``; ``now``: send them with the next turn of the event loop (so the ops
+        of one burst of signals - a prompt and its reply recorded back to back - share one
+        message), else with the next throttled update."""
         self._ops.extend(ops)
         if now:
-            self.flush()
+            self._soon()
         else:
             self._schedule()
 
@@ -92,7 +96,7 @@ class Channel:
         round trip), not after the interval of the update before it."""
         self._dirty[key] = producer
         if now:
-            self.flush()
+            self._soon()
         else:
             self._schedule()
 
@@ -102,6 +106,22 @@ class Channel:
     @property
     def pending(self) -> bool:
         return bool(self._ops or self._dirty)
+
+    def _soon(self) -> None:
+        if self._timer is not None and self._timer_soon:
+            return
+        if self._call_later is not None:
+            self.flush()  # manual time (tests): at once
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_soon(self._fire)
+        self._timer_soon = True
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -122,6 +142,7 @@ class Channel:
 
     def _fire(self) -> None:
         self._timer = None
+        self._timer_soon = False
         self.flush()
 
     def flush(self) -> None:
@@ -129,6 +150,7 @@ class Channel:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+            self._timer_soon = False
         ops, self._ops = self._ops, []
         dirty, self._dirty = self._dirty, {}
         for producer in dirty.values():

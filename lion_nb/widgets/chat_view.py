@@ -103,7 +103,7 @@ class _Value:
 
     @property
     def value(self) -> Any:
-        return getattr(self._view, self._trait)
+        return self._view.chrome_value(self._trait)
 
 
 class _Prompt:
@@ -134,7 +134,7 @@ class _Button:
     def disabled(self) -> bool:
         if self._enabled == "send":
             return self._view.running
-        return not self._view.can_stop
+        return not self._view.runs.driving
 
     def click(self) -> None:
         self._action()
@@ -268,7 +268,8 @@ class BranchView(Front):
         self.transcript.show_prompt(text)
         task = loop.create_task(self._drive(text, after=claim.after))
         self.runs.started(task)
-        self._set_running()
+        with self.hold_sync():
+            self._set_running()
         return task
 
     async def asend(self, text: str) -> Any:
@@ -289,7 +290,7 @@ class BranchView(Front):
 
     def _show_stopping(self) -> None:
         if not self.closed:
-            self.status_line = status_html("stopping", "stopping…")
+            self.set_chrome(status_line=status_html("stopping", "stopping…"))
 
     def rendered_html(self) -> str:
         """The transcript's HTML as the page shows it, in order."""
@@ -338,8 +339,9 @@ class BranchView(Front):
         finally:
             self.runs.ended()
             if not self.closed:
-                self._settle(outcome)
-                self._set_running()
+                with self.hold_sync():
+                    self._settle(outcome)
+                    self._set_running()
 
     def _settle(self, outcome: Status) -> None:
         """After the task: replies that were not recorded keep their partial text, marked."""
@@ -350,14 +352,12 @@ class BranchView(Front):
             # the run began): nothing else replaces the saved output
             self.refresh_static()
         if outcome == "stopped":
-            self.status_line = status_html("stopped", "stopped")
+            self.set_chrome(status_line=status_html("stopped", "stopped"))
         elif outcome == "failed" and not self.runs.runs:
-            self.status_line = status_html("failed", "failed")
+            self.set_chrome(status_line=status_html("failed", "failed"))
 
     def _set_running(self) -> None:
-        with self.hold_sync():
-            self.busy = self.runs.running
-            self.can_stop = self.runs.driving
+        self.set_chrome(busy=self.runs.running, can_stop=self.runs.driving)
         if not self.runs.running:
             self.sync_state()  # at rest: a reload or a second view shows everything
 
@@ -365,10 +365,14 @@ class BranchView(Front):
     def _on_signal(self, signal: Signal) -> None:
         if self.closed:
             return
+        with self.hold_sync():  # status, Send/Stop state: one update message
+            self._follow(signal)
+
+    def _follow(self, signal: Signal) -> None:
         self.runs.on_signal(signal)
         status = status_of(signal)
         if status is not None:
-            self.status_line = status_html(*status)
+            self.set_chrome(status_line=status_html(*status))
         if isinstance(signal, StreamDelta):
             self.transcript.on_delta(signal)
         elif isinstance(signal, MessageAdded):
@@ -398,12 +402,12 @@ class BranchView(Front):
             return
         self._shown_errors.add(id(error))
         self.last_error = error
-        self.error_box = error_html(error)
+        self.set_chrome(error_box=error_html(error))
 
     def _clear_error(self) -> None:
         self._shown_errors.clear()
-        if self.error_box:
-            self.error_box = ""
+        if self.chrome_value("error_box"):
+            self.set_chrome(error_box="")
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"

@@ -18,6 +18,7 @@ while the user may be typing in it (``update_display_data`` makes JupyterLab dra
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import uuid
@@ -62,7 +63,9 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     kind = traitlets.Unicode("parts").tag(sync=True)  # chat | rounds | parse
     title = traitlets.Unicode("").tag(sync=True)
     hint = traitlets.Unicode("").tag(sync=True)  # the empty view's placeholder hint
-    parts: traitlets.List[list[str]] = traitlets.List().tag(sync=True)  # [[key, html], ...]: the complete state
+    parts: traitlets.List[list[str]] = traitlets.List().tag(
+        sync=True
+    )  # [[key, html], ...]: the complete state
     seq = traitlets.Int(0).tag(sync=True)  # the channel seq that ``parts`` reflects
     status_line = traitlets.Unicode("").tag(sync=True)  # status line HTML
     error_box = traitlets.Unicode("").tag(sync=True)  # error box HTML
@@ -76,6 +79,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(uid=uuid.uuid4().hex, **kwargs)
+        self._chrome_pending: dict[str, Any] = {}
+        self._chrome_handle: asyncio.Handle | None = None
         self.channel = Channel(self._send_ops)
         self.on_msg(self._on_page)
 
@@ -84,17 +89,52 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         """``[[key, html], ...]``: everything the view shows (subclasses)."""
         return []
 
-    def sync_state(self) -> None:
-        """Put the complete state in the synced traits (after sending what is queued, so the
-        state's seq covers it)."""
+    def sync_state(self, *, send: bool = False) -> None:
+        """Put the complete state in the widget's traits (after sending what is queued, so the
+        state's seq covers it). By default the kernel's copy only: a page that attaches later
+        (a reload, a new front end) is sent the kernel's state anyway, and the pages showing the
+        view already have it from the deltas, so re-sending the transcript at every rest would
+        double the traffic. ``send=True`` sends it too: a page asked (``resync``), or the saved
+        output is refreshed (JupyterLab draws the view anew; nbclient saves widget state from
+        what was sent)."""
         if self.closed:
             return
         self.channel.flush()
-        parts = self.state_parts()
-        with self.hold_sync():
-            if parts != self.parts:
+        parts, seq = self.state_parts(), self.channel.seq
+        if parts != self.parts or seq != self.seq:
+            # ipywidgets' echo lock: the new values are the kernel's without an update message
+            with self._lock_property(parts=parts, seq=seq):
                 self.parts = parts
-            self.seq = self.channel.seq
+                self.seq = seq
+        if send:
+            self.send_state(["parts", "seq"])
+
+    def set_chrome(self, **values: Any) -> None:
+        """Set the view's small traits (status line, error box, Send/Stop state) with the next
+        turn of the event loop, all in one update message (a Send and its run's start, a run's
+        end and its task's end each cost one)."""
+        self._chrome_pending.update(values)
+        if self._chrome_handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._apply_chrome()
+            return
+        self._chrome_handle = loop.call_soon(self._apply_chrome)
+
+    def chrome_value(self, name: str) -> Any:
+        """A small trait's value, counting one set but not sent yet."""
+        return self._chrome_pending.get(name, getattr(self, name))
+
+    def _apply_chrome(self) -> None:
+        self._chrome_handle = None
+        values, self._chrome_pending = self._chrome_pending, {}
+        if self.closed:
+            return
+        with self.hold_sync():
+            for name, value in values.items():
+                setattr(self, name, value)
 
     def _send_ops(self, content: dict[str, Any]) -> None:
         if not self.closed:  # the comm's custom send (``BranchView.send`` is the chat verb)
@@ -113,7 +153,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
             logger.exception("page action %r failed", content.get("action"))
 
     def _action_resync(self, _content: dict[str, Any]) -> None:
-        self.sync_state()
+        self.sync_state(send=True)
 
     def _action_copy(self, content: dict[str, Any]) -> None:
         key = str(content.get("key", ""))
@@ -122,7 +162,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
             self.channel.push({"op": "clip", "key": key, "text": text})
 
     def _action_leave(self, _content: dict[str, Any]) -> None:
-        if self._leave_pending and not self.busy:
+        if self._leave_pending and not self.chrome_value("busy"):
             self.flush_static()
 
     def copy_text(self, key: str) -> str | None:
@@ -141,7 +181,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     def flush_static(self) -> bool:
         self._leave_pending = False
         if not self.closed:
-            self.sync_state()  # the view JupyterLab draws anew renders from the synced state
+            self.sync_state(send=True)  # the view JupyterLab draws anew renders from it
         return super().flush_static()
 
     def close(self) -> None:

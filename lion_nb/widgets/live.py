@@ -48,7 +48,7 @@ __all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
 class LiveConfig:
     max_rate: float = 15.0  # updates per second after the first
     preview_chars: int = 1500  # thinking / tool-argument previews show this many last chars
-    tail_html_chars: int = 240  # a tail this short is re-rendered as HTML; longer: new text
+    tail_html_chars: int = 160  # a tail this short is re-rendered as HTML; longer: new text
 
     @property
     def interval(self) -> float:
@@ -157,7 +157,13 @@ class LiveMessage:
             ops.append({"op": "add", "key": self.key, "html": "".join(self._new_blocks)})
             self._new_blocks = []
             self._tail_shown, self._tail_is_text, self._tail_src = "", False, ""
-        ops.extend(self._tail_ops())
+            # the screen changes with the blocks; a new tail is sent now only while short
+            # (else with the next update, if its block is not finished by then: sending the
+            # text of a block that finishes within an update would send it twice)
+            if len(self._md.tail_text()) <= self.config.tail_html_chars:
+                ops.extend(self._tail_ops())
+        else:
+            ops.extend(self._tail_ops())
         if self._thinking is not None:
             ops.extend(self._slot("thinking", self._thinking_html()))
         if self._tools:
@@ -169,19 +175,22 @@ class LiveMessage:
         return ops
 
     def _tail_ops(self) -> list[Op]:
+        """The growing last block: re-rendered while short; past ``tail_html_chars``, only
+        the text that arrived since (the page shows it as text after the rendered start,
+        until the block is finished and sent rendered)."""
         src = self._md.tail_text()
-        limit = self.config.tail_html_chars
-        if len(src) > limit and src.startswith(self._tail_src):
-            if not self._tail_is_text:  # from rendered HTML to text: the text so far, once
-                self._tail_is_text, self._tail_src = True, src
-                return [{"op": "tail", "key": self.key, "text": src, "add": False}]
+        if len(src) > self.config.tail_html_chars and src.startswith(self._tail_src):
             new = src[len(self._tail_src) :]
-            self._tail_src = src
+            self._tail_src, self._tail_is_text = src, True
             return [{"op": "tail", "key": self.key, "text": new, "add": True}] if new else []
+        if self._tail_is_text:  # the block was rewritten (rare): its text, whole
+            self._tail_src = src
+            return [{"op": "tail", "key": self.key, "text": src, "add": False}]
         html_ = self._md.tail_html() if src else ""
-        if not self._tail_is_text and html_ == self._tail_shown:
+        self._tail_src = src
+        if html_ == self._tail_shown:
             return []
-        self._tail_shown, self._tail_is_text, self._tail_src = html_, False, ""
+        self._tail_shown = html_
         return [{"op": "tail", "key": self.key, "html": html_}]
 
     def _slot(self, name: str, html_: str) -> list[Op]:
@@ -243,10 +252,13 @@ class LiveMessage:
         follows the body, when the card's body is the blocks already sent plus the rest; else
         the whole card."""
         self._take_text()
-        rest = "".join(self._new_blocks + self._md.finish())
+        last = self._md.finish()
+        rest = "".join(self._new_blocks + last)  # what the page has not been sent
+        self._frozen.extend(last)
+        self._new_blocks = []
         self.done = True
         self._channel.forget(self.key)
-        pieces = split_card(card, "".join(self._frozen) + rest)
+        pieces = split_card(card, "".join(self._frozen))
         if pieces is None:
             return {"op": "put", "key": new_key, "html": card, "replace": self.key}
         tag, head, thinking, after = pieces

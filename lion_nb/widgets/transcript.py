@@ -26,14 +26,7 @@ if TYPE_CHECKING:
     from lion_nb.messages import RoledMessage
     from lion_nb.session.branch import Branch
 
-__all__ = ["Transcript", "part_key"]
-
-
-def part_key(key: Key) -> str:
-    """The front end's name of a transcript key: ``<id>``, ``live:<id>``, ``pending:<tag>``."""
-    if isinstance(key, tuple):
-        return f"{key[0]}:{key[1]}"
-    return str(key)
+__all__ = ["Transcript"]
 
 
 def model_label(branch: Branch) -> str | None:
@@ -65,15 +58,26 @@ class Transcript:
         self._reset = reset
         self._html: dict[Key, str] = {}
         self.live: dict[uuid.UUID, LiveMessage] = {}
+        self._short: dict[Key, str] = {}  # live / pending keys -> short part keys (L1, P2..)
 
     # ----- reading -------------------------------------------------------------------------
     @property
     def items(self) -> list[tuple[Key, str]]:
         return [(key, self._part_html(key)) for key in self.model.keys]
 
+    def key_of(self, key: Key) -> str:
+        """The front end's name of a transcript key: a recorded message's id, or a short
+        name for a reply streaming (``L1``...) or a prompt not recorded yet (``P1``...): they
+        go with every streamed op, so they are kept short."""
+        if not isinstance(key, tuple):
+            return str(key)
+        if key not in self._short:
+            self._short[key] = f"{'L' if key[0] == 'live' else 'P'}{len(self._short) + 1}"
+        return self._short[key]
+
     def state(self) -> list[list[str]]:
         """``[[part key, html], ...]``: the complete state a front end shows."""
-        return [[part_key(key), html_] for key, html_ in self.items]
+        return [[self.key_of(key), html_] for key, html_ in self.items]
 
     def shown_ids(self) -> list[uuid.UUID]:
         return self.model.shown_ids()
@@ -88,7 +92,7 @@ class Transcript:
     def text_of(self, key: str) -> str | None:
         """What a copy control of part ``key`` copies: a message's text (Markdown)."""
         for k in self.model.keys:
-            if part_key(k) != key:
+            if self.key_of(k) != key:
                 continue
             if is_live(k):
                 live = self.live.get(k[1])  # type: ignore[index]
@@ -110,7 +114,7 @@ class Transcript:
     def _before(self, key: Key) -> str | None:
         keys = self.model.keys
         at = keys.index(key)
-        return part_key(keys[at + 1]) if at + 1 < len(keys) else None
+        return self.key_of(keys[at + 1]) if at + 1 < len(keys) else None
 
     # ----- changes ---------------------------------------------------------------------------
     def show_prompt(self, text: str) -> None:
@@ -118,7 +122,7 @@ class Transcript:
         key = self.model.add_pending()
         self._html[key] = pending_prompt_html(text)
         self._channel.push(
-            {"op": "put", "key": part_key(key), "html": self._html[key], "before": None}
+            {"op": "put", "key": self.key_of(key), "html": self._html[key], "before": None}
         )
 
     def release_prompt(self) -> None:
@@ -131,11 +135,15 @@ class Transcript:
             if self.model.shows(signal.message_id):
                 return  # a late delta for a message already recorded
             mid = signal.message_id
+            key = ("live", mid)
             live = LiveMessage(
-                mid, self._channel, config=self.config, model=model_label(self.branch)
+                mid,
+                self._channel,
+                key=self.key_of(key),
+                config=self.config,
+                model=model_label(self.branch),
             )
             self.live[mid] = live
-            key = ("live", mid)
             self.model.place(key)
             self._channel.push(
                 {"op": "put", "key": live.key, "html": live.shell_html(), "before": None},
@@ -162,7 +170,7 @@ class Transcript:
             self._html.pop(pending, None)
             self._html[mid] = card
             self._channel.push(
-                {"op": "put", "key": str(mid), "html": card, "replace": part_key(pending)}
+                {"op": "put", "key": str(mid), "html": card, "replace": self.key_of(pending)}
             )
             return
         self.model.insert_message(mid)

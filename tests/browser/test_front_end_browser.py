@@ -8,9 +8,9 @@ issue 14 quotes them)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -88,7 +88,7 @@ def _stream_stats(page, lab, n) -> dict[str, float]:
     stream = [c for c in changes if c[2] >= 0]
     times = [c[0] for c in stream]
     span = (times[-1] - times[0]) / 1000
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     first = json.loads((lab.root / "first_token.json").read_text())
     return {
         "updates": len(times),

@@ -215,3 +215,23 @@ def test_finish_marks_the_card_and_renders_the_rest() -> None:
     for m in msgs:
         page.receive(m)
     assert "and a tail" in page.html() and "<strong>bold</strong>" in page.html()
+
+
+def test_the_seal_sends_blocks_still_waiting_for_the_throttle_once() -> None:
+    msgs: list = []
+    time_ = ManualTime()
+    channel = Channel(msgs.append, clock=time_.clock, call_later=time_.call_later)
+    mid = uuid.uuid4()
+    live = LiveMessage(mid, channel)
+    channel.push({"op": "put", "key": live.key, "html": live.shell_html(), "before": None})
+    text = markdown(300)
+    for signal in deltas(uuid.uuid4(), mid, text):
+        live.feed(signal)  # time stands still: after the first update, all waits
+    card = message_html(AssistantResponse(id=mid, response=text))
+    seal = live.seal_op(card, str(mid))
+    assert seal["op"] == "seal"
+    channel.push(seal)
+    page = Page()
+    for m in msgs:
+        page.receive(m)
+    assert page.html() == card

@@ -147,6 +147,7 @@ async def test_streamed_analysis_shows_while_the_round_runs_and_only_that_round_
 
     def round_ended(signal) -> None:
         if signal.round == 1:
+            view.channel.flush()  # what round 1's end queued for the next turn of the loop
             at_end_of_round_1.update(changes)
 
     branch.observe(handler=watch_round_widgets)
