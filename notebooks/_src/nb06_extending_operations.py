@@ -20,15 +20,22 @@ CELLS = [
     This notebook runs on the offline scripted model.
     """),
     code("""
+    import lion_nb
     from lion_nb import Session, iModel
     from lion_nb.signals import RunEnd, RunStart
+
+
+    def streamed(text: str) -> dict:
+        \"\"\"A scripted reply that streams in small pieces, like a real model.\"\"\"
+        return {"chunks": [text[i : i + 6] for i in range(0, len(text), 6)], "delay": 0.02}
+
 
     model = iModel(
         provider="scripted",
         replies=[
-            "Solar panels now cost 90% less than in 2010.",
-            "Bakery tagline draft: Bread, daily.",
-            '{"tagline": "Warm bread, every morning.", "tone": "friendly"}',
+            streamed("Solar panels now cost 90% less than in 2010."),
+            streamed("Bakery tagline draft: Bread, daily."),
+            streamed('{"tagline": "Warm bread, every morning.", "tone": "friendly"}'),
             "Petrichor.",
             "Panels got cheap.",
         ],
@@ -44,7 +51,14 @@ CELLS = [
 
 
     branch.observe(RunStart, RunEnd, handler=log_run)
-    branch
+    """),
+    md("""
+    The chat view below follows the branch. Everything this notebook adds to the operations
+    layer - the registered operation, the custom Middle's two exchanges, the `Operation` node -
+    streams into it live, like a built-in verb: they all go through the same operations layer.
+    """),
+    code("""
+    lion_nb.view(branch, title="editor: custom operations, live")
     """),
     md("""
     ## 1. A registered session operation
