@@ -95,6 +95,10 @@ from lion_nb.viewmodels.next_turn import next_turn
 model = iModel(provider="local")
 branch = big_branch(5, model=model)
 turn = next_turn(branch.messages, model)
+from lion_nb.widgets.inspector import ProgressionInspector
+
+inspector = ProgressionInspector(branch)  # the view's own count, on this machine
+assert inspector.update_next_turn() == turn, inspector.update_next_turn()
 print(json.dumps({"exact": turn.exact, "tokens": turn.tokens, "window": turn.window,
                   "constructed": model.provider_or_none is not None,
                   "llama": "llama_cpp" in sys.modules, "html": next_turn_html(turn)}))

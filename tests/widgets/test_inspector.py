@@ -215,3 +215,23 @@ async def test_runs_from_before_the_inspector_are_said_not_runs_0() -> None:
     view._refresh.flush()
     assert view._runs_box.get_title(0) == "Runs (1) · 2 messages came before run tracking"
     view.close()
+
+
+async def test_a_reply_replayed_from_a_cassette_says_where_it_came_from(tmp_path) -> None:
+    import lion_nb
+
+    path = tmp_path / "lesson.cassette.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        await Branch(chat_model=scripted("recorded reply")).communicate("hi")
+    branch = Branch(chat_model=scripted("never called"))
+    with lion_nb.cassette(path, mode="replay"):
+        await branch.communicate("hi")
+    note = branch.messages[-1].metadata["replayed"]
+    view = ProgressionInspector(branch)
+    assert "lion-replayed" in view.rows_html()[-1] and "lion-replayed" not in view.rows_html()[0]
+    said = (
+        f"replayed from {note['cassette']}, call {note['call']} (line {note['line']}), "
+        f"recorded {note['recorded_at']}"
+    )
+    assert note["call"] == 1 and f"<th>replayed</th><td>{said}</td>" in view.detail_html(1)
+    view.close()
