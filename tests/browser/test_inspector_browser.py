@@ -38,6 +38,14 @@ def _no_kernels_left(jupyter_lab):
     shutdown_kernels(jupyter_lab)
 
 
+def open_inspector(page, jupyter_lab, name: str, source: str):
+    """Run a one-cell notebook that shows an inspector; its locator once rows are drawn."""
+    run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, name, [source]))
+    view = page.locator(".lion-inspector")
+    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    return view
+
+
 def row_indices(page) -> list[int]:
     return page.evaluate(
         "() => [...document.querySelectorAll('.lion-inspector .lion-tl-row')]"
@@ -57,10 +65,7 @@ def wait_rows(page, first: int, count: int = 50) -> None:
 
 
 def test_inspector_opens_pages_expands_and_shows_the_payload(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "inspector.ipynb", [HISTORY])
-    run_notebook_in_lab(page, jupyter_lab, nb)
-    view = page.locator(".lion-inspector")
-    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    view = open_inspector(page, jupyter_lab, "inspector.ipynb", HISTORY)
     wait_rows(page, 253)  # the newest page, 50 rows
     assert row_indices(page) == list(range(253, 303))
     assert "303 messages" in view.locator(".lion-tl-header").inner_text()
@@ -96,10 +101,7 @@ def test_inspector_opens_pages_expands_and_shows_the_payload(page, jupyter_lab):
 
 
 def test_fork_here_then_continue_and_compare(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "fork.ipynb", [HISTORY])
-    run_notebook_in_lab(page, jupyter_lab, nb)
-    view = page.locator(".lion-inspector")
-    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    view = open_inspector(page, jupyter_lab, "fork.ipynb", HISTORY)
     row = view.locator(".lion-tl-line", has=page.locator(".lion-tl-row[data-index='300']"))
     row.locator("button.lion-tl-fork").click()
     panel = view.locator(".lion-tl-fork-panel")
@@ -284,10 +286,7 @@ def boxes(page, selector: str) -> list[dict]:
 
 
 def test_fork_buttons_stay_in_their_column_and_the_pager_is_one_line(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "long_previews.ipynb", [LONG_PREVIEWS])
-    run_notebook_in_lab(page, jupyter_lab, nb)
-    view = page.locator(".lion-inspector")
-    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    view = open_inspector(page, jupyter_lab, "long_previews.ipynb", LONG_PREVIEWS)
     wait_rows(page, 1)  # 51 messages: the newest 50
     inner = boxes(page, ".lion-inspector")[0]
     forks = boxes(page, ".lion-inspector button.lion-tl-fork")
@@ -325,10 +324,7 @@ def test_fork_buttons_stay_in_their_column_and_the_pager_is_one_line(page, jupyt
 
 
 def test_opening_one_rows_payload_keeps_anothers_open(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "two_payloads.ipynb", [HISTORY])
-    run_notebook_in_lab(page, jupyter_lab, nb)
-    view = page.locator(".lion-inspector")
-    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    view = open_inspector(page, jupyter_lab, "two_payloads.ipynb", HISTORY)
     wait_rows(page, 253)
 
     def line(index: int):
