@@ -76,7 +76,7 @@ function render({ model, el }) {
   let healing = false;
   let stateQueued = false;
 
-  const root = node("div", `lion-view lion-front lion-kind-${kind}`);
+  const root = node("div", `lion-view lion-front lion-${kind}`);
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   const title = node("div", "lion-title", model.get("title"));
   const scroller = node("div", "lion-scroll");

@@ -408,6 +408,16 @@ def test_every_view_in_jupyterlab_executes_nothing(page, jupyter_lab):
     screenshot(page, "xss_inspector_payload")
     page.locator(".lion-rounds").first.scroll_into_view_if_needed()
     screenshot(page, "xss_rounds")
+    # the copy controls of the front end: every message and code block has one; using them
+    # (the message text comes from the kernel, code from the DOM) runs nothing either
+    watch.phase = "copy controls"
+    chat = page.locator(".lion-front.lion-chat").first
+    copies = chat.locator(".lion-copy")
+    assert chat.locator(".lion-copy-msg").count() == chat.locator(".lion-msg").count()
+    for i in range(min(copies.count(), 12)):
+        copies.nth(i).scroll_into_view_if_needed()
+        copies.nth(i).click()
+    time.sleep(1.0)
     assert_inert(page, watch, allowed_paths=LAB_PATHS)
     print(f"JupyterLab: all views rendered in {elapsed:.1f} s")
 

@@ -115,9 +115,13 @@ class Kernel:
 
     def click(self, model_id: str) -> None:
         """What a browser sends when a Button is clicked: a comm message to its model."""
-        content = {"comm_id": model_id, "data": {"method": "custom", "content": {"event": "click"}}}
-        msg = self.kc.session.msg("comm_msg", content)
-        self.kc.shell_channel.send(msg)
+        self.page_action(model_id, {"event": "click"})
+
+    def page_action(self, model_id: str, content: dict[str, Any]) -> None:
+        """A custom message from the page to a widget (``model.send(content)`` in an ES
+        module: the front-end views' ``{"action": ...}``)."""
+        data = {"comm_id": model_id, "data": {"method": "custom", "content": content}}
+        self.kc.shell_channel.send(self.kc.session.msg("comm_msg", data))
 
 
 @pytest.fixture(scope="module")
