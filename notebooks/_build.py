@@ -30,6 +30,7 @@ NOTEBOOKS = {
     "05_progression_and_forks.ipynb": "_src.nb05_progression_and_forks",
     "06_extending_operations.ipynb": "_src.nb06_extending_operations",
     "07_cassettes.ipynb": "_src.nb07_cassettes",
+    "08_flows.ipynb": "_src.nb08_flows",
 }
 
 METADATA = {

@@ -59,12 +59,15 @@ def test_requirements_install_lion_nb_with_the_lab_extra(tmp_path):
     assert "lion_nb" in names, names
     item = names["lion_nb"]
     assert item["download_info"]["url"] == ROOT.as_uri()  # this checkout, not a registry copy
-    assert item.get("requested_extras") == ["lab"]
+    assert item.get("requested_extras") == ["lab", "ray"]  # ray: notebook 08 runs on Ray
     lab_requirements = [
         r for r in item["metadata"].get("requires_dist", []) if re.search(r"extra == .lab.", r)
     ]
     assert any(r.startswith("jupyterlab") for r in lab_requirements), lab_requirements
     assert any(r.startswith("ipywidgets") for r in item["metadata"]["requires_dist"])
+    assert any(
+        r.startswith("ray") and "extra == 'ray'" in r for r in item["metadata"]["requires_dist"]
+    )
 
 
 def test_runtime_is_the_python_the_package_supports():
@@ -100,7 +103,7 @@ def test_postbuild_builds_the_embedded_model_like_the_makefile():
 def test_every_notebook_binder_lists_exists_and_the_quickstart_opens_first():
     readme = (BINDER / "README.md").read_text()
     linked = re.findall(r"\]\(\.\./(notebooks/[^)]+\.ipynb)\)", readme)
-    assert len(linked) == 7, linked
+    assert len(linked) == 8, linked
     missing = [path for path in linked if not (ROOT / path).is_file()]
     assert not missing, missing
     assert linked[0] == "notebooks/01_quickstart.ipynb"

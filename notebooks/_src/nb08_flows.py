@@ -124,9 +124,9 @@ CELLS = [
     ray_view
     """),
     code("""
-    await talk_on_ray.run(engine="ray")
     import os
 
+    await talk_on_ray.run(engine="ray")
     attempts = [node.metadata["ray"]["attempts"][0] for node in talk_on_ray]
     print("nodes run in Ray worker processes:", all(a["pid"] != os.getpid() for a in attempts))
     print("same answers as in the kernel:",
