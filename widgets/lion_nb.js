@@ -118,7 +118,11 @@ function render({ model, el }) {
     stopButton = node("button", "lion-stop", "Stop");
     stopButton.type = "button";
     stopButton.title = "Stop the running reply (Esc)";
-    buttons.append(sendButton, stopButton);
+    const clearButton = node("button", "lion-clear", "Clear");
+    clearButton.type = "button";
+    clearButton.title = "Start afresh (the conversation so far stays an alternative)";
+    clearButton.addEventListener("click", () => model.send({ action: "clear" }));
+    buttons.append(sendButton, stopButton, clearButton);
     controls.append(prompt, buttons);
     root.append(controls);
   }
@@ -199,6 +203,7 @@ function render({ model, el }) {
   });
 
   function settle(follow) {
+    marks();
     empty.hidden = parts.size > 0 || !chat;
     if (!chat) return;
     if (follow) {
@@ -226,6 +231,20 @@ function render({ model, el }) {
         head.appendChild(button);
       }
     }
+    if (chat) {
+      for (const card of container.querySelectorAll(".lion-msg[data-id]")) {
+        const head = card.querySelector(".lion-head");
+        if (!head || head.querySelector(".lion-act")) continue;
+        const key = card.getAttribute("data-id");
+        if (card.classList.contains("lion-assistant")) {
+          head.appendChild(control("Regenerate", "Answer this turn again (on a new alternative)", () =>
+            model.send({ action: "regenerate", key })));
+        } else if (card.classList.contains("lion-user")) {
+          head.appendChild(control("Edit", "Edit this message and send it again (Enter sends, Esc cancels)", () =>
+            editInPlace(card, key)));
+        }
+      }
+    }
     for (const pre of container.querySelectorAll("pre.lion-code")) {
       if (pre.querySelector(".lion-copy")) continue;
       const button = node("button", "lion-copy lion-copy-code", "Copy");
@@ -236,6 +255,70 @@ function render({ model, el }) {
         flash(button, await copyText((code || pre).textContent));
       });
       pre.appendChild(button);
+    }
+  }
+
+  function control(label, title, onClick) {
+    const button = node("button", "lion-act", label);
+    button.type = "button";
+    button.title = title;
+    button.addEventListener("click", onClick);
+    return button;
+  }
+
+  function editInPlace(card, key) {
+    const body = card.querySelector(".lion-body");
+    if (!body || card.querySelector(".lion-edit")) return;
+    const box = node("textarea", "lion-prompt lion-edit");
+    box.value = body.innerText.trim();
+    box.rows = Math.min(8, box.value.split("\n").length + 1);
+    body.hidden = true;
+    body.after(box);
+    box.focus();
+    const done = () => {
+      box.remove();
+      body.hidden = false;
+    };
+    box.addEventListener("keydown", (event) => {
+      event.stopPropagation();
+      if (event.isComposing) return;
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        const text = box.value;
+        done();
+        if (text.trim()) model.send({ action: "edit", key, text });
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        done();
+      }
+    });
+    box.addEventListener("keyup", (event) => event.stopPropagation());
+  }
+
+  function marks() {
+    // the ‹ n/of › switchers and "continue" of truncated replies (kernel state by message id)
+    if (!chat) return;
+    const alts = model.get("alt_marks") || {};
+    const cut = new Set(model.get("cut_marks") || []);
+    for (const card of list.querySelectorAll(".lion-msg[data-id]")) {
+      const key = card.getAttribute("data-id");
+      const head = card.querySelector(".lion-head");
+      if (!head) continue;
+      for (const old of head.querySelectorAll(".lion-switch, .lion-cut")) old.remove();
+      if (alts[key]) {
+        const [n, of] = alts[key];
+        const sw = node("span", "lion-switch");
+        const prev = control("‹", "Previous alternative", () => model.send({ action: "switch", key, step: -1 }));
+        const next = control("›", "Next alternative", () => model.send({ action: "switch", key, step: 1 }));
+        sw.append(prev, node("span", "lion-switch-pos", `${n}/${of}`), next);
+        head.prepend(sw);
+      }
+      if (cut.has(key)) {
+        const mark = node("span", "lion-cut");
+        mark.append(node("span", "lion-badge", "truncated"),
+          control("Continue", "Ask for the rest of this reply", () => model.send({ action: "continue", key })));
+        head.appendChild(mark);
+      }
     }
   }
 
@@ -445,6 +528,8 @@ function render({ model, el }) {
     ["change:status_line", chrome],
     ["change:busy", chrome],
     ["change:can_stop", chrome],
+    ["change:alt_marks", marks],
+    ["change:cut_marks", marks],
   ];
   for (const [name, fn] of handlers) model.on(name, fn);
   return () => {

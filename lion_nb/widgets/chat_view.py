@@ -43,6 +43,7 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.viewmodels.chat import ChatRuns, status_of
+from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig
 from lion_nb.widgets.transcript import Transcript
@@ -140,7 +141,7 @@ class _Button:
         self._action()
 
 
-class BranchView(Front):
+class BranchView(ConversationControls, Front):  # type: ignore[misc]
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
     ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
@@ -187,7 +188,7 @@ class BranchView(Front):
             self.channel,
             hidden=frozenset() if history else frozenset(branch.progression),
             config=self.config,
-            reset=self.sync_state,
+            reset=lambda: self.sync_state(send=True),
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
         self._shown_errors: set[int] = set()
@@ -197,8 +198,10 @@ class BranchView(Front):
         self.stop_button = _Button(self, self.stop, "stop")
         self.status = _Value(self, "status_line")
         self._error = _Value(self, "error_box")
+        self._signals = _SIGNALS
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self.transcript.rebuild()
+        self.sync_alternatives()
         self._ready = True
 
     def state_parts(self) -> list[list[str]]:
@@ -220,7 +223,8 @@ class BranchView(Front):
     @property
     def running(self) -> bool:
         """A run is active on the branch (started here or elsewhere)."""
-        return self.runs.running
+        control = self._control_task
+        return self.runs.running or (control is not None and not control.done())
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
@@ -245,6 +249,8 @@ class BranchView(Front):
         text = self.prompt.value if text is None else text
         if not text.strip():
             return None
+        if self._control_task is not None and not self._control_task.done():
+            return None  # a regenerate / edit / continue of this view is running
         claim = self.runs.claim(stop_others=stop_others)
         if claim.verdict == "busy":
             return None  # this view's run, or one started elsewhere (awaited in a cell)
@@ -286,7 +292,8 @@ class BranchView(Front):
     def stop(self) -> None:
         """Cancel the run started from this view. A streamed ``run`` closes its CLI process
         group and records the partial text; the view marks the reply "stopped"."""
-        self.runs.stop()
+        if not self.stop_control():
+            self.runs.stop()
 
     def _show_stopping(self) -> None:
         if not self.closed:
@@ -303,6 +310,7 @@ class BranchView(Front):
 
     def _release(self) -> None:
         self._unsubscribe()
+        self.stop_control()
         task = self.runs.task
         if task is not None and not task.done():
             task.cancel()  # a run started here
@@ -394,6 +402,7 @@ class BranchView(Front):
             self.transcript.drop_unfinished()
             self.transcript.check()  # the branch may have changed without signals
         self._set_running()
+        self.sync_alternatives()
         self.refresh_static()  # a notebook saved from now on holds this run's messages
 
     # ----- errors ----------------------------------------------------------------------------

@@ -214,6 +214,16 @@ class Transcript:
             self._html[pending] = kept
         self._reset()
 
+    def rebind(self, branch: Branch) -> None:
+        """Show another branch (an alternative of the conversation) from its messages."""
+        for live in self.live.values():
+            live.cancel()
+        self.live.clear()
+        self.branch = branch
+        self.model = TranscriptModel(branch)
+        self._html.clear()
+        self.rebuild()
+
     def close(self) -> None:
         for live in self.live.values():
             live.cancel()

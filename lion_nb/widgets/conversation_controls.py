@@ -1,0 +1,183 @@
+"""The chat view's per-message controls of issue 15, on the view model
+``viewmodels.conversation.Conversation``: regenerate a reply, edit a prompt in place, switch
+between the alternatives of a turn (``‹ 2/3 ›``), continue a reply cut off by the token limit,
+clear. Mixed into ``BranchView``.
+
+The page asks with one message shape, ``{"action": name, "key": <message id>, ...}``; the
+kernel resolves the key to the message's index in the branch shown. Each control's turn runs as
+a background task the view owns (so Stop and Esc reach it while it streams); the fork it makes
+is shown before its run starts, so the new reply streams into the view.
+
+    await view.aregenerate()          # index=None: the last reply
+    await view.aedit(k, "new text")
+    view.alternatives(k)              # the branches that differ at message k
+    view.show(branch)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from lion_nb.viewmodels.chat import ChatRuns
+
+if TYPE_CHECKING:
+    from lion_nb.session.branch import Branch
+    from lion_nb.viewmodels.conversation import Conversation
+
+__all__ = ["ConversationControls"]
+
+
+class ConversationControls:
+    """What ``BranchView`` adds for issue 15 (it provides ``branch``, ``verb``, ``transcript``,
+    ``runs``, ``set_chrome``, ``sync_state`` and the signal wiring)."""
+
+    branch: Branch
+    _control_task: asyncio.Task[Any] | None = None
+    _conversation: Conversation | None = None
+
+    @property
+    def conversation(self) -> Conversation:
+        if self._conversation is None:
+            from lion_nb.viewmodels.conversation import Conversation
+
+            self._conversation = Conversation(
+                self.branch,
+                verb=self.verb,  # type: ignore[attr-defined]
+                verb_kwargs=self.verb_kwargs,  # type: ignore[attr-defined]
+                on_show=self._on_show,
+            )
+        return self._conversation
+
+    # ----- the Python API -------------------------------------------------------------------
+    async def aregenerate(self, index: int | None = None) -> Branch:
+        """A new reply to the last instruction (or to the reply at ``index``), on a fork the
+        view shows; returns the fork."""
+        return await self._controlled(lambda: self.conversation.aregenerate(index))
+
+    async def aedit(self, index: int, text: str) -> Branch:
+        """User message ``index`` rewritten as ``text`` and sent again, on a fork the view
+        shows; returns the fork."""
+        return await self._controlled(lambda: self.conversation.aedit(index, text))
+
+    async def acontinue(self, index: int | None = None) -> Branch:
+        """The rest of a reply cut off by the token limit."""
+        return await self._controlled(lambda: self.conversation.acontinue(index))
+
+    def alternatives(self, k: int) -> list[Branch]:
+        return self.conversation.alternatives(k)
+
+    def show(self, branch: Branch) -> Branch:
+        """Show ``branch`` in this view (an alternative, or any branch)."""
+        return self.conversation.show(branch)
+
+    def clear(self) -> Branch:
+        """Show a fresh branch with the same system message; the old one stays an
+        alternative."""
+        return self.conversation.clear()
+
+    # ----- page actions ---------------------------------------------------------------------
+    def _index_of(self, content: dict[str, Any]) -> int | None:
+        key = str(content.get("key", ""))
+        for i, message in enumerate(self.branch.messages):
+            if str(message.id) == key:
+                return i
+        return None
+
+    def _background(self, make: Callable[[], Awaitable[Any]]) -> None:
+        async def go() -> None:
+            try:
+                await make()
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # shown in the view
+                self._show_error(exc)  # type: ignore[attr-defined]
+
+        asyncio.get_running_loop().create_task(go())
+
+    def _action_regenerate(self, content: dict[str, Any]) -> None:
+        index = self._index_of(content)
+        if index is not None:
+            self._background(lambda: self.aregenerate(index))
+
+    def _action_edit(self, content: dict[str, Any]) -> None:
+        index, text = self._index_of(content), content.get("text")
+        if index is not None and isinstance(text, str) and text.strip():
+            self._background(lambda: self.aedit(index, text))
+
+    def _action_continue(self, content: dict[str, Any]) -> None:
+        index = self._index_of(content)
+        if index is not None:
+            self._background(lambda: self.acontinue(index))
+
+    def _action_switch(self, content: dict[str, Any]) -> None:
+        index = self._index_of(content)
+        if index is None or self.running:  # type: ignore[attr-defined]
+            return
+        alts = self.alternatives(index)
+        at = next((i for i, b in enumerate(alts) if b is self.branch), 0)
+        step = 1 if content.get("step", 1) >= 0 else -1
+        if len(alts) > 1:
+            self.show(alts[(at + step) % len(alts)])
+
+    def _action_clear(self, _content: dict[str, Any]) -> None:
+        if not self.running:  # type: ignore[attr-defined]
+            self.clear()
+
+    # ----- machinery ------------------------------------------------------------------------
+    async def _controlled(self, make: Callable[[], Awaitable[Any]]) -> Any:
+        if self.running:  # type: ignore[attr-defined]
+            raise RuntimeError("a run is active on this view's branch; stop it or wait")
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(make())  # type: ignore[arg-type]
+        self._control_task = task
+        self.set_chrome(busy=True, can_stop=True)  # type: ignore[attr-defined]
+        outcome = "done"
+        try:
+            return await task
+        except asyncio.CancelledError:
+            outcome = "stopped"
+            raise
+        except Exception:
+            outcome = "failed"
+            raise
+        finally:
+            self._control_task = None
+            self.transcript.finish_live(outcome)  # type: ignore[attr-defined]
+            self.set_chrome(busy=self.runs.running, can_stop=False)  # type: ignore[attr-defined]
+            self.sync_alternatives()
+
+    def stop_control(self) -> bool:
+        task = self._control_task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+    def _on_show(self, branch: Branch) -> None:
+        """The conversation shows another branch: follow it."""
+        if branch is self.branch:
+            return
+        self._unsubscribe()  # type: ignore[has-type]
+        self.branch = branch
+        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)  # type: ignore[attr-defined]
+        self.transcript.rebind(branch)  # type: ignore[attr-defined]
+        self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
+        self.sync_alternatives()
+
+    def sync_alternatives(self) -> None:
+        """The ``‹ n/of ›`` switchers and "continue" marks the page draws, by message id."""
+        if self._conversation is None:
+            return
+        marks: dict[str, list[int]] = {}
+        for k, message in enumerate(self.branch.messages):
+            if k == 0 and message.role == "system":
+                continue
+            with contextlib.suppress(StopIteration, ValueError):
+                n, of = self.conversation.position(k)
+                if of > 1:
+                    marks[str(message.id)] = [n, of]
+        messages = self.branch.messages
+        cut = [str(m.id) for k, m in enumerate(messages) if self.conversation.truncated(k)]
+        self.set_chrome(alt_marks=marks, cut_marks=cut)  # type: ignore[attr-defined]

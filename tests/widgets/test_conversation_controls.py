@@ -1,0 +1,63 @@
+"""Issue 15's controls on the chat view: regenerate, edit, switch, clear, from Python and
+from the page's ``{"action", "key"}`` messages; the view follows the branch it shows."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lion_nb import BranchView, Session, iModel
+
+
+def view_on(*replies: object) -> BranchView:
+    session = Session()
+    branch = session.new_branch(
+        system="S", chat_model=iModel(provider="scripted", replies=list(replies))
+    )
+    return BranchView(branch)
+
+
+async def test_regenerate_shows_a_fork_and_the_switcher_goes_back() -> None:
+    view = view_on("FIRST", {"chunks": ["SEC", "OND"], "delay": 0.01})
+    first = view.branch
+    await view.asend("hello")
+    fork = await view.aregenerate()
+    assert view.branch is fork and fork is not first
+    assert "SECOND" in view.rendered_html() and "FIRST" not in view.rendered_html()
+    reply = fork.messages[-1]
+    await asyncio.sleep(0)
+    assert view.alt_marks[str(reply.id)] == [2, 2]
+    view._on_page(view, {"action": "switch", "key": str(reply.id), "step": -1}, [])
+    assert view.branch is first and "FIRST" in view.rendered_html()
+    assert [[k, h] for k, h in view.parts] == view.transcript.state()
+    view.close()
+
+
+async def test_edit_from_the_page_and_clear() -> None:
+    view = view_on("ONE", "TWO")
+    await view.asend("original")
+    user = view.branch.messages[1]
+    view._on_page(view, {"action": "edit", "key": str(user.id), "text": "edited"}, [])
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if "TWO" in view.rendered_html() and not view.running:
+            break
+    assert "edited" in view.rendered_html() and "original" not in view.rendered_html()
+    shown = view.branch
+    view._on_page(view, {"action": "clear"}, [])
+    assert view.branch is not shown and len(view.branch.messages) == 1  # the system message
+    view.close()
+
+
+async def test_stop_reaches_a_regenerate_while_it_streams() -> None:
+    view = view_on("FIRST", {"chunks": ["x "] * 300, "delay": 0.01})
+    await view.asend("hello")
+    task = asyncio.get_running_loop().create_task(view.aregenerate())
+    await asyncio.sleep(0.2)
+    assert view.running
+    view._on_page(view, {"action": "stop"}, [])
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    assert not view.running and "lion-stopped" in view.rendered_html()
+    view.close()
