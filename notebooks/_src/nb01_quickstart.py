@@ -23,10 +23,20 @@ CELLS = [
     (*Run → Run All Cells* works too).
     """),
     code("""
+    import os
+    from pathlib import Path
+
+    import lion_nb
     from lion_nb import Branch, iModel
     from lion_nb.models.imodel import local_model_available
 
-    if local_model_available():
+    # The embedded model's answers to this notebook, recorded once (see 07_cassettes): where
+    # the model is not installed they replay, streaming at their recorded pace; a prompt you
+    # change is sent to the model (mode "auto"). LION_NB_CASSETTE_MODE=off calls the model.
+    CASSETTE = Path("data/01_quickstart.cassette.jsonl")
+    lion_nb.use_cassette(CASSETTE, mode=os.environ.get("LION_NB_CASSETTE_MODE", "auto"))
+
+    if local_model_available() or CASSETTE.exists():
         # temperature 0 and a seed make the answers repeatable; max_tokens keeps them short
         model = iModel(provider="local", temperature=0, seed=7, max_tokens=40)
     else:

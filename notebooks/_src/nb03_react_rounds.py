@@ -172,17 +172,29 @@ CELLS = [
     tool with a forced `tool_choice`:
     """),
     code("""
+    import os
+    from pathlib import Path
+
+    import lion_nb
     from lion_nb.models.imodel import local_model_available
 
-    if local_model_available():
+    # The model's side of this cell, recorded once: it replays where the embedded model is not
+    # installed (the tool still runs here, for real). See 07_cassettes.
+    CASSETTE = Path("data/03_react_rounds.cassette.jsonl")
+    MODE = os.environ.get("LION_NB_CASSETTE_MODE", "auto")
+
+    if local_model_available() or CASSETTE.exists():
         local = Branch(
             chat_model=iModel(provider="local", temperature=0, seed=7, max_tokens=48),
             tools=[get_weather],
             name="forced tool call",
         )
-        result = await local.operate(
-            instruction="What is the weather in Rome?", tools=[get_weather], tool_choice="get_weather"
-        )
+        with lion_nb.cassette(CASSETTE, mode=MODE):
+            result = await local.operate(
+                instruction="What is the weather in Rome?",
+                tools=[get_weather],
+                tool_choice="get_weather",
+            )
         for message in local.messages:
             print(f"{message.role:<16} {message.text[:80]!r}")
     else:

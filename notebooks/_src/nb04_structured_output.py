@@ -191,7 +191,15 @@ CELLS = [
     the structure is guaranteed, the content is up to the model.)
     """),
     code("""
+    import os
+    from pathlib import Path
+
+    import lion_nb
     from lion_nb.models.imodel import local_model_available
+
+    # The model's answer, recorded once: it replays where the embedded model is not installed.
+    CASSETTE = Path("data/04_structured_output.cassette.jsonl")
+    MODE = os.environ.get("LION_NB_CASSETTE_MODE", "auto")
 
 
     class Capital(BaseModel):
@@ -199,9 +207,12 @@ CELLS = [
         capital: str = Field(max_length=40)
 
 
-    if local_model_available():
+    if local_model_available() or CASSETTE.exists():
         local = Branch(chat_model=iModel(provider="local", temperature=0, seed=7, max_tokens=40))
-        answer = await local.communicate("What is the capital of France?", response_format=Capital)
+        with lion_nb.cassette(CASSETTE, mode=MODE):
+            answer = await local.communicate(
+                "What is the capital of France?", response_format=Capital
+            )
         print(repr(answer))
     else:
         print("The embedded model is not installed (make install-local); skipping this cell.")

@@ -17,17 +17,17 @@ SHIPPED = ROOT / "notebooks" / "data" / "07_cassettes.cassette.jsonl"
 pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-def execute(monkeypatch, **env: str) -> list[str]:
+def execute(monkeypatch, notebook: Path = NOTEBOOK, **env: str) -> list[str]:
     from nbclient import NotebookClient
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(notebook, as_version=4)
     client = NotebookClient(
         nb,
         timeout=180,
         kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        resources={"metadata": {"path": str(notebook.parent)}},
     )
     client.execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
@@ -69,3 +69,31 @@ def test_the_shipped_cassette_replays_without_the_model(tmp_path: Path, monkeypa
     )
     assert "Rayleigh" in "".join(printed)
     assert SHIPPED.read_bytes() == before  # replaying never rewrites the file
+
+
+@pytest.mark.parametrize(
+    ("name", "recorded_answer"),
+    [
+        ("01_quickstart", "7 messages; the last one:"),
+        ("03_react_rounds", "action_request"),
+        ("04_structured_output", "Capital("),
+    ],
+)
+def test_the_embedded_model_notebooks_replay_their_cassettes_without_the_model(
+    name: str, recorded_answer: str, tmp_path: Path, monkeypatch
+) -> None:
+    shipped = ROOT / "notebooks" / "data" / f"{name}.cassette.jsonl"
+    before = shipped.read_bytes()
+    printed = "".join(
+        execute(
+            monkeypatch,
+            ROOT / "notebooks" / f"{name}.ipynb",
+            LION_NB_CASSETTE_MODE="replay",
+            LION_NB_REPLAY="1",
+            TMPDIR=str(tmp_path),
+            PYTHONPATH=blocked_llama(tmp_path),
+        )
+    )
+    assert "The embedded model is not installed" not in printed  # the recorded model answered
+    assert recorded_answer in printed
+    assert shipped.read_bytes() == before  # replaying never rewrites the file
