@@ -73,11 +73,10 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     can_stop = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Unicode("").tag(sync=True)
     placeholder = traitlets.Unicode("").tag(sync=True)  # the prompt box's
-    uid = traitlets.Unicode("").tag(sync=True)
+    uid = traitlets.Unicode("").tag(sync=True)  # names the page's draft/scroll store
     alt_marks = traitlets.Dict().tag(sync=True)  # message id -> [n, of]: a ‹ n/of › switcher
-    cut_marks = traitlets.List().tag(
-        sync=True
-    )  # ids of replies cut off by the token limit  # names the page's draft/scroll store
+    # ids of replies cut off by the token limit
+    cut_marks: traitlets.List[str] = traitlets.List().tag(sync=True)
 
     _leave_pending = False
 
