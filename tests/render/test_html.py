@@ -265,3 +265,27 @@ def test_one_card_wrapper_for_recorded_live_and_pending_cards() -> None:
     assert "<b>" not in live_thinking_html("<b>", 10)
     tools = live_tools_html([("search", '{"q": "<svg>"}', 14)], 100)
     assert "search" in tools and "&lt;svg&gt;" in tools and "<svg" not in tools
+
+
+def test_a_heading_says_each_thing_once() -> None:
+    from lion_nb.render.html import head_html
+
+    user = head_html("user", sender="user")
+    assert user.count("User") == 1 and "lion-sender" not in user
+    reply = head_html("assistant", sender="scripted", model="scripted")
+    assert reply.count("scripted") == 1
+    cli = head_html("assistant", sender="claude_code", model="claude_code/claude_code")
+    assert cli.count("claude_code") == 1
+    assert head_html("assistant", sender="bot", model="gpt-x").count("gpt-x") == 1
+
+
+def test_a_replayed_reply_has_a_badge_saying_where_it_came_from() -> None:
+    from lion_nb.messages import AssistantResponse
+    from lion_nb.render.html import message_html
+
+    note = {"cassette": "demo<x>.jsonl", "call": 3, "line": 7, "recorded_at": "2026-11-30"}
+    card = message_html(AssistantResponse(response="hi", metadata={"replayed": note}))
+    assert 'class="lion-badge lion-replayed"' in card and ">replayed</span>" in card
+    assert "demo&lt;x&gt;.jsonl" in card and "call 3" in card and "line 7" in card
+    plain = message_html(AssistantResponse(response="hi"))
+    assert "lion-replayed" not in plain
