@@ -176,13 +176,11 @@ function render({ model, el }) {
   }
 
   root.addEventListener("focusout", (event) => {
-    // focus left the view (not the window): a saved-output refresh may be drawn now
-    if (!document.hasFocus()) return;
+    // focus left the view for the rest of the page (when the window itself loses focus the
+    // active element stays in the view): a saved-output refresh may be drawn now
     if (event.relatedTarget && root.contains(event.relatedTarget)) return;
     setTimeout(() => {
-      if (!root.contains(document.activeElement) && document.hasFocus()) {
-        model.send({ action: "leave" });
-      }
+      if (!root.contains(document.activeElement)) model.send({ action: "leave" });
     }, 0);
   });
 

@@ -160,9 +160,10 @@ print("sent", len(branch.messages))
 
 
 def test_a_notebook_saved_from_lab_after_send_runs_holds_the_final_transcript(page, jupyter_lab):
-    """Runs started with the Send button end outside any cell; the view still replaces its
-    saved output (JupyterLab routes the update to the display), and the widget, rendered anew
-    for the update, is shown once and keeps working."""
+    """Runs started with the Send button end outside any cell. The view never replaces its
+    saved output while the user is in it (that would draw it anew under their cursor); when
+    focus leaves the view it does (JupyterLab routes the update to the display), and the widget,
+    rendered anew for the update from its synced state, is shown once and keeps working."""
     import nbformat
 
     setup = """
@@ -184,15 +185,17 @@ view
         output.locator(f".lion-view .lion-assistant:has-text('LAB-SAVED-MARK-{n}')").wait_for(
             timeout=30_000
         )
-        page.wait_for_timeout(2500)  # refresh_delay: replaced after a quiet second
+        page.wait_for_timeout(2500)  # nothing is redrawn while the user is in the view
         assert output.locator(".lion-view .lion-transcript").count() == 1
-    page.locator(".jp-Notebook >> visible=true").first.click()
+    page.locator(".jp-Notebook >> visible=true").first.click()  # focus leaves the view
     page.keyboard.press("Escape")
-    page.keyboard.press("Control+s")
+    page.wait_for_timeout(1500)
+    assert output.locator(".lion-view .lion-transcript").count() == 1
     html = ""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # page.wait_for_timeout: requests are routed meanwhile
-        page.wait_for_timeout(500)
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(1000)
         saved = nbformat.read(jupyter_lab.root / nb, as_version=4)
         outputs = [o for o in saved.cells[0].get("outputs", []) if "data" in o]
         html = outputs[0]["data"].get("text/html", "") if outputs else ""

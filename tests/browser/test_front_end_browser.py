@@ -54,6 +54,13 @@ SAMPLER = """
 }
 """
 
+MIN_FONT = """
+() => Math.min(...[...document.querySelectorAll('.lion-front *')]
+  .filter(el => [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+  .filter(el => el.getClientRects().length)
+  .map(el => parseFloat(getComputedStyle(el).fontSize)))
+"""
+
 RESULTS: dict[str, object] = {}
 
 
@@ -116,6 +123,9 @@ def test_keys_focus_draft_scroll_and_copy(page, jupyter_lab):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=jupyter_lab.base)
     _open(page, jupyter_lab, "keys.ipynb", 300, 0.01)
     root = page.locator(".lion-front")
+    # an empty view is a titled placeholder with a hint, not a thin bar
+    assert root.locator(".lion-placeholder-title").inner_text() == "front end"
+    assert "press Enter to send" in root.locator(".lion-placeholder-hint").inner_text()
     prompt = root.locator(".lion-prompt")
     prompt.click()
     prompt.type("line one")
