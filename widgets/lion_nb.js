@@ -73,6 +73,12 @@ function render({ model, el }) {
   const parts = new Map(); // key -> {el, html, fp}
   const wantClip = new Map(); // key -> the copy button that asked
   let applied = model.get("seq");
+  const CHROME = ["status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks"];
+  const cstate = {}; // the small traits: synced state, then `chrome` ops
+  const loadChrome = () => {
+    for (const name of CHROME) cstate[name] = model.get(name);
+  };
+  loadChrome();
   let healing = false;
   let stateQueued = false;
 
@@ -132,7 +138,7 @@ function render({ model, el }) {
   function submit() {
     const text = prompt.value;
     if (!text.trim()) return;
-    if (model.get("busy")) {
+    if (cstate.busy) {
       status.textContent = "A reply is running: Esc or Stop ends it; your message stays here.";
       return;
     }
@@ -296,8 +302,8 @@ function render({ model, el }) {
   function marks() {
     // the ‹ n/of › switchers and "continue" of truncated replies (kernel state by message id)
     if (!chat) return;
-    const alts = model.get("alt_marks") || {};
-    const cut = new Set(model.get("cut_marks") || []);
+    const alts = cstate.alt_marks || {};
+    const cut = new Set(cstate.cut_marks || []);
     for (const card of list.querySelectorAll(".lion-msg[data-id]")) {
       const key = card.getAttribute("data-id");
       const head = card.querySelector(".lion-head");
@@ -397,6 +403,11 @@ function render({ model, el }) {
       store.draft = op.text;
       return;
     }
+    if (op.op === "chrome") {
+      Object.assign(cstate, op.values);
+      chrome();
+      return;
+    }
     if (op.op === "clip") {
       const button = wantClip.get(op.key);
       if (button) {
@@ -494,12 +505,18 @@ function render({ model, el }) {
     settle(follow);
   }
 
+  function fromModel() {
+    loadChrome();
+    chrome();
+    marks();
+  }
+
   function chrome() {
-    error.innerHTML = model.get("error_box"); // sanitized by the kernel (render.chrome)
-    status.innerHTML = model.get("status_line");
+    error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
+    status.innerHTML = cstate.status_line;
     if (chat) {
-      sendButton.disabled = model.get("busy");
-      stopButton.disabled = !model.get("can_stop");
+      sendButton.disabled = cstate.busy;
+      stopButton.disabled = !cstate.can_stop;
     }
   }
 
@@ -522,12 +539,7 @@ function render({ model, el }) {
     ["msg:custom", onMessage],
     ["change:parts", queueState],
     ["change:seq", queueState],
-    ["change:error_box", chrome],
-    ["change:status_line", chrome],
-    ["change:busy", chrome],
-    ["change:can_stop", chrome],
-    ["change:alt_marks", marks],
-    ["change:cut_marks", marks],
+    ...CHROME.map((name) => [`change:${name}`, fromModel]),
   ];
   for (const [name, fn] of handlers) model.on(name, fn);
   return () => {

@@ -34,7 +34,10 @@ from lion_nb.render.html import lion_css
 from lion_nb.widgets.channel import Channel
 from lion_nb.widgets.viewbase import StaticFallback
 
-__all__ = ["Front", "front_module"]
+__all__ = ["CHROME", "Front", "front_module"]
+
+# the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
+CHROME = ("status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks")
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
                 self.parts = parts
                 self.seq = seq
         if send:
-            self.send_state(["parts", "seq"])
+            self.send_state(["parts", "seq", *CHROME])
 
     def set_chrome(self, **values: Any) -> None:
         """Set the view's small traits (status line, error box, Send/Stop state) with the next
@@ -131,13 +134,23 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         return self._chrome_pending.get(name, getattr(self, name))
 
     def _apply_chrome(self) -> None:
+        """The new values become the kernel's state without an update message of their own;
+        the pages get them as a ``chrome`` op on the channel, in one message with the ops of
+        the same turn (a Send's prompt card, a run's last reply)."""
         self._chrome_handle = None
         values, self._chrome_pending = self._chrome_pending, {}
         if self.closed:
             return
-        with self.hold_sync():
-            for name, value in values.items():
+        changed = {}
+        for name, value in values.items():
+            if getattr(self, name) != value:
+                changed[name] = value
+        if not changed:
+            return
+        with self._lock_property(**changed):  # ipywidgets' echo lock: no update message
+            for name, value in changed.items():
                 setattr(self, name, value)
+        self.channel.push({"op": "chrome", "values": changed})
 
     def _send_ops(self, content: dict[str, Any]) -> None:
         if not self.closed:  # the comm's custom send (``BranchView.send`` is the chat verb)

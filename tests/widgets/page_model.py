@@ -86,7 +86,7 @@ class Page:
                 self.order.insert(at, key)
             self.parts[key] = part
             return
-        if kind in ("clip", "draft"):
+        if kind in ("clip", "draft", "chrome"):
             return
         part = self.parts[key]
         if kind == "drop":
