@@ -43,6 +43,7 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.viewmodels.chat import ChatRuns, status_of
+from lion_nb.viewmodels.verbs import VERBS
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig
@@ -55,34 +56,6 @@ __all__ = ["VERBS", "BranchView", "view"]
 
 Verb = Callable[["Branch", str], Awaitable[Any]]
 
-
-async def _communicate(branch: Branch, text: str, **kw: Any) -> Any:
-    return await branch.communicate(text, **kw)
-
-
-async def _run(branch: Branch, text: str, **kw: Any) -> Any:
-    stream = branch.run(text, **kw)
-    try:
-        async for _ in stream:
-            pass
-    finally:  # Stop: closing the generator closes the CLI stream and records the partial text
-        await stream.aclose()
-
-
-async def _operate(branch: Branch, text: str, **kw: Any) -> Any:
-    return await branch.operate(instruction=text, **kw)
-
-
-async def _react(branch: Branch, text: str, **kw: Any) -> Any:
-    return await branch.ReAct(text, **kw)
-
-
-VERBS: dict[str, Callable[..., Awaitable[Any]]] = {
-    "communicate": _communicate,
-    "run": _run,
-    "operate": _operate,
-    "ReAct": _react,
-}
 
 _SIGNALS = (
     MessageAdded,
@@ -327,14 +300,14 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
 
     # ----- running -------------------------------------------------------------------------
     async def _drive(self, text: str, after: ChatRuns | None = None) -> Any:
-        verb = VERBS[self.verb] if isinstance(self.verb, str) else self.verb
         outcome: Status = "done"
         try:
             if after is not None:  # runs on one branch never overlap
                 after.stop()
                 with contextlib.suppress(asyncio.CancelledError):
                     await after.wait()
-            return await verb(self.branch, text, **self.verb_kwargs)
+            # through the view model: a stop records what was shown, the context cut applies
+            return await self.conversation.asend(text)
         except asyncio.CancelledError:
             outcome = "stopped"
             if not self.runs.stop_requested:

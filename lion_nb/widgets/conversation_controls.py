@@ -49,6 +49,8 @@ class ConversationControls:
                 verb_kwargs=self.verb_kwargs,  # type: ignore[attr-defined]
                 on_show=self._on_show,
             )
+            # one dict: verb_kwargs changed on the view reach the turns it starts
+            self._conversation.verb_kwargs = self.verb_kwargs  # type: ignore[attr-defined]
         return self._conversation
 
     # ----- the Python API -------------------------------------------------------------------

@@ -120,9 +120,10 @@ async def test_a_run_started_elsewhere_shows_live_and_in_reading_order():
 
 
 # ----- stop and errors ---------------------------------------------------------------------------
-async def test_stop_during_communicate_keeps_the_partial_reply_marked_stopped():
+async def test_stop_during_communicate_records_what_the_view_showed():
     words = [f"part{i} " for i in range(200)]
-    branch = Branch(chat_model=scripted({"chunks": words, "delay": 0.01}))
+    model = scripted({"chunks": words, "delay": 0.01}, "NEXT")
+    branch = Branch(chat_model=model)
     view = BranchView(branch)
     view.send("long one")
     task = view.task
@@ -133,13 +134,32 @@ async def test_stop_during_communicate_keeps_the_partial_reply_marked_stopped():
     view.stop_button.click()
     await task  # the view swallows its own cancellation
     assert "stopped" in view.status.value
-    live = next(iter(view.transcript.live.values()))
-    assert live.done and "part3" in live.html() and "lion-stopped" in live.html()
     assert "part199" not in view.rendered_html()
     assert not view.running and not view.send_button.disabled and view.stop_button.disabled
-    # communicate records nothing when stopped; the prompt stays visible as sent
+    # the view records the instruction and the partial reply: the branch holds what it shows
+    assert [m.role for m in branch.messages] == ["user", "assistant"]
+    ins, reply = branch.messages
+    assert ins.text == "long one"
+    assert reply.metadata["stopped"] is True and "part3" in reply.response
+    assert "part199" not in reply.response
+    assert view.rendered_html() == BranchView(branch).rendered_html()
+    assert "lion-stopped" in view.rendered_html() and not view.transcript.live
+    # the next turn sends them
+    await view.asend("go on")
+    sent = model.provider.requests[-1].messages
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert "part3" in str(sent[1]["content"]) and "long one" in str(sent[0]["content"])
+
+
+async def test_communicate_cancelled_from_code_still_records_nothing():
+    branch = Branch(chat_model=scripted({"chunks": ["x "] * 200, "delay": 0.01}))
+    BranchView(branch)  # a view watching does not record a run it did not start
+    task = asyncio.get_running_loop().create_task(branch.communicate("from code"))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert len(branch.messages) == 0
-    assert "long one" in view.rendered_html()
 
 
 async def test_stop_during_run_records_the_partial_text():
@@ -198,9 +218,10 @@ async def test_close_unsubscribes_and_cancels_its_run():
     task = view.task
     await asyncio.sleep(0.05)
     view.close()
-    assert branch._observers._handlers == []
+    assert len(branch._observers._handlers) == 1  # the view's own is gone; the turn's remains
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert branch._observers._handlers == []  # ... until the cancelled turn has ended
     await branch.communicate("after close")  # nothing reaches the closed view
     assert view.transcript.items == []
 
@@ -365,5 +386,7 @@ async def test_two_views_never_run_on_one_branch_at_once():
     second.send("two", stop_others=True)  # stops the first, then runs
     assert await second.wait() == "second"
     assert "lion-stopped" in first.rendered_html()  # the first reply, cut short
-    assert [m.role for m in branch.messages] == ["user", "assistant"]
-    assert branch.messages[0].text == "two"
+    # the stopped turn is recorded as the first view showed it, then the second turn
+    assert [m.role for m in branch.messages] == ["user", "assistant", "user", "assistant"]
+    assert branch.messages[1].metadata["stopped"] is True
+    assert branch.messages[2].text == "two"
