@@ -73,7 +73,7 @@ function render({ model, el }) {
   const parts = new Map(); // key -> {el, html, fp}
   const wantClip = new Map(); // key -> the copy button that asked
   let applied = model.get("seq");
-  const CHROME = ["status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks"];
+  const CHROME = ["status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks", "ctx"];
   const cstate = {}; // the small traits: synced state, then `chrome` ops
   const loadChrome = () => {
     for (const name of CHROME) cstate[name] = model.get(name);
@@ -97,6 +97,8 @@ function render({ model, el }) {
   jump.hidden = true;
   const error = node("div", "lion-view-errors");
   const status = node("div", "lion-view-statusline");
+  const gauge = node("div", "lion-gauge");
+  gauge.hidden = true;
   scroller.append(list);
   if (chat) {
     const height = model.get("height");
@@ -132,7 +134,7 @@ function render({ model, el }) {
     controls.append(prompt, buttons);
     root.append(controls);
   }
-  root.append(status);
+  root.append(status, gauge);
   el.appendChild(root);
 
   function submit() {
@@ -299,9 +301,40 @@ function render({ model, el }) {
     box.addEventListener("keyup", (event) => event.stopPropagation());
   }
 
+  function contextMarks() {
+    // the gauge of what the next turn sends against the window, and the notice where the last
+    // request was cut (kernel state: ctx)
+    const ctx = cstate.ctx || {};
+    for (const old of list.querySelectorAll(".lion-ctx-cut")) old.remove();
+    if (ctx.cut && parts.get(ctx.cut)) {
+      const n = ctx.n || 0;
+      const note = node("div", "lion-ctx-cut",
+        `Context window: the last request left out the ${n} earlier message${n === 1 ? "" : "s"} ` +
+        "above (the system message was sent). The branch keeps them.");
+      note.setAttribute("role", "note");
+      list.insertBefore(note, parts.get(ctx.cut).el);
+    }
+    gauge.hidden = !ctx.w;
+    if (!ctx.w) return;
+    gauge.textContent = "";
+    const share = Math.min(1, ctx.t / ctx.w);
+    const bar = node("span", "lion-gauge-bar");
+    const fill = node("span", "lion-gauge-fill");
+    fill.style.width = `${Math.round(share * 100)}%`;
+    if (share > 0.75) fill.classList.add("lion-gauge-high");
+    bar.append(fill);
+    const fmt = (v) => Number(v).toLocaleString("en-US");
+    const words = `Next turn sends ${ctx.x ? "" : "~"}${fmt(ctx.t)} of ${fmt(ctx.w)} tokens ` +
+      `(${Math.round(share * 100)}% of the context window)` +
+      (ctx.next ? "; the oldest turns will be left out" : "");
+    gauge.append(bar, node("span", "lion-gauge-text", words));
+    gauge.title = words;
+  }
+
   function marks() {
     // the ‹ n/of › switchers and "continue" of truncated replies (kernel state by message id)
     if (!chat) return;
+    contextMarks();
     const alts = cstate.alt_marks || {};
     const cut = new Set(cstate.cut_marks || []);
     for (const card of list.querySelectorAll(".lion-msg[data-id]")) {

@@ -103,6 +103,7 @@ class Conversation:
         self.last_plan: ContextPlan | None = None  # the plan of the last request sent
         self._family: list[Branch] = [branch]
         self._typed: dict[uuid.UUID, str] = {}  # a turn's first instruction -> the text sent
+        self._cuts: dict[uuid.UUID, uuid.UUID] = {}  # branch -> first message its last cut sent
         self._running = False
 
     # ----- what is shown --------------------------------------------------------------------
@@ -220,6 +221,14 @@ class Conversation:
             max_tokens=self._max_tokens(model),
             window=self.context_window,
         )
+
+    def cut_at(self, branch: Branch | None = None) -> uuid.UUID | None:
+        """The id of the first message after the system message that the last request of the
+        shown branch (or ``branch``) sent, when that request was cut to fit the window; the
+        view's notice goes before it. None: the last request sent everything."""
+        branch = branch or self._branch
+        at = self._cuts.get(branch.id)
+        return at if at is not None and at in branch.messages.progression else None
 
     # ----- turns ----------------------------------------------------------------------------
     async def asend(self, text: str) -> Any:
@@ -354,6 +363,8 @@ class Conversation:
             if plan.progression is not None:
                 kwargs["progression"] = list(plan.progression)
         self.last_plan = plan
+        if plan is not None:
+            self._note_cut(branch, plan)
         argument = self._argument(name, instruction)
         watch = TurnWatch(branch)
         self._running = True
@@ -373,6 +384,15 @@ class Conversation:
             first = watch.first_instruction
             if first is not None and isinstance(argument, str):
                 self._typed[first.id] = argument
+            if plan is not None and plan.cut == plan.recorded and first is not None:
+                self._cuts[branch.id] = first.id  # only the new instruction was sent
+
+    def _note_cut(self, branch: Branch, plan: ContextPlan) -> None:
+        messages = branch.messages
+        if plan.cut is None:
+            self._cuts.pop(branch.id, None)
+        elif plan.cut < len(messages):
+            self._cuts[branch.id] = messages[plan.cut].id
 
     def _label(self, branch: Branch) -> str:
         model = self.verb_kwargs.get("chat_model") or branch.chat_model_or_none

@@ -122,7 +122,13 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     to it. ``height`` bounds the transcript (CSS length or pixels); it scrolls and follows the
     newest message while the reader is at the bottom. ``history=False`` shows only messages
     recorded after the view was made (the ``%%lion`` magic uses it so each cell shows its own
-    exchange).
+    exchange). ``context_window`` (tokens) overrides the model's window for the gauge and the
+    cut.
+
+    Stop during a ``communicate`` / ``operate`` run started here records the instruction and
+    the partial reply (``metadata["stopped"] = True``): the view does the recording, so the
+    branch holds what the view shows; ``Branch.communicate`` cancelled from code records
+    nothing.
     """
 
     def __init__(
@@ -135,6 +141,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         verb_kwargs: dict[str, Any] | None = None,
         history: bool = True,
         config: LiveConfig | None = None,
+        context_window: int | None = None,
     ) -> None:
         if isinstance(verb, str) and verb not in VERBS:
             raise ValueError(
@@ -154,6 +161,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         self.branch = branch
         self.verb = verb
         self.verb_kwargs = dict(verb_kwargs or {})
+        self.context_window = context_window
         self.config = config or LiveConfig()
         self.channel.interval = self.config.interval
         self.transcript = Transcript(
@@ -328,6 +336,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         """After the task: replies that were not recorded keep their partial text, marked."""
         self.transcript.finish_live(outcome)
         self.transcript.release_prompt()
+        self.sync_alternatives()  # a stopped turn was recorded after its run ended
         if not self.runs.run_began:
             # no run lifecycle ended (a custom verb recording without one, a failure before
             # the run began): nothing else replaces the saved output

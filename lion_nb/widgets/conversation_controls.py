@@ -37,6 +37,7 @@ class ConversationControls:
     branch: Branch
     _control_task: asyncio.Task[Any] | None = None
     _conversation: Conversation | None = None
+    context_window: int | None = None
 
     @property
     def conversation(self) -> Conversation:
@@ -47,6 +48,7 @@ class ConversationControls:
                 self.branch,
                 verb=self.verb,  # type: ignore[attr-defined]
                 verb_kwargs=self.verb_kwargs,  # type: ignore[attr-defined]
+                context_window=self.context_window,
                 on_show=self._on_show,
             )
             # one dict: verb_kwargs changed on the view reach the turns it starts
@@ -168,10 +170,30 @@ class ConversationControls:
         self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
         self.sync_alternatives()
 
+    def context_marks(self) -> dict[str, Any]:
+        """What the page draws for the context window: the gauge of the next turn against the
+        window (when it is known) and the notice where the last request was cut."""
+        conv = self.conversation
+        plan = conv.plan()
+        out: dict[str, Any] = {}
+        if plan.window:
+            out.update(t=plan.tokens, w=plan.window, x=plan.exact)
+            if plan.cut is not None:
+                out["next"] = True
+        cut = conv.cut_at()
+        if cut is not None:
+            ids = list(self.branch.progression)
+            first = 1 if self.branch.system is not None else 0
+            out.update(cut=str(cut), n=max(0, ids.index(cut) - first))
+        return out
+
     def sync_alternatives(self) -> None:
-        """The ``‹ n/of ›`` switchers and "continue" marks the page draws, by message id."""
-        if self._conversation is None:
-            return
+        """The ``‹ n/of ›`` switchers, "continue" marks and the context gauge and notice the
+        page draws, by message id."""
+        had = self._conversation is not None
+        self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
+        if not had:
+            return  # no alternatives before a turn from this view
         marks: dict[str, list[int]] = {}
         for k, message in enumerate(self.branch.messages):
             if k == 0 and message.role == "system":

@@ -37,7 +37,7 @@ from lion_nb.widgets.viewbase import StaticFallback
 __all__ = ["CHROME", "Front", "front_module"]
 
 # the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
-CHROME = ("status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks")
+CHROME = ("status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks", "ctx")
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,9 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     alt_marks = traitlets.Dict().tag(sync=True)  # message id -> [n, of]: a ‹ n/of › switcher
     # ids of replies cut off by the token limit
     cut_marks: traitlets.List[str] = traitlets.List().tag(sync=True)
+    # the context window: {"t": next turn's tokens, "w": window, "x": exact, "next": it will be
+    # cut, "cut": id of the first message the last cut request sent, "n": messages left out}
+    ctx = traitlets.Dict().tag(sync=True)
 
     _leave_pending = False
 

@@ -390,3 +390,39 @@ async def test_two_views_never_run_on_one_branch_at_once():
     assert [m.role for m in branch.messages] == ["user", "assistant", "user", "assistant"]
     assert branch.messages[1].metadata["stopped"] is True
     assert branch.messages[2].text == "two"
+
+
+# ----- the context window --------------------------------------------------------------------------
+def long_branch(model: iModel, turns: int = 6, words: int = 200) -> Branch:
+    branch = Branch(system="S", chat_model=model)
+    for n in range(turns):
+        branch.add_message(Instruction(instruction=f"question {n}"))
+        branch.add_message(AssistantResponse(response=" ".join(["word"] * words)))
+    return branch
+
+
+async def test_send_from_the_view_is_cut_to_the_window_with_a_notice_and_a_gauge():
+    model = scripted("short", context_window=1200, max_tokens=200)
+    branch = long_branch(model)
+    view = BranchView(branch)
+    await asyncio.sleep(0)
+    gauge = view.ctx
+    assert gauge["w"] == 1200 and gauge["t"] > 0 and gauge.get("next") is True
+    assert "cut" not in gauge  # nothing was sent yet
+    await view.asend("next?")
+    await asyncio.sleep(0)
+    sent = model.provider.requests[-1].messages
+    assert sent[0]["content"] == "S" and sent[-1]["content"] == "next?"
+    assert len(sent) < len(branch.messages) - 1  # older turns left out of the request
+    assert len(branch.messages) == 15  # ... but kept by the branch
+    first_sent = next(m for m in branch.messages if m.text == sent[1]["content"])
+    assert view.ctx["cut"] == str(first_sent.id)
+    assert view.ctx["n"] == branch.messages.progression.index(first_sent.id) - 1
+    assert view.ctx["t"] <= 1200
+
+
+async def test_no_gauge_or_notice_when_the_window_is_unknown():
+    view = BranchView(long_branch(scripted("x")))
+    await view.asend("q")
+    await asyncio.sleep(0)
+    assert view.ctx == {}
