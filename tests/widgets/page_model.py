@@ -72,51 +72,60 @@ class Page:
         self.applied = msg["seq"]
         self.updates += 1
 
-    def apply(self, op: dict[str, Any]) -> None:  # noqa: C901 - mirrors the module's switch
-        kind, key = op["op"], op.get("key")
+    def apply(self, op: dict[str, Any]) -> None:
+        """One op, as the module's switch applies it (one method per op kind)."""
+        kind = op["op"]
         if kind == "put":
-            part = _live(op["html"]) if 'data-slot="frozen"' in op["html"] else Part(op["html"])
-            old = op.get("replace") if op.get("replace") in self.parts else None
-            if old is not None:
-                self.order[self.order.index(old)] = key
-                del self.parts[old]
-            elif key not in self.parts:
-                before = op.get("before")
-                at = self.order.index(before) if before in self.parts else len(self.order)
-                self.order.insert(at, key)
-            self.parts[key] = part
-            return
-        if kind in ("clip", "draft", "chrome"):
-            return
-        part = self.parts[key]
-        if kind == "drop":
-            self.order.remove(key)
-            del self.parts[key]
-        elif kind == "add":
-            part.slots["frozen"] += op["html"]
-            part.slots["tail"] = ""
-        elif kind == "tail":
-            if "html" in op:
-                part.slots["tail"] = op["html"]
-            elif op["add"]:
-                part.slots["tail"] += op["text"]
-            else:
-                part.slots["tail"] = op["text"]
-        elif kind == "slot":
-            part.slots[op["slot"]] = op["html"]
-        elif kind == "seal":
-            part.slots["head"] = op["head"]
-            if "thinking" in op:
-                part.slots["thinking"] = op["thinking"]
-            part.slots["frozen"] += op.get("add", "")
-            part.slots["tail"] = ""
-            if "after" in op:
-                part.slots["tools"] = op["after"]
-            if op.get("tag"):
-                part.tag = op["tag"]
-            if op.get("id"):
-                self.order[self.order.index(key)] = op["id"]
-                self.parts[op["id"]] = self.parts.pop(key)
+            self._put(op)
+        elif kind not in ("clip", "draft", "chrome"):
+            getattr(self, f"_{kind}")(op, self.parts[op.get("key")])
+
+    def _put(self, op: dict[str, Any]) -> None:
+        key = op.get("key")
+        part = _live(op["html"]) if 'data-slot="frozen"' in op["html"] else Part(op["html"])
+        old = op.get("replace") if op.get("replace") in self.parts else None
+        if old is not None:
+            self.order[self.order.index(old)] = key
+            del self.parts[old]
+        elif key not in self.parts:
+            before = op.get("before")
+            at = self.order.index(before) if before in self.parts else len(self.order)
+            self.order.insert(at, key)
+        self.parts[key] = part
+
+    def _drop(self, op: dict[str, Any], part: Part) -> None:
+        self.order.remove(op["key"])
+        del self.parts[op["key"]]
+
+    def _add(self, op: dict[str, Any], part: Part) -> None:
+        part.slots["frozen"] += op["html"]
+        part.slots["tail"] = ""
+
+    def _tail(self, op: dict[str, Any], part: Part) -> None:
+        if "html" in op:
+            part.slots["tail"] = op["html"]
+        elif op["add"]:
+            part.slots["tail"] += op["text"]
+        else:
+            part.slots["tail"] = op["text"]
+
+    def _slot(self, op: dict[str, Any], part: Part) -> None:
+        part.slots[op["slot"]] = op["html"]
+
+    def _seal(self, op: dict[str, Any], part: Part) -> None:
+        key = op["key"]
+        part.slots["head"] = op["head"]
+        if "thinking" in op:
+            part.slots["thinking"] = op["thinking"]
+        part.slots["frozen"] += op.get("add", "")
+        part.slots["tail"] = ""
+        if "after" in op:
+            part.slots["tools"] = op["after"]
+        if op.get("tag"):
+            part.tag = op["tag"]
+        if op.get("id"):
+            self.order[self.order.index(key)] = op["id"]
+            self.parts[op["id"]] = self.parts.pop(key)
 
     def html(self) -> str:
         return "".join(self.parts[k].shown() for k in self.order)
