@@ -210,9 +210,7 @@ CELLS = [
     if local_model_available() or CASSETTE.exists():
         local = Branch(chat_model=iModel(provider="local", temperature=0, seed=7, max_tokens=40))
         with lion_nb.cassette(CASSETTE, mode=MODE):
-            answer = await local.communicate(
-                "What is the capital of France?", response_format=Capital
-            )
+            answer = await local.communicate("What is the capital of France?", response_format=Capital)
         print(repr(answer))
     else:
         print("The embedded model is not installed (make install-local); skipping this cell.")

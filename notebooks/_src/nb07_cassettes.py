@@ -96,9 +96,13 @@ CELLS = [
 
     attempts = []
     branch.observe(ParseAttempt, handler=attempts.append)
-    person = await branch.parse("Ada Lovelace; she was born in eighteen fifteen", response_format=Person)
+    person = await branch.parse(
+        "Ada Lovelace; she was born in eighteen fifteen", response_format=Person
+    )
     for attempt in attempts:
-        print(f"attempt {attempt.attempt}: {'valid' if attempt.ok else 'invalid'}  {attempt.raw[:50]!r}")
+        print(
+            f"attempt {attempt.attempt}: {'valid' if attempt.ok else 'invalid'}  {attempt.raw[:50]!r}"
+        )
     print(repr(person))
     """),
     md("""

@@ -30,17 +30,22 @@ CELLS = [
         numbered outline.\"\"\"
         prompt = request.messages[-1]["content"]
         if prompt.startswith("Outline"):
-            return {"text": "1. Tides and the Moon\\n2. Spring and neap tides\\n3. Tide tables",
-                    "delay": 0.05}
+            return {
+                "text": "1. Tides and the Moon\\n2. Spring and neap tides\\n3. Tide tables",
+                "delay": 0.05,
+            }
         words = prompt.split()
-        return {"text": f"({len(request.messages)} messages seen) " + " ".join(words[:6]) + " …",
-                "delay": 0.05}
+        return {
+            "text": f"({len(request.messages)} messages seen) " + " ".join(words[:6]) + " …",
+            "delay": 0.05,
+        }
 
 
     session = Session(name="flows")
     model = iModel(provider="scripted", default_reply=reply)
-    template = session.new_branch(system="You write short, plain summaries.", chat_model=model,
-                                  name="template")
+    template = session.new_branch(
+        system="You write short, plain summaries.", chat_model=model, name="template"
+    )
     texts = [
         "The tide rises and falls twice a day because the Moon pulls the oceans.",
         "Spring tides happen at new and full moon, when Sun and Moon line up.",
@@ -88,16 +93,22 @@ CELLS = [
     print(outline.response.splitlines()[0])
     for node in sections:
         print(node.parameters["instruction"], "->", node.response)
-    print("each section continued the outline's conversation:",
-          all(node.branch.messages[2].text == outline.response for node in sections))
+    print(
+        "each section continued the outline's conversation:",
+        all(node.branch.messages[2].text == outline.response for node in sections),
+    )
     """),
     md("""
     `session.map` does the first part in one call and returns the answers in input order
     (`None` for a row that failed; `return_nodes=True` gives the nodes).
     """),
     code("""
-    outs = await session.map("communicate", [{"instruction": f"Summarise: {t}"} for t in texts],
-                             template=template, max_concurrent=16)
+    outs = await session.map(
+        "communicate",
+        [{"instruction": f"Summarise: {t}"} for t in texts],
+        template=template,
+        max_concurrent=16,
+    )
     print(len(outs), "answers in input order:", outs[0])
     """),
     md("""
@@ -116,8 +127,9 @@ CELLS = [
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     talk_on_ray = Flow(session, name="talk on tides (Ray)")
-    outline = talk_on_ray.add("communicate", instruction="Outline a talk on tides",
-                              branch=template.fork())
+    outline = talk_on_ray.add(
+        "communicate", instruction="Outline a talk on tides", branch=template.fork()
+    )
     for n in (1, 2, 3):
         talk_on_ray.add("communicate", instruction=f"Write section {n}", depends_on=[outline])
     ray_view = FlowView(talk_on_ray)
@@ -129,8 +141,10 @@ CELLS = [
     await talk_on_ray.run(engine="ray")
     attempts = [node.metadata["ray"]["attempts"][0] for node in talk_on_ray]
     print("nodes run in Ray worker processes:", all(a["pid"] != os.getpid() for a in attempts))
-    print("same answers as in the kernel:",
-          [n.response for n in talk_on_ray] == [outline_.response for outline_ in talk])
+    print(
+        "same answers as in the kernel:",
+        [n.response for n in talk_on_ray] == [outline_.response for outline_ in talk],
+    )
     ray.shutdown()
     """),
 ]
