@@ -73,7 +73,7 @@ function render({ model, el }) {
   const parts = new Map(); // key -> {el, html, fp}
   const wantClip = new Map(); // key -> the copy button that asked
   let applied = model.get("seq");
-  const CHROME = ["status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks", "ctx"];
+  const CHROME = ["status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks", "ctx", "compare_html"];
   const cstate = {}; // the small traits: synced state, then `chrome` ops
   const loadChrome = () => {
     for (const name of CHROME) cstate[name] = model.get(name);
@@ -99,6 +99,17 @@ function render({ model, el }) {
   const status = node("div", "lion-view-statusline");
   const gauge = node("div", "lion-gauge");
   gauge.hidden = true;
+  // the CompareView opened by a "Compare" control, under the chat view
+  const comparePanel = node("div", "lion-compare-panel");
+  comparePanel.hidden = true;
+  const compareHead = node("div", "lion-compare-panel-head");
+  const compareClose = node("button", "lion-act", "Close");
+  compareClose.type = "button";
+  compareClose.title = "Close the comparison";
+  compareClose.addEventListener("click", () => model.send({ action: "compare_close" }));
+  compareHead.append(node("span", "lion-compare-panel-title", "Comparing alternatives"), compareClose);
+  const compareBody = node("div", "lion-compare-panel-body");
+  comparePanel.append(compareHead, compareBody);
   scroller.append(list);
   if (chat) {
     const height = model.get("height");
@@ -135,6 +146,7 @@ function render({ model, el }) {
     root.append(controls);
   }
   root.append(status, gauge);
+  if (chat) root.append(comparePanel);
   el.appendChild(root);
 
   function submit() {
@@ -347,7 +359,9 @@ function render({ model, el }) {
         const sw = node("span", "lion-switch");
         const prev = control("‹", "Previous alternative", () => model.send({ action: "switch", key, step: -1 }));
         const next = control("›", "Next alternative", () => model.send({ action: "switch", key, step: 1 }));
-        sw.append(prev, node("span", "lion-switch-pos", `${n}/${of}`), next);
+        sw.append(prev, node("span", "lion-switch-pos", `${n}/${of}`), next,
+          control("Compare", "Compare this alternative with the previous one (shown below)", () =>
+            model.send({ action: "compare", key })));
         head.prepend(sw);
       }
       if (cut.has(key)) {
@@ -550,6 +564,12 @@ function render({ model, el }) {
     if (chat) {
       sendButton.disabled = cstate.busy;
       stopButton.disabled = !cstate.can_stop;
+      const html = cstate.compare_html || "";
+      if (compareBody.__html !== html) {
+        compareBody.innerHTML = html; // sanitized by the kernel (render.compare)
+        compareBody.__html = html;
+      }
+      comparePanel.hidden = !html;
     }
   }
 

@@ -43,6 +43,7 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.viewmodels.chat import ChatRuns, status_of
+from lion_nb.viewmodels.conversation import truncated
 from lion_nb.viewmodels.verbs import VERBS
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
@@ -287,10 +288,12 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     def refresh(self) -> None:
         """Rebuild the transcript from ``branch.messages`` (e.g. after ``clear_messages``)."""
         self.transcript.rebuild()
+        self.sync_alternatives()
         self.refresh_static()
 
     def _release(self) -> None:
         self._unsubscribe()
+        self.close_compare()
         self.stop_control()
         task = self.runs.task
         if task is not None and not task.done():
@@ -367,6 +370,8 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             self.transcript.on_delta(signal)
         elif isinstance(signal, MessageAdded):
             self.transcript.on_message(signal.message)
+            if truncated(signal.message):
+                self.sync_alternatives()  # its "truncated" mark and Continue control
         elif isinstance(signal, RunStart):
             self._set_running()
         elif isinstance(signal, RunEnd):

@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.viewmodels.chat import ChatRuns
+from lion_nb.viewmodels.conversation import truncated
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
     from lion_nb.viewmodels.conversation import Conversation
+    from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["ConversationControls"]
 
@@ -38,6 +40,7 @@ class ConversationControls:
     _control_task: asyncio.Task[Any] | None = None
     _conversation: Conversation | None = None
     context_window: int | None = None
+    compare_view: CompareView | None = None  # the comparison shown under the view
 
     @property
     def conversation(self) -> Conversation:
@@ -82,6 +85,44 @@ class ConversationControls:
         alternative."""
         return self.conversation.clear()
 
+    def compare(self, index: int | None = None) -> CompareView:
+        """Open ``CompareView`` on the previous alternative (left) and the shown branch
+        (right) at message ``index`` (default: the last message that has alternatives); the
+        page shows it under the chat view until closed. Returns the CompareView."""
+        from lion_nb.widgets.compare_view import CompareView
+
+        if index is None:
+            index = next(
+                (k for k in range(len(self.branch.messages) - 1, -1, -1) if self._alts(k) > 1),
+                -1,
+            )
+        other = self.conversation.previous_alternative(index) if index >= 0 else None
+        if other is None:
+            raise ValueError("there is no alternative to compare with")
+        self.close_compare()
+        view = CompareView(other, self.branch)
+        view._body.observe(self._on_compare_html, names="value")
+        self.compare_view = view
+        self.set_chrome(compare_html=view.html())  # type: ignore[attr-defined]
+        return view
+
+    def close_compare(self) -> None:
+        """Close the comparison under the view."""
+        view, self.compare_view = self.compare_view, None
+        if view is not None:
+            view.close()
+            self.set_chrome(compare_html="")  # type: ignore[attr-defined]
+
+    def _on_compare_html(self, change: dict[str, Any]) -> None:
+        if self.compare_view is not None:
+            self.set_chrome(compare_html=change["new"])  # type: ignore[attr-defined]
+
+    def _alts(self, k: int) -> int:
+        try:
+            return self.conversation.position(k)[1]
+        except (StopIteration, ValueError, IndexError):
+            return 0
+
     # ----- page actions ---------------------------------------------------------------------
     def _index_of(self, content: dict[str, Any]) -> int | None:
         key = str(content.get("key", ""))
@@ -125,6 +166,17 @@ class ConversationControls:
         step = 1 if content.get("step", 1) >= 0 else -1
         if len(alts) > 1:
             self.show(alts[(at + step) % len(alts)])
+
+    def _action_compare(self, content: dict[str, Any]) -> None:
+        index = self._index_of(content)
+        if index is not None:
+            try:
+                self.compare(index)
+            except ValueError as exc:
+                self._show_error(exc)  # type: ignore[attr-defined]
+
+    def _action_compare_close(self, _content: dict[str, Any]) -> None:
+        self.close_compare()
 
     def _action_clear(self, _content: dict[str, Any]) -> None:
         if not self.running:  # type: ignore[attr-defined]
@@ -192,16 +244,17 @@ class ConversationControls:
         page draws, by message id."""
         had = self._conversation is not None
         self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
+        messages = self.branch.messages
+        cut = [str(m.id) for m in messages if truncated(m)]
+        self.set_chrome(cut_marks=cut)  # type: ignore[attr-defined]
         if not had:
             return  # no alternatives before a turn from this view
         marks: dict[str, list[int]] = {}
-        for k, message in enumerate(self.branch.messages):
+        for k, message in enumerate(messages):
             if k == 0 and message.role == "system":
                 continue
             with contextlib.suppress(StopIteration, ValueError):
                 n, of = self.conversation.position(k)
                 if of > 1:
                     marks[str(message.id)] = [n, of]
-        messages = self.branch.messages
-        cut = [str(m.id) for k, m in enumerate(messages) if self.conversation.truncated(k)]
-        self.set_chrome(alt_marks=marks, cut_marks=cut)  # type: ignore[attr-defined]
+        self.set_chrome(alt_marks=marks)  # type: ignore[attr-defined]

@@ -37,7 +37,16 @@ from lion_nb.widgets.viewbase import StaticFallback
 __all__ = ["CHROME", "Front", "front_module"]
 
 # the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
-CHROME = ("status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks", "ctx")
+CHROME = (
+    "status_line",
+    "error_box",
+    "busy",
+    "can_stop",
+    "alt_marks",
+    "cut_marks",
+    "ctx",
+    "compare_html",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +92,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # the context window: {"t": next turn's tokens, "w": window, "x": exact, "next": it will be
     # cut, "cut": id of the first message the last cut request sent, "n": messages left out}
     ctx = traitlets.Dict().tag(sync=True)
+    compare_html = traitlets.Unicode("").tag(sync=True)  # the open CompareView's HTML (sanitized)
 
     _leave_pending = False
 

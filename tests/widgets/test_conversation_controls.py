@@ -61,3 +61,62 @@ async def test_stop_reaches_a_regenerate_while_it_streams() -> None:
         pass
     assert not view.running and "lion-stopped" in view.rendered_html()
     view.close()
+
+
+async def test_compare_opens_on_the_previous_alternative_under_the_view() -> None:
+    view = view_on("FIRST", "SECOND", "THIRD")
+    first = view.branch
+    await view.asend("hello")
+    reply_index = len(first.messages) - 1
+    fork = await view.aregenerate()
+    reply = fork.messages[-1]
+    view._on_page(view, {"action": "compare", "key": str(reply.id)}, [])
+    await asyncio.sleep(0)
+    compare = view.compare_view
+    assert compare is not None
+    assert compare.branch_a is first and compare.branch_b is fork  # previous, then shown
+    assert "FIRST" in view.compare_html and "SECOND" in view.compare_html
+    # it follows both branches: a turn on the shown one reaches the page's panel
+    await view.asend("more")
+    compare._refresh.flush()
+    await asyncio.sleep(0)
+    assert "THIRD" in view.compare_html
+    view._on_page(view, {"action": "compare_close"}, [])
+    await asyncio.sleep(0)
+    assert view.compare_html == "" and view.compare_view is None and compare.closed
+    # from code: the last turn with alternatives by default; none: it says so
+    assert view.compare().branch_a is first
+    view.close_compare()
+    assert view.conversation.previous_alternative(reply_index) is first
+    alone = view_on("x")
+    await alone.asend("q")
+    try:
+        alone.compare()
+    except ValueError as exc:
+        assert "no alternative" in str(exc)
+    else:
+        raise AssertionError("compare without alternatives")
+    view.close()
+    alone.close()
+
+
+async def test_a_truncated_reply_is_marked_before_any_turn_from_the_view() -> None:
+    from lion_nb.messages import AssistantResponse, Instruction
+
+    view = view_on("THE-REST")
+    view.branch.add_message(Instruction(instruction="Tell a story"))
+    cut = AssistantResponse(response="Once upon a", metadata={"finish_reason": "length"})
+    view.branch.add_message(cut)  # recorded after the view was made, outside any run
+    await asyncio.sleep(0)
+    assert view.cut_marks == [str(cut.id)]
+    attached = BranchView(view.branch)  # a view made on a branch that holds one
+    await asyncio.sleep(0)
+    assert attached.cut_marks == [str(cut.id)]
+    view._on_page(view, {"action": "continue", "key": str(cut.id)}, [])
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if "THE-REST" in view.rendered_html() and not view.running:
+            break
+    assert view.branch.messages[-1].text == "THE-REST"
+    view.close()
+    attached.close()
