@@ -58,6 +58,8 @@ EXPECTED = {
         "same as the request the model received: True",
         "in the session: True",
         "shared: 3 messages (fork); differing turns: 4",
+        "the original keeps its messages: ['A title for a sourdough book?', '*Crumb by Crumb*.']",
+        "alternatives of the first reply: 2; of the question: 2",
         "same messages: True",
         "lineage kept: True",
     ],

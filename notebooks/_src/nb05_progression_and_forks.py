@@ -136,6 +136,39 @@ CELLS = [
     print(shorter, "—", len(shorter.messages), "messages")
     """),
     md("""
+    ## Try again: regenerate and edit, every alternative kept
+
+    In a chat view, **Regenerate** on a reply and **Edit** on a prompt (Enter resends, Esc
+    cancels) never change a branch: they fork before that turn and run on the fork, which the
+    view then shows. A `‹ 1/2 ›` switcher on the turn goes between the alternatives, and
+    **Compare** opens the comparison above under the view. The same from code:
+    """),
+    code("""
+    import lion_nb
+
+    tries = session.new_branch(
+        system="You write book titles.",
+        chat_model=iModel(
+            provider="scripted",
+            replies=["*Crumb by Crumb*.", "*The Patient Loaf*.", "*Rise*."],
+            delay=0.01,
+        ),
+        name="try again",
+    )
+    view = lion_nb.view(tries, height=320)
+    await view.asend("A title for a sourdough book?")
+    view
+    """),
+    code("""
+    again = await view.aregenerate()  # another reply to the same question, on a fork
+    edited = await view.aedit(1, "A one-word title for a sourdough book?")  # message 1, reworded
+    print("the original keeps its messages:", [m.text for m in tries.messages[1:]])
+    print("regenerated:", again.messages[-1].text, "| edited:", edited.messages[-1].text)
+    view.show(tries)  # what the switcher does
+    print(f"alternatives of the first reply: {len(view.alternatives(2))}; "
+          f"of the question: {len(view.alternatives(1))}")
+    """),
+    md("""
     ## Save a branch, and load it back
 
     `export_json` writes a branch losslessly — messages, tool calls, usage, parse results, the
