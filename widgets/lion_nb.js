@@ -362,7 +362,8 @@ function render({ model, el }) {
         sw.append(prev, node("span", "lion-switch-pos", `${n}/${of}`), next,
           control("Compare", "Compare this alternative with the previous one (shown below)", () =>
             model.send({ action: "compare", key })));
-        head.prepend(sw);
+        // beside the message's own controls, not before its role label
+        head.insertBefore(sw, head.querySelector(".lion-copy-msg"));
       }
       if (cut.has(key)) {
         const mark = node("span", "lion-cut");

@@ -80,6 +80,9 @@ class Channel:
         self.messages = 0
         self.sent_bytes = 0
         self.closed = False
+        # called before each message is made: the owner queues its pending small changes (the
+        # view's chrome) so they travel with the ops of the same moment instead of on their own
+        self.before_flush: Callable[[], None] | None = None
 
     def push(self, *ops: Op, now: bool = True) -> None:
         """Queue ``ops``; ``now``: send them with the next turn of the event loop (so the ops
@@ -90,6 +93,16 @@ class Channel:
             self._soon()
         else:
             self._schedule()
+
+    def queue(self, *ops: Op) -> None:
+        """Queue ``ops`` without scheduling a message (``before_flush`` adds to the one being
+        made). A ``chrome`` op joins one queued already (later values win)."""
+        for op in ops:
+            last = next((o for o in self._ops if o.get("op") == "chrome"), None)
+            if op.get("op") == "chrome" and last is not None:
+                last["values"] = {**last["values"], **op["values"]}
+            else:
+                self._ops.append(op)
 
     def stream(self, key: str, producer: Producer, *, now: bool = False) -> None:
         """``now``: a part's first text goes out at once (the first token on screen within a
@@ -151,6 +164,8 @@ class Channel:
             self._timer.cancel()
             self._timer = None
             self._timer_soon = False
+        if self.before_flush is not None:
+            self.before_flush()
         ops, self._ops = self._ops, []
         dirty, self._dirty = self._dirty, {}
         for producer in dirty.values():

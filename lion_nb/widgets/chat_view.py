@@ -250,12 +250,14 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
                 "BranchView.send needs a running event loop (a Jupyter kernel "
                 "has one); in a script use `await view.asend(text)`"
             ) from None
+        # the task first: its first step (the run's start) comes before the prompt card and the
+        # Send/Stop state go out, so all three share one message
+        task = loop.create_task(self._drive(text, after=claim.after))
+        self.runs.started(task)
         if from_box:
             self.prompt.value = ""
         self._clear_error()
         self.transcript.show_prompt(text)
-        task = loop.create_task(self._drive(text, after=claim.after))
-        self.runs.started(task)
         with self.hold_sync():
             self._set_running()
         return task

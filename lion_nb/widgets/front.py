@@ -101,6 +101,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         self._chrome_pending: dict[str, Any] = {}
         self._chrome_handle: asyncio.Handle | None = None
         self.channel = Channel(self._send_ops)
+        self.channel.before_flush = self._chrome_now
         self.on_msg(self._on_page)
 
     # ----- state -----------------------------------------------------------------------------
@@ -146,7 +147,13 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         """A small trait's value, counting one set but not sent yet."""
         return self._chrome_pending.get(name, getattr(self, name))
 
-    def _apply_chrome(self) -> None:
+    def _chrome_now(self) -> None:
+        """A message is about to go out: chrome set but not applied yet goes with it."""
+        if self._chrome_handle is not None:
+            self._chrome_handle.cancel()
+            self._apply_chrome(push=False)
+
+    def _apply_chrome(self, *, push: bool = True) -> None:
         """The new values become the kernel's state without an update message of their own;
         the pages get them as a ``chrome`` op on the channel, in one message with the ops of
         the same turn (a Send's prompt card, a run's last reply)."""
@@ -163,7 +170,11 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         with self._lock_property(**changed):  # ipywidgets' echo lock: no update message
             for name, value in changed.items():
                 setattr(self, name, value)
-        self.channel.push({"op": "chrome", "values": changed})
+        op = {"op": "chrome", "values": changed}
+        if push:
+            self.channel.push(op)
+        else:
+            self.channel.queue(op)  # into the message being made
 
     def _send_ops(self, content: dict[str, Any]) -> None:
         if not self.closed:  # the comm's custom send (``BranchView.send`` is the chat verb)

@@ -426,3 +426,20 @@ async def test_no_gauge_or_notice_when_the_window_is_unknown():
     await view.asend("q")
     await asyncio.sleep(0)
     assert view.ctx == {}
+
+
+async def test_a_send_and_its_run_start_share_one_message_and_so_do_its_end_and_last_reply():
+    branch = Branch(chat_model=scripted({"chunks": ["a ", "b ", "c."], "delay": 0.05}))
+    view = BranchView(branch)
+    sent: list[dict] = []
+    view.channel._send = sent.append
+    view.send("go")
+    await view.wait()
+    await asyncio.sleep(0.05)
+    kinds = [[op["op"] for op in m["ops"]] for m in sent]
+    assert kinds[0] == ["put", "chrome"], kinds  # the prompt card with Send/Stop and status
+    assert sent[0]["ops"][1]["values"]["busy"] is True
+    assert "running" in sent[0]["ops"][1]["values"]["status_line"]  # the run's start, merged
+    assert kinds[-1] == ["put", "seal", "chrome"], kinds  # the run's end with its last reply
+    assert sent[-1]["ops"][2]["values"]["busy"] is False
+    assert [m["seq"] for m in sent] == list(range(1, len(sent) + 1))
