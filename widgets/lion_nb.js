@@ -366,10 +366,16 @@ function render({ model, el }) {
         head.insertBefore(sw, head.querySelector(".lion-copy-msg"));
       }
       if (cut.has(key)) {
-        const mark = node("span", "lion-cut");
-        mark.append(node("span", "lion-badge", "truncated"),
-          control("Continue", "Ask for the rest of this reply", () => model.send({ action: "continue", key })));
-        head.appendChild(mark);
+        // the badge beside who answered, Continue with the message's other controls
+        const badge = node("span", "lion-badge lion-cut lion-cut-badge", "truncated");
+        badge.title = "This reply ended at the token limit";
+        const label = head.querySelector(".lion-sender, .lion-model, .lion-role");
+        if (label) label.after(badge);
+        else head.prepend(badge);
+        const more = control("Continue", "Ask for the rest of this reply", () =>
+          model.send({ action: "continue", key }));
+        more.classList.add("lion-cut");
+        head.appendChild(more);
       }
     }
   }

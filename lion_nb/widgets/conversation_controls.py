@@ -83,7 +83,17 @@ class ConversationControls:
     def clear(self) -> Branch:
         """Show a fresh branch with the same system message; the old one stays an
         alternative."""
-        return self.conversation.clear()
+        shown = self.branch
+        fresh = self.conversation.clear()
+        if fresh is not shown:  # the last run's status no longer describes what is shown
+            from lion_nb.render.chrome import status_html
+
+            self.set_chrome(  # type: ignore[attr-defined]
+                status_line=status_html(
+                    "idle", "cleared: the conversation so far is kept (‹ › on your next message)"
+                )
+            )
+        return fresh
 
     def compare(self, index: int | None = None) -> CompareView:
         """Open ``CompareView`` on the previous alternative (left) and the shown branch

@@ -45,6 +45,8 @@ async def test_edit_from_the_page_and_clear() -> None:
     shown = view.branch
     view._on_page(view, {"action": "clear"}, [])
     assert view.branch is not shown and len(view.branch.messages) == 1  # the system message
+    await asyncio.sleep(0)
+    assert "cleared" in view.status_line and "done" not in view.status_line
     view.close()
 
 
