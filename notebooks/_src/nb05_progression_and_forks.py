@@ -165,8 +165,10 @@ CELLS = [
     print("the original keeps its messages:", [m.text for m in tries.messages[1:]])
     print("regenerated:", again.messages[-1].text, "| edited:", edited.messages[-1].text)
     view.show(tries)  # what the switcher does
-    print(f"alternatives of the first reply: {len(view.alternatives(2))}; "
-          f"of the question: {len(view.alternatives(1))}")
+    print(
+        f"alternatives of the first reply: {len(view.alternatives(2))}; "
+        f"of the question: {len(view.alternatives(1))}"
+    )
     """),
     md("""
     ## Save a branch, and load it back
