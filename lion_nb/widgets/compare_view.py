@@ -74,6 +74,11 @@ class CompareView(StaticFallback, ipywidgets.VBox):
         stats_b = side_stats(b_own, self.branch_b.messages, self._tables[1])
         return compare_html(al, _title(self.branch_a), _title(self.branch_b), stats_a, stats_b)
 
+    def on_redraw(self, handler: Callable[[str], Any]) -> None:
+        """Call ``handler(html)`` each time the comparison is drawn anew (another view that
+        shows this comparison, e.g. under a chat view, follows it this way)."""
+        self._body.observe(lambda change: handler(change["new"]), names="value")
+
     def _on_signal(self, signal: Signal) -> None:
         if self.closed:
             return

@@ -111,7 +111,7 @@ class ConversationControls:
             raise ValueError("there is no alternative to compare with")
         self.close_compare()
         view = CompareView(other, self.branch)
-        view._body.observe(self._on_compare_html, names="value")
+        view.on_redraw(self._on_compare_html)
         self.compare_view = view
         self.set_chrome(compare_html=view.html())  # type: ignore[attr-defined]
         return view
@@ -123,9 +123,9 @@ class ConversationControls:
             view.close()
             self.set_chrome(compare_html="")  # type: ignore[attr-defined]
 
-    def _on_compare_html(self, change: dict[str, Any]) -> None:
+    def _on_compare_html(self, html: str) -> None:
         if self.compare_view is not None:
-            self.set_chrome(compare_html=change["new"])  # type: ignore[attr-defined]
+            self.set_chrome(compare_html=html)  # type: ignore[attr-defined]
 
     def _alts(self, k: int) -> int:
         try:

@@ -45,7 +45,26 @@ def ray_cluster():
         cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
+        _warm_every_node(ray)
         yield cluster
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def _warm_every_node(ray) -> None:
+    """Run one task pinned to each node: a node whose raylet is registered may still have no
+    worker that can take a task (seen on a loaded machine), and tests about where nodes run
+    must start from a cluster where every node can."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    @ray.remote(num_cpus=1)
+    def here() -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+    pinned = [
+        here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+        for node in alive
+    ]
+    assert sorted(ray.get(pinned, timeout=120)) == sorted(alive)
