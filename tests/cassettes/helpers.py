@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from helpers_core import scripted
+
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.signals import (
@@ -69,10 +71,6 @@ def messages(branch: Any) -> list[tuple[str, str, str]]:
 
 
 SYSTEM = "Answer briefly."
-
-
-def scripted(*replies: Any, **kw: Any) -> iModel:
-    return iModel(provider="scripted", replies=list(replies), **kw)
 
 
 def absent(**kw: Any) -> iModel:

@@ -3,15 +3,13 @@ real conversation with runs and a tool call (``conversation``)."""
 
 from __future__ import annotations
 
+from helpers_core import scripted
+
 from lion_nb import Branch, Session, iModel
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.provenance import provenance_of
 
 __all__ = ["add", "big_branch", "conversation", "scripted"]
-
-
-def scripted(*replies, **kw) -> iModel:
-    return iModel(provider="scripted", replies=list(replies), **kw)
 
 
 def big_branch(n: int, *, model: iModel | None = None) -> Branch:

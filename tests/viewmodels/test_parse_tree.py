@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from helpers.orders import ORDER, Order, rows_by_path
 
 from lion_nb.render.parse_tree import tree_html
 from lion_nb.viewmodels.parse_tree import tree_rows
-
-
-class Item(BaseModel):
-    name: str
-    price: float = Field(gt=0)
-
-
-class Order(BaseModel):
-    customer: str = Field(max_length=10)
-    items: list[Item]
-    note: str | None = None
-    meta: dict[str, int] = {}
-
-
-ORDER = {
-    "customer": "Alice",
-    "items": [{"name": "tea", "price": 2.5}, {"name": "cake", "price": 4.0}],
-    "note": "ring twice",
-    "meta": {"table": 4},
-}
-
-
-def rows_by_path(rows):
-    return {r.path: r for r in rows}
 
 
 def test_a_nested_result_becomes_rows_with_paths_types_and_values() -> None:

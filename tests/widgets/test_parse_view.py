@@ -5,37 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from pydantic import BaseModel, Field, ValidationError
+from helpers.orders import ORDER, Order, rows_by_path
+from pydantic import ValidationError
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import ParseError
 from lion_nb.render.parse_tree import attempts_html, errors_html
 from lion_nb.widgets.parse_view import ParseView
-
-
-class Item(BaseModel):
-    name: str
-    price: float = Field(gt=0)
-
-
-class Order(BaseModel):
-    customer: str = Field(max_length=10)
-    items: list[Item]
-    note: str | None = None
-    meta: dict[str, int] = {}
-
-
-ORDER = {
-    "customer": "Alice",
-    "items": [{"name": "tea", "price": 2.5}, {"name": "cake", "price": 4.0}],
-    "note": "ring twice",
-    "meta": {"table": 4},
-}
-
-
-def rows_by_path(rows):
-    return {r.path: r for r in rows}
-
 
 # ----- the tree ------------------------------------------------------------------------------
 
