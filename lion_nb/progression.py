@@ -71,6 +71,14 @@ class Messages:
         self._by_id[message.id] = message
         self.progression.append(message.id)
 
+    def _remove(self, message_id: uuid.UUID) -> Any:
+        """Take ``message_id`` out of the record and the order; returns the message."""
+        message = self._by_id.pop(message_id, None)
+        if message is None:
+            raise ValueError(f"message {message_id} is not recorded")
+        self.progression.remove(message_id)
+        return message
+
     def _clear(self, keep_system: bool = True) -> None:
         system = self.system if keep_system else None
         self._by_id.clear()

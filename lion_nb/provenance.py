@@ -15,7 +15,15 @@ import weakref
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, RunStart, Signal
+from lion_nb.signals import (
+    MessageAdded,
+    MessageRetracted,
+    ParseAttempt,
+    RunEnd,
+    RunFailed,
+    RunStart,
+    Signal,
+)
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -70,7 +78,13 @@ class Provenance:
     # ----- recording ---------------------------------------------------------------------
     def attach(self, branch: Branch) -> None:
         branch.observe(
-            RunStart, RunEnd, RunFailed, MessageAdded, ParseAttempt, handler=self.on_signal
+            RunStart,
+            RunEnd,
+            RunFailed,
+            MessageAdded,
+            MessageRetracted,
+            ParseAttempt,
+            handler=self.on_signal,
         )
 
     def add_listener(self, fn: Any) -> None:
@@ -105,6 +119,8 @@ class Provenance:
                 record = self._open[-1]
                 record.message_ids.append(mid)
                 self.run_of[mid] = record.run_id
+        elif isinstance(signal, MessageRetracted):
+            self._forget(str(signal.message_id))
         elif isinstance(signal, ParseAttempt):
             self.parse_attempts.append(
                 {
@@ -119,6 +135,14 @@ class Provenance:
             )
         for fn in list(self._listeners):
             fn(signal)
+
+    def _forget(self, mid: str) -> None:
+        """A retracted message was never part of its run (an exported table must not list it)."""
+        self.cells.pop(mid, None)
+        run_id = self.run_of.pop(mid, None)
+        record = self._by_id.get(run_id) if run_id else None
+        if record is not None and mid in record.message_ids:
+            record.message_ids.remove(mid)
 
     def _close(self, record: RunRecord, signal: RunEnd | RunFailed) -> None:
         record.ended_at = signal.at

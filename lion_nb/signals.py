@@ -1,9 +1,10 @@
 """Signals a branch emits while it works, and the bus that delivers them.
 
 Lifecycle: ``RunStart`` then exactly one of ``RunEnd`` / ``RunFailed`` (ADR-0021 D4).
-Content: ``MessageAdded`` when a message is recorded; ``StreamDelta`` while a message is being
-built (what changed, plus the running snapshot, keyed by the id the message will be recorded
-under, so a view can render idempotently). ReAct adds ``RoundStart`` / ``RoundEnd``.
+Content: ``MessageAdded`` when a message is recorded, ``MessageRetracted`` when one is taken
+back (a Ray attempt that died); ``StreamDelta`` while a message is being built (what changed,
+plus the running snapshot, keyed by the id the message will be recorded under, so a view can
+render idempotently). ReAct adds ``RoundStart`` / ``RoundEnd``.
 
 Observer failures are logged on the ``lion_nb`` logger and never change an operation's result.
 Signals are read-only by convention; they are plain (non-frozen) slotted dataclasses because a
@@ -63,6 +64,16 @@ class RunFailed(Signal):
 @dataclass(slots=True, kw_only=True)
 class MessageAdded(Signal):
     message: Any  # RoledMessage; typed loosely so this module imports no pydantic models
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageRetracted(Signal):
+    """A recorded message was taken back (``Branch.retract_message``): it is no longer in
+    the branch's messages or progression. ``reason`` says why, for people and logs (on Ray:
+    the attempt that recorded it died and Ray ran the node again)."""
+
+    message_id: uuid.UUID
+    reason: str
 
 
 class TextAccumulator:

@@ -75,3 +75,12 @@ def test_clear_keeps_held_subscriptions():
     assert mine == [] and len(views) == 1
     stop()
     assert not bus
+
+
+def test_message_retracted_names_the_message_and_the_reason():
+    from lion_nb.signals import MessageRetracted, Signal
+
+    branch_id, message_id = _ids()
+    signal = MessageRetracted(branch_id=branch_id, message_id=message_id, reason="worker died")
+    assert isinstance(signal, Signal) and signal.at > 0
+    assert (signal.message_id, signal.reason) == (message_id, "worker died")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lion_nb.operations.manager import OperationManager
 from lion_nb.progression import Messages, Progression
-from lion_nb.signals import MessageAdded, Observers, Signal, observe_decorator
+from lion_nb.signals import MessageAdded, MessageRetracted, Observers, Signal, observe_decorator
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -132,6 +132,19 @@ class Branch:
             raise ValueError("a system message can only be the first message of a branch")
         self._messages._append(message)
         self._emit(MessageAdded(branch_id=self.id, message=message))
+        return message
+
+    def retract_message(self, message_id: uuid.UUID, *, reason: str) -> RoledMessage:
+        """Take back a recorded message: it leaves the messages and the progression and
+        ``MessageRetracted`` says why. For what turned out not to have happened (a Ray
+        attempt whose worker died, run again by Ray); returns the message taken back."""
+        message = self._messages.get(message_id)
+        if message is None:
+            raise ValueError(f"message {message_id} is not recorded on this branch")
+        if message.role == "system":
+            raise ValueError(f"message {message_id} is the system message; it cannot be retracted")
+        self._messages._remove(message_id)
+        self._emit(MessageRetracted(branch_id=self.id, message_id=message_id, reason=reason))
         return message
 
     def restore_message(self, message: RoledMessage) -> None:

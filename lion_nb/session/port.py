@@ -1,7 +1,7 @@
 """``BranchPort``: what an operation may do with a branch, and nothing more.
 
 Operations never touch a branch's private state (HOUSE_STYLE 15): the facade builds a port and
-hands it to the operation, which reads history, records messages, emits signals, streams the
+hands it to the operation, which reads history, records (or takes back) messages, emits signals, streams the
 message it is building, and learns which models, tools and context-provider additions apply to
 *this call* through the port alone. A port is a cheap view onto one branch; it holds only the
 per-call choices (the models), so choosing a model for one call never changes the branch
@@ -90,6 +90,11 @@ class BranchPort:
     def record(self, message: RoledMessage) -> RoledMessage:
         """Append ``message`` and emit ``MessageAdded``."""
         return self.branch.add_message(message)
+
+    def retract(self, message_id: uuid.UUID, reason: str) -> RoledMessage:
+        """Take back a recorded message and emit ``MessageRetracted`` (see
+        ``Branch.retract_message``); returns it."""
+        return self.branch.retract_message(message_id, reason=reason)
 
     def clear_messages(self) -> None:
         self.branch.clear_messages()

@@ -29,7 +29,7 @@ from lion_nb.render import timeline as tl
 from lion_nb.render import turns
 from lion_nb.render.chrome import forked_html, next_turn_pending_html
 from lion_nb.render.text import transcript_plain
-from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart, Signal
+from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, RunStart, Signal
 from lion_nb.viewmodels import next_turn as nt
 from lion_nb.viewmodels.timeline import ROLE_FILTERS, TimelineModel, TotalsCache, timeline_rows
 from lion_nb.widgets.inspector_parts import Chrome, Pager, Row, fork_panel
@@ -216,6 +216,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         if isinstance(signal, MessageAdded):
             self._pending_messages = True
             self._refresh.request()
+        elif isinstance(signal, MessageRetracted):
+            self.refresh()  # positions after it moved: recompute rather than patch
         elif isinstance(signal, RunStart | RunEnd | RunFailed):
             self._refresh.request()
             if not isinstance(signal, RunStart):

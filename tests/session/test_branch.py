@@ -103,3 +103,59 @@ def test_chat_model_or_none_never_resolves_a_model():
     model = scripted("x")
     branch.chat_model = model
     assert branch.chat_model_or_none is model
+
+
+# ----- taking a message back ---------------------------------------------------------------------
+async def test_retract_message_drops_it_from_messages_and_progression_and_says_why():
+    from lion_nb.signals import MessageRetracted
+
+    branch = Branch(system="s", chat_model=scripted("a", "b"))
+    await branch.communicate("one")
+    await branch.communicate("two")
+    seen: list = []
+    branch.observe(handler=seen.append)
+    gone = branch.messages[1]
+    assert branch.retract_message(gone.id, reason="it never happened") is gone
+    assert gone.id not in branch.messages and gone.id not in branch.progression
+    assert [m.text for m in branch.messages] == ["s", "a", "two", "b"]
+    assert len(branch.progression) == len(branch.messages) == 4
+    assert [type(s) for s in seen] == [MessageRetracted]
+    assert seen[0].message_id == gone.id and seen[0].reason == "it never happened"
+    assert seen[0].branch_id == branch.id
+    restored = Branch.from_dict(json.loads(json.dumps(branch.to_dict())))
+    assert list(restored.messages) == list(branch.messages)
+    assert list(restored.progression) == list(branch.progression)
+
+
+def test_retracting_an_unknown_or_the_system_message_is_refused_and_changes_nothing():
+    import uuid
+
+    branch = Branch(system="s")
+    seen: list = []
+    branch.observe(handler=seen.append)
+    unknown = uuid.uuid4()
+    with pytest.raises(ValueError, match=str(unknown)):
+        branch.retract_message(unknown, reason="x")
+    with pytest.raises(ValueError, match="system message"):
+        branch.retract_message(branch.messages[0].id, reason="x")
+    assert len(branch.messages) == 1 and seen == []
+
+
+def test_the_message_container_removes_one_message_and_keeps_the_order():
+    import uuid
+
+    from lion_nb.messages import Instruction, Messages
+
+    messages = Messages()
+    first, second, third = (Instruction(instruction=t) for t in ("1", "2", "3"))
+    for m in (first, second, third):
+        messages._append(m)
+    assert messages._remove(second.id) is second
+    assert list(messages) == [first, third] and list(messages.progression) == [first.id, third.id]
+    assert messages.get(second.id) is None and second not in messages
+    with pytest.raises(ValueError, match="not recorded"):
+        messages._remove(second.id)
+    with pytest.raises(ValueError, match="not recorded"):
+        messages._remove(uuid.uuid4())
+    messages._append(second)  # removed means gone: it can be recorded again, at the end
+    assert [m.text for m in messages] == ["1", "3", "2"]

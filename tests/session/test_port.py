@@ -86,3 +86,15 @@ async def test_operations_take_a_port_or_a_branch_alike():
     b = Branch(chat_model=scripted("x"))
     assert await communicate(a, "q", ChatParam()) == await communicate(b.port(), "q", ChatParam())
     assert [m.role for m in a.messages] == [m.role for m in b.messages] == ["user", "assistant"]
+
+
+def test_retract_takes_a_message_back_through_the_port():
+    from lion_nb.signals import MessageRetracted
+
+    branch, seen = recording_branch(system="s")
+    port = branch.port()
+    ins = port.record(Instruction(instruction="hi"))
+    assert port.retract(ins.id, "a dead worker's message") is ins
+    assert [m.role for m in port.messages] == ["system"] and ins.id not in branch.progression
+    assert isinstance(seen[-1], MessageRetracted) and seen[-1].message_id == ins.id
+    assert seen[-1].reason == "a dead worker's message"

@@ -235,3 +235,20 @@ async def test_a_reply_replayed_from_a_cassette_says_where_it_came_from(tmp_path
     )
     assert note["call"] == 1 and f"<th>replayed</th><td>{said}</td>" in view.detail_html(1)
     view.close()
+
+
+async def test_a_retracted_message_leaves_the_inspector_and_its_run() -> None:
+    branch = Branch(chat_model=scripted("one", "two"))
+    view = ProgressionInspector(branch, page_size=10, refresh_interval=0)
+    await branch.communicate("a")
+    await branch.communicate("b")
+    assert view.total == 4
+    gone = branch.messages[2]  # the second instruction
+    branch.retract_message(gone.id, reason="its attempt died")
+    assert view.total == 3 and view.visible_indices() == range(0, 3)
+    assert "3 messages" in view._header.value
+    assert not any("b" == m.text for m in branch.messages)
+    record = view.provenance.runs[1]
+    assert str(gone.id) not in record.message_ids and view.provenance.run_for(gone.id) is None
+    assert len(record.message_ids) == 1  # the reply stays in its run
+    view.close()
