@@ -33,6 +33,7 @@ from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import (
     MessageAdded,
+    MessageRetracted,
     ParseAttempt,
     RoundEnd,
     RoundStart,
@@ -60,6 +61,7 @@ Verb = Callable[["Branch", str], Awaitable[Any]]
 
 _SIGNALS = (
     MessageAdded,
+    MessageRetracted,
     StreamDelta,
     RunStart,
     RunEnd,
@@ -374,6 +376,8 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             self.transcript.on_message(signal.message)
             if truncated(signal.message):
                 self.sync_alternatives()  # its "truncated" mark and Continue control
+        elif isinstance(signal, MessageRetracted):
+            self.refresh()  # rare (a Ray attempt that died): rebuilding from the branch is enough
         elif isinstance(signal, RunStart):
             self._set_running()
         elif isinstance(signal, RunEnd):

@@ -443,3 +443,16 @@ async def test_a_send_and_its_run_start_share_one_message_and_so_do_its_end_and_
     assert kinds[-1] == ["put", "seal", "chrome"], kinds  # the run's end with its last reply
     assert sent[-1]["ops"][2]["values"]["busy"] is False
     assert [m["seq"] for m in sent] == list(range(1, len(sent) + 1))
+
+
+async def test_a_retracted_message_leaves_the_chat_view():
+    branch = Branch(system="s", chat_model=scripted("first", "second"))
+    view = BranchView(branch)
+    await view.asend("one")
+    await view.asend("two")
+    gone = branch.messages[3]  # the second instruction
+    assert message_html(gone) in view.rendered_html()
+    branch.retract_message(gone.id, reason="the worker running it died")
+    assert message_html(gone) not in view.rendered_html()
+    assert view.rendered_html() == "".join(message_html(m) for m in branch.messages)
+    assert view.rendered_html() == BranchView(branch).rendered_html()
