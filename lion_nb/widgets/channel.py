@@ -6,7 +6,8 @@ message, so the page applies them in order and notices a gap. The operations, ea
 
 - ``{"op": "put", "key": k, "html": h, "before": b, "replace": r}``: show part ``k`` with the
   sanitized HTML ``h`` before part ``b`` (None: at the end), or in place of part ``r`` / of its
-  own old self;
+  own old self. ``"tpl": name`` instead of ``"html"``: the HTML is the view's synced template
+  ``name`` (``Channel.templates``), which the page holds already;
 - ``{"op": "drop", "key": k}``;
 - ``{"op": "add", "key": k, "html": h}``: finished Markdown blocks of a streaming card, appended
   (each is rendered once, by the kernel);
@@ -25,7 +26,11 @@ asks (``{"action": "resync"}`` after it saw a gap). A page that sees ``seq`` jum
 synced parts and continues from their ``seq``.
 
 Updates are coalesced: structural changes go out at once; streamed text at most ``max_rate``
-times a second (the first at once, so the first token shows within one round trip).
+times a second (the first at once, so the first token shows within one round trip). Each
+message costs ~550 bytes of envelope on the wire (Jupyter's header, parent header and
+signature), more than most ops it carries, so ops that can wait a moment are *held*
+(``push(..., hold=s)``): a Send's prompt card waits up to ``hold`` seconds for the reply's first
+text and goes in one message with it.
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ class Channel:
         self._dirty: dict[str, Producer] = {}
         self._timer: Any = None
         self._timer_soon = False  # the pending timer is a call_soon, not the throttle
+        self._held = False  # the pending timer ends a hold (``push(hold=...)``)
         self._last: float | None = None
         self.messages = 0
         self.sent_bytes = 0
@@ -83,13 +89,20 @@ class Channel:
         # called before each message is made: the owner queues its pending small changes (the
         # view's chrome) so they travel with the ops of the same moment instead of on their own
         self.before_flush: Callable[[], None] | None = None
+        # HTML the page holds as synced templates (html -> template name): a put of exactly
+        # that HTML names the template instead (a live card's empty shell, ~480 bytes)
+        self.templates: dict[str, str] = {}
 
-    def push(self, *ops: Op, now: bool = True) -> None:
+    def push(self, *ops: Op, now: bool = True, hold: float = 0.0) -> None:
         """Queue ``ops``; ``now``: send them with the next turn of the event loop (so the ops
         of one burst of signals - a prompt and its reply recorded back to back - share one
-        message), else with the next throttled update."""
-        self._ops.extend(ops)
-        if now:
+        message), else with the next throttled update. ``hold``: send them within ``hold``
+        seconds, or sooner with a streamed part's first text; other ops pushed meanwhile
+        wait with them."""
+        self.queue(*ops)
+        if hold > 0:
+            self._hold(hold)
+        elif now:
             self._soon()
         else:
             self._schedule()
@@ -109,7 +122,7 @@ class Channel:
         round trip), not after the interval of the update before it."""
         self._dirty[key] = producer
         if now:
-            self._soon()
+            self._soon(end_hold=True)
         else:
             self._schedule()
 
@@ -120,8 +133,8 @@ class Channel:
     def pending(self) -> bool:
         return bool(self._ops or self._dirty)
 
-    def _soon(self) -> None:
-        if self._timer is not None and self._timer_soon:
+    def _soon(self, *, end_hold: bool = False) -> None:
+        if self._timer is not None and (self._timer_soon or (self._held and not end_hold)):
             return
         if self._call_later is not None:
             self.flush()  # manual time (tests): at once
@@ -135,6 +148,21 @@ class Channel:
             self._timer.cancel()
         self._timer = loop.call_soon(self._fire)
         self._timer_soon = True
+        self._held = False
+
+    def _hold(self, delay: float) -> None:
+        if self._timer is not None:
+            return  # a message is due already (within the throttle interval at most)
+        if self._call_later is not None:
+            self._timer = self._call_later(delay, self._fire)
+        else:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.flush()
+                return
+            self._timer = loop.call_later(delay, self._fire)
+        self._held = True
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -155,7 +183,7 @@ class Channel:
 
     def _fire(self) -> None:
         self._timer = None
-        self._timer_soon = False
+        self._timer_soon = self._held = False
         self.flush()
 
     def flush(self) -> None:
@@ -163,7 +191,7 @@ class Channel:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-            self._timer_soon = False
+            self._timer_soon = self._held = False
         if self.before_flush is not None:
             self.before_flush()
         ops, self._ops = self._ops, []
@@ -172,12 +200,22 @@ class Channel:
             ops.extend(producer())
         if not ops or self.closed:
             return
+        if self.templates:
+            ops = [self._by_template(op) for op in ops]
         self._last = self._clock()
         self.seq += 1
         content = {"seq": self.seq, "ops": ops}
         self.messages += 1
         self.sent_bytes += len(json.dumps(content, separators=(",", ":")))
         self._send(content)
+
+    def _by_template(self, op: Op) -> Op:
+        name = self.templates.get(op["html"]) if op.get("op") == "put" else None
+        if name is None:
+            return op
+        short = dict(op, tpl=name)
+        del short["html"]
+        return short
 
     def close(self) -> None:
         self.closed = True

@@ -48,8 +48,8 @@ from lion_nb.viewmodels.conversation import truncated
 from lion_nb.viewmodels.verbs import VERBS
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
-from lion_nb.widgets.live import LiveConfig
-from lion_nb.widgets.transcript import Transcript
+from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -160,6 +160,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             height=f"{height}px" if isinstance(height, int) else height,
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
             status_line=status_html("idle", "ready"),
+            templates={"live": live_shell(model_label(branch))},
         )
         self.branch = branch
         self.verb = verb

@@ -93,6 +93,10 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # cut, "cut": id of the first message the last cut request sent, "n": messages left out}
     ctx = traitlets.Dict().tag(sync=True)
     compare_html = traitlets.Unicode("").tag(sync=True)  # the open CompareView's HTML (sanitized)
+    # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
+    # set once, with the view's first state (a changed template would reach a page only
+    # with a state message, and ops naming it could arrive before it)
+    templates = traitlets.Dict().tag(sync=True)
 
     _leave_pending = False
 
@@ -102,6 +106,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         self._chrome_handle: asyncio.Handle | None = None
         self.channel = Channel(self._send_ops)
         self.channel.before_flush = self._chrome_now
+        self.channel.templates = dict(zip(self.templates.values(), self.templates, strict=True))
         self.on_msg(self._on_page)
 
     # ----- state -----------------------------------------------------------------------------

@@ -41,7 +41,12 @@ from lion_nb.signals import StreamDelta
 from lion_nb.viewmodels.stream import StreamText
 from lion_nb.widgets.channel import Channel, Op, fingerprint
 
-__all__ = ["LiveConfig", "LiveMessage", "WidgetKit"]
+__all__ = ["LiveConfig", "LiveMessage", "WidgetKit", "live_shell"]
+
+
+def live_shell(model: str | None, status: Status = "streaming") -> str:
+    """A reply's card as first placed, before any text (a view's synced template for it)."""
+    return live_shell_html(head_html("assistant", model=model, status=status), status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,9 @@ class LiveConfig:
     max_rate: float = 15.0  # updates per second after the first
     preview_chars: int = 1500  # thinking / tool-argument previews show this many last chars
     tail_html_chars: int = 160  # a tail this short is re-rendered as HTML; longer: new text
+    # a Send's prompt card waits this long for the reply's first text, to share its message
+    # (one envelope less, ~550 B); short enough that the echo still feels immediate
+    prompt_hold_s: float = 0.04
 
     @property
     def interval(self) -> float:
@@ -145,7 +153,7 @@ class LiveMessage:
         return head_html("assistant", model=self._model, status=self._status)
 
     def shell_html(self) -> str:
-        return live_shell_html(self._head(), self._status)
+        return live_shell(self._model, self._status)
 
     def collect(self) -> list[Op]:
         """The ops that bring the page up to date (called by the channel when it sends)."""

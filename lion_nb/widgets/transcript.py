@@ -122,7 +122,8 @@ class Transcript:
         key = self.model.add_pending()
         self._html[key] = pending_prompt_html(text)
         self._channel.push(
-            {"op": "put", "key": self.key_of(key), "html": self._html[key], "before": None}
+            {"op": "put", "key": self.key_of(key), "html": self._html[key], "before": None},
+            hold=self.config.prompt_hold_s,
         )
 
     def release_prompt(self) -> None:
@@ -145,9 +146,9 @@ class Transcript:
             )
             self.live[mid] = live
             self.model.place(key)
-            self._channel.push(
-                {"op": "put", "key": live.key, "html": live.shell_html(), "before": None},
-                now=False,
+            # queued, not sent: the feed below sends it with the reply's first text
+            self._channel.queue(
+                {"op": "put", "key": live.key, "html": live.shell_html(), "before": None}
             )
         live.feed(signal)
 

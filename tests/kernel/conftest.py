@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,6 +15,9 @@ from typing import Any
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
+# ipykernel 6, beside the venv's own ipykernel 7: ``make`` installs it there (pip --target), and
+# a kernel started with it first on PYTHONPATH runs on it with the venv's other packages
+IPYKERNEL6 = Path(sys.prefix) / "ipykernel6"
 
 
 @dataclass
@@ -124,11 +129,14 @@ class Kernel:
         self.kc.shell_channel.send(self.kc.session.msg("comm_msg", data))
 
 
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
+def _started(pythonpath: Path | None = None) -> Iterator[Kernel]:
     from jupyter_client.manager import start_new_kernel
 
-    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    extra: dict[str, Any] = {}
+    if pythonpath is not None:
+        paths = [str(pythonpath), *filter(None, [os.environ.get("PYTHONPATH")])]
+        extra["env"] = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60, **extra)
     k = Kernel(km, kc)
     try:
         k.run(f"import sys; sys.path.insert(0, {str(TESTS)!r})")
@@ -136,3 +144,24 @@ def kernel() -> Iterator[Kernel]:
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    yield from _started()
+
+
+@pytest.fixture(scope="module", params=["ipykernel 7", "ipykernel 6"])
+def each_kernel(request: pytest.FixtureRequest) -> Iterator[Kernel]:
+    """The venv's kernel (ipykernel 7), then one on ipykernel 6 (views must work on both)."""
+    if request.param == "ipykernel 7":
+        yield request.getfixturevalue("kernel")
+        return
+    if not (IPYKERNEL6 / "ipykernel").is_dir():
+        message = f"ipykernel 6 is not installed in {IPYKERNEL6} (make installs it)"
+        if os.environ.get("LION_NB_REQUIRE_LOCAL"):
+            pytest.fail(message)
+        pytest.skip(message)
+    for k in _started(IPYKERNEL6):
+        assert k.value("__import__('ipykernel').__version__").startswith("6.")
+        yield k

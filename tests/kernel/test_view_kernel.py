@@ -58,7 +58,7 @@ def test_a_streamed_reply_updates_the_view_progressively(kernel):
     page = Page(state, seq)  # what a reload gets: the kernel's state (complete, at rest)
     final = kernel.value("''.join(message_html(m) for m in branch.messages)")
     assert page.html() == final
-    live = Page()
+    live = Page(templates=kernel.value("view.templates"))
     for u in updates_sent(kernel, 0):  # a page that was there from the start
         live.receive(u)
     assert live.resyncs == 0 and live.html() == final
@@ -123,7 +123,8 @@ def test_a_late_page_heals_its_gap_from_the_synced_state(kernel):
     assert late.html() == final and start < mark
 
 
-def test_enter_in_the_page_sends_and_esc_stops(kernel):
+def test_enter_in_the_page_sends_and_esc_stops(each_kernel):
+    kernel = each_kernel
     kernel.run(SCRIPTED.format(n=400, delay=0.02))
     model_id = kernel.run("print(view.model_id)").stdout.strip()
     kernel.page_action(model_id, {"action": "send", "text": "from the page"})
@@ -138,7 +139,8 @@ def test_enter_in_the_page_sends_and_esc_stops(kernel):
     assert kernel.value("view.running") is False
 
 
-def test_stop_click_during_a_fake_cli_run_ends_the_process_group(kernel, tmp_path):
+def test_stop_click_during_a_fake_cli_run_ends_the_process_group(each_kernel, tmp_path):
+    kernel = each_kernel
     record = tmp_path / "record.json"
     start = time.monotonic()
     kernel.run(f"""

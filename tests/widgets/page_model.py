@@ -47,7 +47,13 @@ def _live(html: str) -> Part:
 
 
 class Page:
-    def __init__(self, state: list[list[str]] | None = None, seq: int = 0) -> None:
+    def __init__(
+        self,
+        state: list[list[str]] | None = None,
+        seq: int = 0,
+        templates: dict[str, str] | None = None,
+    ) -> None:
+        self.templates = dict(templates or {})  # the view's synced templates
         self.order: list[str] = []
         self.parts: dict[str, Part] = {}
         self.applied = seq
@@ -82,7 +88,8 @@ class Page:
 
     def _put(self, op: dict[str, Any]) -> None:
         key = op.get("key")
-        part = _live(op["html"]) if 'data-slot="frozen"' in op["html"] else Part(op["html"])
+        html = op["html"] if "tpl" not in op else self.templates[op["tpl"]]
+        part = _live(html) if 'data-slot="frozen"' in html else Part(html)
         old = op.get("replace") if op.get("replace") in self.parts else None
         if old is not None:
             self.order[self.order.index(old)] = key

@@ -235,3 +235,62 @@ def test_the_seal_sends_blocks_still_waiting_for_the_throttle_once() -> None:
     for m in msgs:
         page.receive(m)
     assert page.html() == card
+
+
+def test_a_held_prompt_goes_with_the_replys_first_text_or_alone_when_the_hold_ends() -> None:
+    for first_text_after in (0.01, 0.5):
+        msgs: list = []
+        time_ = ManualTime()
+        channel = Channel(msgs.append, clock=time_.clock, call_later=time_.call_later)
+        channel.push({"op": "put", "key": "P1", "html": "<div>q</div>"}, hold=0.04)
+        channel.push({"op": "chrome", "values": {"busy": True}})  # waits with the prompt
+        assert msgs == []
+        time_.advance(first_text_after)
+        live = LiveMessage(uuid.uuid4(), channel, key="L2")
+        channel.queue({"op": "put", "key": "L2", "html": live.shell_html()})  # as Transcript
+        live.feed(next(deltas(uuid.uuid4(), live.message_id, "Hello there")))
+        kinds = [[op["op"] for op in m["ops"]] for m in msgs]
+        if first_text_after < 0.04:  # one message: prompt, chrome, the reply's card and text
+            assert kinds == [["put", "chrome", "put", "tail"]], kinds
+        else:  # the prompt did not wait for a slow first token longer than the hold
+            assert kinds == [["put", "chrome"], ["put", "tail"]], kinds
+            assert msgs[0]["seq"] == 1 and msgs[1]["seq"] == 2
+
+
+def test_a_put_of_a_template_names_it_and_the_page_draws_the_same_card() -> None:
+    msgs: list = []
+    channel = Channel(msgs.append)
+    live = LiveMessage(uuid.uuid4(), channel, key="L1", model="scripted")
+    channel.templates = {live.shell_html(): "live"}
+    channel.push({"op": "put", "key": "L1", "html": live.shell_html(), "before": None})
+    other = LiveMessage(uuid.uuid4(), channel, key="L2", model="another")  # no template
+    channel.push({"op": "put", "key": "L2", "html": other.shell_html(), "before": None})
+    first, second = msgs[0]["ops"][0], msgs[1]["ops"][0]
+    assert first == {"op": "put", "key": "L1", "before": None, "tpl": "live"}
+    assert second["html"] == other.shell_html() and "tpl" not in second
+    page = Page(templates={"live": live.shell_html()})
+    for m in msgs:
+        page.receive(m)
+    sent_whole = Page()
+    whole = {"op": "put", "key": "L1", "before": None, "html": live.shell_html()}
+    sent_whole.receive({"seq": 1, "ops": [whole]})
+    sent_whole.receive(msgs[1])
+    assert page.html() == sent_whole.html()
+
+
+async def test_a_fast_reply_and_its_prompt_share_the_first_message_which_names_the_template():
+    branch = Branch(
+        chat_model=iModel(provider="scripted", replies=[{"chunks": ["a ", "b."], "delay": 0}])
+    )
+    view = BranchView(branch)
+    sent: list[dict] = []
+    view.channel._send = sent.append
+    view.send("go")
+    await view.wait()
+    first = sent[0]["ops"]
+    assert [op["op"] for op in first][:3] == ["put", "chrome", "put"], first
+    assert first[2].get("tpl") == "live" and "html" not in first[2]
+    page = Page(templates=view.templates)
+    for m in sent:
+        page.receive(m)
+    assert page.html() == view.rendered_html()
