@@ -20,11 +20,11 @@ lion_nb installed and read API keys from *their own* environment (nothing secret
 ``ray_options={"runtime_env": {"env_vars": {...}}}`` gives a CLI agent its settings, and
 ``{"num_cpus": 0.25}`` lets API-bound nodes share a CPU.
 
-What differs on Ray, by design: a node's messages land on the notebook's branch when the attempt
-that made them finishes (its text streams live before that, as ``StreamDelta``); a scripted
-model's reply list starts from its first reply on every worker (use ``default_reply`` or a
-callable reply); a CLI agent's resume id stays on the worker; ``stream_persist`` writes into the
-worker's ``$LION_NB_HOME``.
+What differs on Ray, by design: a node's messages land on the notebook's branch live, with the
+ids the worker gave them, and those of an attempt whose worker died are taken back
+(``MessageRetracted``) when Ray runs the node again; a scripted model's reply list starts from
+its first reply on every worker (use ``default_reply`` or a callable reply); a CLI agent's
+resume id stays on the worker; ``stream_persist`` writes into the worker's ``$LION_NB_HOME``.
 
 ``FlowView`` (ipywidgets) is imported on first use.
 """

@@ -1,4 +1,4 @@
-"""``RayEngine``: each node runs as a Ray task; its signals stream back live.
+"""``RayEngine``: each node runs as a Ray task; its messages and signals stream back live.
 
 The notebook side of a Ray node:
 
@@ -7,18 +7,26 @@ The notebook side of a Ray node:
    ``NotTransferable`` before a task is submitted; the branch is untouched.
 2. The task (``lion_nb.flow.worker.run_node_task``) runs the operation on a rebuilt copy of the
    branch, with the same id, through the same operations layer.
-3. While it runs, its signals arrive through the run's relay actor and are emitted on the
+3. While it runs, its events arrive through the run's relay actor and are applied to the
    notebook's branch as they come: ``RunStart``, ``StreamDelta`` (re-accumulated here, so a view
-   renders the snapshot), rounds, parse attempts. Views and ``session.observe`` see them live.
-4. When the attempt's record arrives, its new messages are recorded on the notebook's branch
-   with the ids they were given on the worker, in order (``MessageAdded`` each), then the run's
-   terminal signal is emitted. Messages land once, from the attempt that finished.
+   renders the snapshot), rounds, parse attempts, and each message the worker records, recorded
+   here with the same id, in order (``MessageAdded``). Views and ``session.observe`` see them
+   live; a CLI agent's tool cards appear as the agent works.
+4. When the attempt's record arrives (the authority: live events are best effort), what landed
+   live is reconciled with it: messages that match the record's order stay, anything else that
+   landed is retracted (``MessageRetracted``), and record messages that never arrived live are
+   recorded in order. The branch then holds exactly the record's messages, each once. Only then
+   is the run's terminal signal emitted (ADR D4: messages before the terminal signal).
 
-A worker that dies mid-node: Ray re-executes the task (``max_retries``, default 2). The dead
-attempt recorded nothing on the notebook's branch (its messages travel only with a finished
-attempt's record); its open run is closed with ``RunFailed(WorkerLost)`` when the next attempt
-starts, so every ``RunStart`` has its terminal. ``node.metadata["ray"]["attempts"]`` lists the
-attempts (Ray node id, worker pid).
+A worker that dies mid-node: Ray re-executes the task (``max_retries``, default 2). When the
+next attempt begins, the dead attempt's messages that landed live are retracted, newest first
+(the retry records its own, with new ids: keeping both would duplicate the instruction), and its
+open run is closed with ``RunFailed(WorkerLost)``, so every ``RunStart`` has its terminal.
+``node.metadata["ray"]["attempts"]`` lists the attempts (Ray node id, worker pid).
+
+When no attempt will follow - Ray's retries are used up (``WorkerLost``) or the flow is
+cancelled - what landed stays on the branch: it is what happened, as on the local engine, where
+a failed or cancelled operation keeps the messages it recorded before it stopped.
 """
 
 from __future__ import annotations
@@ -70,6 +78,7 @@ class _NodeLink:
         self.open_runs: dict[Any, RunStart] = {}
         self.held: list[Signal] = []  # terminal lifecycle signals, emitted after the messages
         self.streams: dict[Any, MessageStream] = {}
+        self.landed: list[uuid.UUID] = []  # recorded here live by the current attempt, in order
         self.ended: dict[str, asyncio.Event] = {}
         self.attempts: list[dict[str, Any]] = node.metadata.setdefault("ray", {}).setdefault(
             "attempts", []
@@ -83,8 +92,11 @@ class _NodeLink:
 
     def _begin(self, attempt: str, location: dict[str, Any]) -> None:
         if self.attempt is not None:
-            self._abandon("the worker running this node died; Ray retried it")
+            why = "the worker running this node died; Ray retried it"
+            self._take_back(self.landed, why)
+            self._abandon(why)
         self.attempt = attempt
+        self.landed = []
         self.streams.clear()
         self.held.clear()
         self.attempts.append({"attempt": attempt, **location})
@@ -105,6 +117,13 @@ class _NodeLink:
             )
         self.open_runs.clear()
 
+    def _take_back(self, ids: list[uuid.UUID], why: str) -> None:
+        """Retract messages that landed here, newest first (undoing them in reverse order)."""
+        port = self.branch.port()
+        for message_id in reversed(ids):
+            if message_id in self.branch.messages:  # user code may have removed it already
+                port.retract(message_id, why)
+
     def apply(self, attempt: str, events: list[tuple[Any, ...]]) -> None:
         for event in events:
             kind = event[0]
@@ -114,10 +133,32 @@ class _NodeLink:
                 continue  # a late event of an attempt that was replaced
             elif kind == "delta":
                 self._delta(*event[1:])
+            elif kind == "message":
+                self._message(event[1])
+            elif kind == "retract":
+                self._retracted(event[1], event[2])
             elif kind == "signal":
                 self._signal(event[1])
             elif kind == "end":
                 self._ended(attempt).set()
+
+    def _message(self, data: dict[str, Any]) -> None:
+        from lion_nb.messages import MESSAGE
+
+        self._land(MESSAGE.validate_python(data))
+
+    def _land(self, message: Any) -> None:
+        # a message already here (an event delivered twice, or history the node started
+        # from) is not this attempt's to land, nor to take back later
+        if message.id not in self.branch.messages:
+            self.branch.port().record(message)
+            self.landed.append(message.id)
+
+    def _retracted(self, message_id: uuid.UUID, reason: str) -> None:
+        """The worker took back one of its messages; older history is not the engine's."""
+        if message_id in self.landed:
+            self.landed.remove(message_id)
+            self._take_back([message_id], reason)
 
     def _delta(self, message_id: Any, kind: Any, delta: str, name: Any, call_id: Any) -> None:
         stream = self.streams.get(message_id)
@@ -133,8 +174,22 @@ class _NodeLink:
             return
         _emit(self.branch, signal)
 
+    def reconcile(self, messages: list[Any]) -> None:
+        """Make the branch hold exactly ``messages`` (the attempt's record) for this attempt,
+        each once: the landed prefix that matches stays, the rest of what landed is retracted,
+        and the record's messages after that prefix are recorded in order."""
+        ids = [m.id for m in messages]
+        kept = 0
+        while kept < min(len(ids), len(self.landed)) and self.landed[kept] == ids[kept]:
+            kept += 1
+        self._take_back(self.landed[kept:], "the attempt's record does not hold it there")
+        del self.landed[kept:]
+        for message in messages[kept:]:
+            self._land(message)
+
     async def settle(self, record: dict[str, Any]) -> Any:
-        """Record the finished attempt's messages, then its terminal signals; the response."""
+        """Reconcile the finished attempt's messages with its record, then emit its terminal
+        signals; returns the response."""
         from lion_nb.messages import MESSAGE_LIST
 
         attempt = record["attempt"]
@@ -144,9 +199,7 @@ class _NodeLink:
             logger.warning("live events of a Ray node did not all arrive; recording anyway")
         if self.attempt != attempt:  # its events never came: only the record is known
             self._begin(attempt, {k: record.get(k) for k in ("node_id", "pid")})
-        for message in MESSAGE_LIST.validate_python(record["messages"]):
-            if message.id not in self.branch.messages:
-                self.branch.add_message(message)
+        self.reconcile(MESSAGE_LIST.validate_python(record["messages"]))
         await self.branch.port().drain()
         for signal in self.held:
             self.open_runs.pop(getattr(signal, "run_id", None), None)
@@ -219,7 +272,7 @@ class RayEngine:
                 record = await ref
             except asyncio.CancelledError:
                 await self._cancel(ref)
-                link._abandon("the flow was cancelled")
+                link._abandon("the flow was cancelled")  # what landed stays: it happened
                 raise
             except self.ray.exceptions.WorkerCrashedError as exc:
                 link._abandon("the worker died and Ray's retries are used up")

@@ -2,7 +2,8 @@
 
 ``FlowViewModel(flow)`` follows the flow (node started, settled, usage reported) and, for each
 node that has a branch, that branch's streamed text, so the selected node's transcript shows a
-reply while it is written. It holds no widgets and builds no HTML: ``snapshot()`` gives frozen
+reply while it is written; a message taken back (``MessageRetracted``: a Ray attempt that died)
+redraws it. It holds no widgets and builds no HTML: ``snapshot()`` gives frozen
 rows for ``lion_nb.render.flow`` and is tested without ipywidgets. ``on_change`` (set by the
 view) is called after anything changed.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.operations.node import Operation, Status
-from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal, StreamDelta
+from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, Signal, StreamDelta
 
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow
@@ -98,7 +99,7 @@ class FlowViewModel:
         if branch is None or branch.id in self._watched:
             return
         self._watched[branch.id] = branch.subscribe(
-            (StreamDelta, MessageAdded, RunEnd, RunFailed), self._on_signal
+            (StreamDelta, MessageAdded, MessageRetracted, RunEnd, RunFailed), self._on_signal
         )
 
     def _node_on(self, branch_id: uuid.UUID) -> Operation | None:
@@ -119,6 +120,8 @@ class FlowViewModel:
             self._live.setdefault(node.id, {})[signal.message_id] = signal.snapshot
         elif isinstance(signal, MessageAdded):
             self._live.get(node.id, {}).pop(signal.message.id, None)
+        elif isinstance(signal, MessageRetracted):  # the transcript reads the branch: redraw
+            self._live.get(node.id, {}).pop(signal.message_id, None)
         elif isinstance(signal, RunFailed):
             self._live.pop(node.id, None)
         self._changed(node.id)

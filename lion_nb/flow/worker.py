@@ -1,11 +1,14 @@
-"""The worker side of a Ray node: rebuild the branch, run the operation, stream signals back.
+"""The worker side of a Ray node: rebuild the branch, run the operation, stream it back.
 
 ``run_node_task`` is what Ray executes (imported by reference, so workers need lion_nb
 installed). Each execution is an *attempt* with its own id: Ray re-executes a node whose worker
 died, and the notebook tells attempts apart by it. While the operation runs, the branch's
 signals are batched and pushed to the run's relay actor, one push at a time so they arrive in
 order, at most one push every ``FLUSH_S`` seconds (the first event of a quiet spell goes at
-once); the new messages travel with the result, which is the record.
+once). Each recorded message travels too, as ``("message", <its JSON>)`` in order with the
+deltas, so the notebook records it live. The attempt's new messages also travel with the
+result, which is the record: live events are best effort (a push can fail, the worker can die),
+and the notebook reconciles what landed live with the record when the attempt finishes.
 
 Nothing here raises for an operation's failure: the error travels back as data (or as a
 ``RemoteError`` when it cannot be pickled), so Ray's retries are left for lost workers.
@@ -24,7 +27,7 @@ from typing import Any
 
 from lion_nb.flow.errors import NotTransferable, RemoteError
 from lion_nb.flow.payload import decode, rebuild_model
-from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal, StreamDelta
+from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, Signal, StreamDelta
 
 # Views draw at most ~15 times a second, so pushing more often buys nothing; each push is an
 # actor call costing CPU in the worker, the relay and the notebook, which on a small machine is
@@ -57,12 +60,16 @@ def portable_error(exc: BaseException) -> BaseException:
 
 def transport(signal: Signal) -> tuple[Any, ...] | None:
     """A signal as it travels: deltas as plain tuples (the notebook re-accumulates them),
-    lifecycle signals with an unpicklable result/error replaced; messages travel with the
-    result instead. None: the signal cannot travel and is dropped."""
+    messages as their JSON (the notebook records them with the same id), lifecycle signals
+    with an unpicklable result/error replaced. None: the signal cannot travel and is dropped."""
     if isinstance(signal, StreamDelta):
         return ("delta", signal.message_id, signal.kind, signal.delta, signal.name, signal.call_id)
     if isinstance(signal, MessageAdded):
-        return None
+        from lion_nb.messages import MESSAGE
+
+        return ("message", MESSAGE.dump_python(signal.message, mode="json"))
+    if isinstance(signal, MessageRetracted):
+        return ("retract", signal.message_id, signal.reason)
     if isinstance(signal, RunEnd) and not _portable(signal.result):
         signal = replace(signal, result=None)
     elif isinstance(signal, RunFailed):

@@ -1,5 +1,5 @@
 """The Ray engine on a real local Ray cluster (``ray.init``): the local engine's contract,
-live signals in the notebook process, registered operations and tools travelling, clear errors
+live signals and messages in the notebook process, registered operations and tools travelling, clear errors
 for what cannot travel, the fake CLI agent on workers, cancellation."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from flow.waiting import until
 from helpers_core import scripted
 from models.cli_helpers import make_fake_cli, recording
 from ray import cloudpickle
@@ -218,6 +219,52 @@ async def test_fake_cli_agent_runs_on_a_worker(tmp_path):
     assert fake.record()["pid"] != os.getpid()
 
 
+async def test_a_message_lands_on_the_notebooks_branch_while_the_node_runs():
+    session = Session()
+
+    async def note_then_wait(branch, text: str) -> str:
+        from lion_nb.messages import Instruction
+
+        branch.add_message(Instruction(instruction=text))
+        await asyncio.sleep(1.0)
+        return "done"
+
+    session.register_operation("note_then_wait", note_then_wait)
+    b = session.new_branch(system="s")
+    added: list = []
+    b.observe(MessageAdded, handler=added.append)
+    flow = Flow(session)
+    node = flow.add("note_then_wait", branch=b, text="noted")
+    task = asyncio.create_task(flow.run(engine="ray"))
+    await until(lambda: len(b.messages) == 2 or task.done(), 60, "the live message")
+    assert not task.done() and node.status is Status.RUNNING  # it landed while running
+    assert b.messages[1].text == "noted"
+    await task
+    assert node.status is Status.COMPLETED and node.response == "done"
+    assert [m.text for m in b.messages] == ["s", "noted"]  # once: the record agreed
+    assert [s.message.id for s in added] == [b.messages[1].id]
+
+
+async def test_a_cli_agents_tool_cards_land_before_the_node_finishes(tmp_path):
+    fake = make_fake_cli(tmp_path)
+    env = fake.env(recording("claude/tool_read"), delay=0.3)  # one stdout line per 0.3 s
+    agent = Branch(chat_model=iModel(provider="claude_code", cli_path=str(fake.path), env=env))
+    seen: list[str] = []  # signal names, and each landed message's role
+    agent.observe(handler=lambda s: seen.append(
+        s.message.role if isinstance(s, MessageAdded) else type(s).__name__))  # fmt: skip
+    flow = Flow()
+    node = flow.add("run_and_collect", instruction="Read hello.txt", branch=agent)
+    await flow.run(engine="ray", ray_options={"runtime_env": {"env_vars": env}})
+    assert node.status is Status.COMPLETED, node.error
+    roles = [m.role for m in agent.messages]
+    assert roles[:3] == ["user", "assistant", "action_request"] and "action_response" in roles
+    assert [n for n in seen if n in roles] == roles  # each landed once, in order
+    # live: the tool card landed while the agent was still writing its last reply
+    last_delta = max(i for i, n in enumerate(seen) if n == "StreamDelta")
+    assert seen.index("action_request") < last_delta
+    assert seen[-1] == "RunEnd" and seen.count("RunEnd") == 1  # after every message
+
+
 async def test_cancelling_a_ray_flow_ends_the_workers_cli_process_group(tmp_path):
     fake = make_fake_cli(tmp_path)
     env = fake.env(recording("claude/text_partial"), mode="hang", lines=2)
@@ -234,12 +281,14 @@ async def test_cancelling_a_ray_flow_ends_the_workers_cli_process_group(tmp_path
         assert time.monotonic() < deadline, "the fake CLI never started on the worker"
         await asyncio.sleep(0.05)
     pgid = fake.record()["pgid"]
+    await until(lambda: len(agent.messages) == 1, 30, "the instruction, live")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not group_alive(pgid)
     assert node.status is Status.FAILED and isinstance(node.error, asyncio.CancelledError)
-    assert len(agent.messages) == 0  # the cancelled attempt recorded nothing here
+    # what the cancelled attempt recorded before it stopped stays, as on the local engine
+    assert [(m.role, m.text) for m in agent.messages] == [("user", "go")]
 
 
 async def test_engine_ray_without_ray_names_the_install_command(monkeypatch):

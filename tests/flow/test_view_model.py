@@ -97,3 +97,20 @@ def test_select_toggles_and_refuses_foreign_nodes():
     assert model.selected is None
     with pytest.raises(ValueError, match="not a node of this flow"):
         model.select(Flow().add("chat"))
+
+
+async def test_a_retracted_message_leaves_the_selected_transcript_and_redraws():
+    b = Branch(system="s", chat_model=scripted("a"))
+    flow = Flow()
+    node = flow.add("communicate", instruction="q", branch=b)
+    await flow.run()
+    model = FlowViewModel(flow)
+    model.attach()
+    model.select(node)
+    changed: list = []
+    model.on_change = changed.append
+    gone = b.messages[1]
+    b.retract_message(gone.id, reason="its attempt died")
+    assert changed == [node.id]
+    assert [m.text for m in model.transcript()[0]] == ["s", "a"]
+    model.detach()

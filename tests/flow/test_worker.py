@@ -1,5 +1,6 @@
-"""The worker side, run in this process with stand-ins for the relay: what an attempt sends,
-what it returns, and that a failing live channel never changes the record."""
+"""The worker side, run in this process with stand-ins for the relay: what an attempt sends
+(its signals and its messages, live), what it returns, and that a failing live channel never
+changes the record."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from lion_nb.flow.errors import RemoteError
 from lion_nb.flow.payload import build_payload
 from lion_nb.flow.relay import Relay
 from lion_nb.flow.worker import _attempt, portable_error, transport
-from lion_nb.messages import MESSAGE_LIST
+from lion_nb.messages import MESSAGE, MESSAGE_LIST, Instruction
 from lion_nb.operations.node import Operation
-from lion_nb.signals import MessageAdded, RunFailed, StreamDelta
+from lion_nb.signals import MessageAdded, MessageRetracted, RunFailed, StreamDelta
 
 
 class _Method:
@@ -52,7 +53,12 @@ async def test_an_attempt_streams_its_signals_and_returns_its_messages():
     kinds = [e[0] for _, attempt, events in entries for e in events]
     assert all(attempt == record["attempt"] for _, attempt, _ in entries)
     assert kinds[0] == "attempt" and kinds[-1] == "end"
-    assert kinds.count("delta") == 2 and kinds.count("signal") == 2  # RunStart, RunEnd
+    # RunStart, the reply's deltas, then each recorded message (communicate records both at
+    # the end), live and in order, then RunEnd; the record still carries the messages too
+    assert kinds[1:-1] == ["signal", "delta", "delta", "message", "message", "signal"]
+    events = [e for _, _, batch in entries for e in batch]
+    live = MESSAGE_LIST.validate_python([e[1] for e in events if e[0] == "message"])
+    assert live == messages
     assert len(branch.messages) == 1  # the notebook's branch is changed only by the engine
     assert (await relay.relay.pull("ch", cursor, 0.01)) == (cursor, [])
 
@@ -87,7 +93,12 @@ def test_unpicklable_errors_and_signals_are_described_not_lost():
     import uuid
 
     bid = uuid.uuid4()
-    assert transport(MessageAdded(branch_id=bid, message=None)) is None
+    ins = Instruction(instruction="hi")
+    kind, data = transport(MessageAdded(branch_id=bid, message=ins))
+    assert kind == "message" and MESSAGE.validate_python(data) == ins
+    assert transport(MessageRetracted(branch_id=bid, message_id=ins.id, reason="r")) == (
+        "retract", ins.id, "r",
+    )  # fmt: skip
     delta = transport(StreamDelta(branch_id=bid, message_id=bid, kind="text", delta="x"))
     assert delta == ("delta", bid, "text", "x", None, None)
     failed = transport(RunFailed(branch_id=bid, run_id=bid, operation="chat", duration_ms=1,
