@@ -1,10 +1,12 @@
 import json
+import uuid
 
 import pytest
 from helpers_core import scripted
 
 from lion_nb import Branch, Session, iModel
-from lion_nb.messages import System
+from lion_nb.messages import Instruction, Messages, System
+from lion_nb.signals import MessageRetracted
 
 
 async def test_to_dict_round_trips_every_message_and_never_a_key():
@@ -107,8 +109,6 @@ def test_chat_model_or_none_never_resolves_a_model():
 
 # ----- taking a message back ---------------------------------------------------------------------
 async def test_retract_message_drops_it_from_messages_and_progression_and_says_why():
-    from lion_nb.signals import MessageRetracted
-
     branch = Branch(system="s", chat_model=scripted("a", "b"))
     await branch.communicate("one")
     await branch.communicate("two")
@@ -128,8 +128,6 @@ async def test_retract_message_drops_it_from_messages_and_progression_and_says_w
 
 
 def test_retracting_an_unknown_or_the_system_message_is_refused_and_changes_nothing():
-    import uuid
-
     branch = Branch(system="s")
     seen: list = []
     branch.observe(handler=seen.append)
@@ -142,10 +140,6 @@ def test_retracting_an_unknown_or_the_system_message_is_refused_and_changes_noth
 
 
 def test_the_message_container_removes_one_message_and_keeps_the_order():
-    import uuid
-
-    from lion_nb.messages import Instruction, Messages
-
     messages = Messages()
     first, second, third = (Instruction(instruction=t) for t in ("1", "2", "3"))
     for m in (first, second, third):
