@@ -156,7 +156,9 @@ class TotalsCache:
         grew = 0 < self._count <= n and order is not None and order[self._count - 1] == self._last
         if grew:
             self._totals = branch_totals(messages[self._count : n], self._totals)
-        elif n != self._count or self._count == 0:
+        elif order is not None or n != self._count or self._count == 0:
+            # a branch whose end is not the one counted: its history changed (a message
+            # retracted and another added keeps the count), so count afresh
             self._totals = branch_totals(messages)
         self._count = n
         self._last = order[n - 1] if order is not None and n else None

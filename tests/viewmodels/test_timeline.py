@@ -71,6 +71,18 @@ def test_totals_grow_with_the_branch() -> None:
     assert cache.get(branch.messages) == branch_totals(branch.messages)
 
 
+def test_totals_follow_a_retraction_replaced_by_a_message_of_another_kind() -> None:
+    branch = big_branch(5)
+    cache = TotalsCache()
+    cache.get(branch.messages)
+    last = branch.messages[-1]
+    branch.retract_message(last.id, reason="a dead worker's attempt")
+    branch.add_message(Instruction(instruction="instead"))  # as many messages as before
+    totals = cache.get(branch.messages)
+    assert totals == branch_totals(branch.messages)
+    assert totals["roles"] == {"system": 1, "user": 3, "assistant": 1}
+
+
 async def test_messages_from_before_run_tracking_are_counted() -> None:
     branch = Session().new_branch(system="Be brief.", chat_model=scripted("one", "two"))
     await branch.communicate("before the inspector")  # no provenance table yet: not tracked
