@@ -17,6 +17,7 @@ Nothing here raises for an operation's failure: the error travels back as data (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -80,13 +81,17 @@ def transport(signal: Signal) -> tuple[Any, ...] | None:
 class _Outbox:
     """Batches events and pushes them to the relay, one push in flight at a time."""
 
-    def __init__(self, relay: Any, channel: str, key: str, attempt: str) -> None:
+    def __init__(
+        self, relay: Any, channel: str, key: str, attempt: str, flush_s: float = FLUSH_S
+    ) -> None:
+        self.flush_s = flush_s
         self.relay = relay
         self.channel = channel
         self.key = key
         self.attempt = attempt
         self.buffer: list[tuple[Any, ...]] = []
         self.wake = asyncio.Event()
+        self.closing = asyncio.Event()  # ends a batch's wait: the attempt's last events go now
         self.closed = False
 
     def put(self, event: tuple[Any, ...]) -> None:
@@ -94,13 +99,14 @@ class _Outbox:
         self.wake.set()
 
     async def pump(self) -> None:
-        last_push = -FLUSH_S
+        last_push = -self.flush_s
         while True:
             await self.wake.wait()
             self.wake.clear()
-            wait = last_push + FLUSH_S - time.monotonic()
-            if wait > 0 and not self.closed:
-                await asyncio.sleep(wait)  # gather a batch (deltas come per token)
+            wait = last_push + self.flush_s - time.monotonic()
+            if wait > 0 and not self.closed:  # gather a batch (deltas come per token)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.closing.wait(), wait)
             last_push = time.monotonic()
             batch, self.buffer = self.buffer, []
             if batch:
@@ -113,6 +119,7 @@ class _Outbox:
 
     async def close(self, task: asyncio.Task[None]) -> None:
         self.closed = True
+        self.closing.set()  # the notebook settles the node when "end" arrives: no wait
         self.wake.set()
         await task
 

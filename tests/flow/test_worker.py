@@ -13,7 +13,7 @@ from lion_nb.errors import ExecutionError
 from lion_nb.flow.errors import RemoteError
 from lion_nb.flow.payload import build_payload
 from lion_nb.flow.relay import Relay
-from lion_nb.flow.worker import _attempt, portable_error, transport
+from lion_nb.flow.worker import _attempt, _Outbox, portable_error, transport
 from lion_nb.messages import MESSAGE, MESSAGE_LIST, Instruction
 from lion_nb.operations.node import Operation
 from lion_nb.signals import MessageAdded, MessageRetracted, RunFailed, StreamDelta
@@ -117,3 +117,15 @@ async def test_relay_channels_are_separate_and_survive_a_restart():
     assert await fresh.pull("a", 5, 0.01) == (6, [("k", "t", [3])])
     await relay.close("a")
     assert await relay.pull("b", 0, 0.01) == (1, [("k", "t", [2])])
+
+
+async def test_closing_the_outbox_sends_the_last_events_without_waiting_for_the_batch():
+    relay = LocalRelay()
+    outbox = _Outbox(relay, "c", "k", "a", flush_s=30.0)  # a batch would gather for 30 s
+    pump = asyncio.create_task(outbox.pump())
+    outbox.put(("attempt", {}))  # the first event of a quiet spell goes at once
+    await asyncio.sleep(0.05)
+    outbox.put(("end", None))  # ... the next one would wait for the batch window
+    await asyncio.wait_for(outbox.close(pump), 5.0)  # the node's end is not held back
+    _, entries = await relay.relay.pull("c", 0, 0.0)
+    assert [event[0] for _, _, events in entries for event in events] == ["attempt", "end"]
