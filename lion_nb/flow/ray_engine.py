@@ -95,6 +95,11 @@ class _NodeLink:
             why = "the worker running this node died; Ray retried it"
             self._take_back(self.landed, why)
             self._abandon(why)
+        if self.attempt is None and self.node.parameters.get("clear_messages"):
+            # the operation forgets the conversation on the worker's copy of the branch; the
+            # notebook's copy must forget it too (a branch change without signals, which views
+            # pick up when the run ends, as after a local clear)
+            self.branch.port().clear_messages()
         self.attempt = attempt
         self.landed = []
         self.streams.clear()

@@ -141,3 +141,20 @@ async def test_history_the_node_started_from_is_never_landed_nor_taken_back():
     await link.settle(_record("a1", []))
     assert list(branch.messages)[1:] == [before]
     assert _names(seen) == ["MessageAdded"]  # only the notebook's own add_message above
+
+
+def test_a_node_that_clears_the_conversation_clears_the_notebooks_copy_once():
+    branch = Branch(system="s")
+    branch.add_message(Instruction(instruction="old"))
+    flow = Flow()
+    node = flow.add("communicate", instruction="q", branch=branch, clear_messages=True)
+    link = _NodeLink(flow, node, branch)
+    link.apply("a1", [("attempt", WHERE)])  # the worker clears its copy as the node starts
+    assert [m.role for m in branch.messages] == ["system"]
+    fresh = Instruction(instruction="q")
+    link.apply("a1", [_message(fresh)])
+    link.apply("a2", [("attempt", WHERE)])  # a retry: only what the dead attempt landed goes
+    assert [m.role for m in branch.messages] == ["system"]
+    again = Instruction(instruction="q")
+    link.apply("a2", [_message(again)])
+    assert [m.id for m in branch.messages][1:] == [again.id]
