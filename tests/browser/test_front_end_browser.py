@@ -119,6 +119,99 @@ def test_a_streamed_reply_updates_smoothly(page, jupyter_lab, rate, n):
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
+# the other views on the same front end, each fed at ~50 chunks a second for a few seconds
+ROUNDS = """
+from lion_nb import Branch, iModel
+from lion_nb.widgets.rounds_view import ReActRoundsView
+def add(a: int, b: int) -> int:
+    \"\"\"Add two numbers.\"\"\"
+    return a + b
+thought = " ".join(f"step{i}" for i in range(200))
+branch = Branch(system="Use tools.", tools=[add], chat_model=iModel(provider="scripted", replies=[
+    {"json": {"analysis": thought, "extension_needed": True,
+              "action_requests": [{"function": "add", "arguments": {"a": 2, "b": 3}}]},
+     "delay": 0.02},
+    {"json": {"analysis": thought, "extension_needed": False}, "delay": 0.02},
+    {"json": {"answer": "ROUNDS-DONE"}, "delay": 0.02}]))
+view = ReActRoundsView(branch)
+view
+"""
+
+PARSE = """
+import json
+from pydantic import BaseModel
+from lion_nb import Branch, iModel
+from lion_nb.widgets.parse_view import ParseView
+class Item(BaseModel):
+    name: str
+    price: float
+class Order(BaseModel):
+    customer: str
+    items: list[Item]
+text = json.dumps({"customer": "Ada", "items": [
+    {"name": f"item-{i}", "price": 1.5 + i} for i in range(30)]})
+chunks = [text[i:i + 6] for i in range(0, len(text), 6)]
+branch = Branch(chat_model=iModel(provider="scripted", replies=[{"chunks": chunks, "delay": 0.02}]))
+view = ParseView(Order, branch=branch)
+view
+"""
+
+VIEW_SAMPLER = """
+(selector) => {
+  const s = {changes: [], last: null, done: false};
+  window.__lionSampler = s;
+  function tick() {
+    const el = document.querySelector(selector);
+    const text = el ? el.textContent : null;
+    if (text !== null && text !== s.last) { s.changes.push(performance.now()); s.last = text; }
+    if (!s.done) requestAnimationFrame(tick);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "setup", "run", "selector", "done"),
+    [
+        ("rounds view", ROUNDS, 'await branch.ReAct("Add 2 and 3", max_extensions=2)',
+         ".lion-rounds", "ROUNDS-DONE"),
+        ("parse view", PARSE, 'await branch.communicate("Order", response_format=Order)',
+         ".lion-parse", "item-29"),
+    ],
+)  # fmt: skip
+def test_the_rounds_and_parse_views_stream_as_smoothly(
+    page, jupyter_lab, name, setup, run, selector, done
+):
+    # the run waits a moment, so that the sampler is watching before anything streams
+    wait_then_run = f"import asyncio\nawait asyncio.sleep(2)\n{run}"
+    nb = write_notebook(jupyter_lab, f"smooth_{name.split()[0]}.ipynb", [setup, wait_then_run])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    page.locator(selector).wait_for(timeout=60_000)
+    page.evaluate(VIEW_SAMPLER, selector)
+    page.wait_for_function(
+        f"document.querySelector({selector!r}).textContent.includes({done!r})", timeout=120_000
+    )
+    time.sleep(0.5)
+    page.evaluate("() => { window.__lionSampler.done = true; }")
+    times = page.evaluate("() => window.__lionSampler.changes")[1:]  # after the view's first draw
+    span = (times[-1] - times[0]) / 1000
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    stats = {
+        "updates": len(times),
+        "seconds": round(span, 2),
+        "updates_per_s": round((len(times) - 1) / span, 1),
+        "longest_gap_ms": round(max(gaps), 1),
+    }
+    RESULTS[name] = stats
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "front_end_browser.json").write_text(json.dumps(RESULTS, indent=2))
+    assert stats["seconds"] > 2, stats  # it streamed for a while (~50 chunks a second)
+    assert stats["updates_per_s"] >= 10, stats
+    assert stats["longest_gap_ms"] <= 250, stats
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
 def test_keys_focus_draft_scroll_and_copy(page, jupyter_lab):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=jupyter_lab.base)
     _open(page, jupyter_lab, "keys.ipynb", 300, 0.01)
