@@ -116,8 +116,10 @@ CELLS = [
 
     `engine="ray"` runs each node as a Ray task: the branch travels as data (models as their
     settings, never their keys: workers read keys from their own environment), the operation
-    runs on the worker through the same operations layer, and its signals stream back, so the
-    view above fills in live. The new messages land on this kernel's branches with their ids.
+    runs on the worker through the same operations layer, and its signals and messages stream
+    back, so the view above fills in live: each new message lands on this kernel's branch as
+    the worker records it, with its id, once (if a worker dies, Ray runs the node again and
+    what the lost attempt had landed is taken back first).
 
     `ray.init()` starts a local cluster here; `ray.init(address="ray://<head>:10001")` points
     the same cells at a real one (workers need `pip install 'lion_nb[ray]'`).
