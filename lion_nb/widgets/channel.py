@@ -153,16 +153,7 @@ class Channel:
     def _hold(self, delay: float) -> None:
         if self._timer is not None:
             return  # a message is due already (within the throttle interval at most)
-        if self._call_later is not None:
-            self._timer = self._call_later(delay, self._fire)
-        else:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self.flush()
-                return
-            self._timer = loop.call_later(delay, self._fire)
-        self._held = True
+        self._held = self._send_after(delay)
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -171,15 +162,21 @@ class Channel:
         if wait <= 0:
             self.flush()
             return
+        self._send_after(wait)
+
+    def _send_after(self, delay: float) -> bool:
+        """Send in ``delay`` seconds; False: sent now (fed outside any loop: nothing to wait
+        on)."""
         if self._call_later is not None:
-            self._timer = self._call_later(wait, self._fire)
-            return
+            self._timer = self._call_later(delay, self._fire)
+            return True
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # fed outside any loop: nothing to wait on
+        except RuntimeError:
             self.flush()
-            return
-        self._timer = loop.call_later(wait, self._fire)
+            return False
+        self._timer = loop.call_later(delay, self._fire)
+        return True
 
     def _fire(self) -> None:
         self._timer = None

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from flow.waiting import net_message_ids
 from ray import cloudpickle
 
 from lion_nb import Branch, iModel
@@ -18,7 +19,7 @@ from lion_nb.flow import Flow
 from lion_nb.flow.errors import WorkerLost
 from lion_nb.operations.node import Status
 from lion_nb.session.session import Session
-from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, RunStart, StreamDelta
+from lion_nb.signals import MessageRetracted, RunEnd, RunFailed, RunStart, StreamDelta
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # see test_ray_engine
 
@@ -53,17 +54,6 @@ def _slow_cli_branch(parts: int) -> Branch:
     return Branch(system="s", chat_model=iModel(provider="scripted", cli=True, default_reply=reply))
 
 
-def _net(seen: list) -> list:
-    """The message ids the signals tell of: added minus retracted, in order."""
-    ids: list = []
-    for s in seen:
-        if isinstance(s, MessageAdded):
-            ids.append(s.message.id)
-        elif isinstance(s, MessageRetracted):
-            ids.remove(s.message_id)
-    return ids
-
-
 async def test_a_worker_killed_mid_node_is_retried_and_recorded_once():
     b = _slow_cli_branch(10)
     seen: list = []
@@ -95,7 +85,7 @@ async def test_a_worker_killed_mid_node_is_retried_and_recorded_once():
     assert retracted and retracted[-1][1].message_id == first_instruction
     assert all(i >= at_kill for i, _ in retracted) and "Ray retried it" in retracted[-1][1].reason
     # MessageAdded / MessageRetracted tell the truth: their net is the branch, each id once
-    assert _net(seen) == [m.id for m in b.messages][1:]
+    assert net_message_ids(seen) == [m.id for m in b.messages][1:]
     # every RunStart has its terminal: the lost attempt's run failed, the retry's ended
     lifecycle = [s for s in seen if isinstance(s, RunStart | RunEnd | RunFailed)]
     assert [type(s).__name__ for s in lifecycle] == ["RunStart", "RunFailed", "RunStart", "RunEnd"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import uuid
 
+from flow.waiting import net_message_ids
+
 from lion_nb import Branch
 from lion_nb.flow import Flow
 from lion_nb.flow.errors import WorkerLost
 from lion_nb.flow.ray_engine import _NodeLink
 from lion_nb.messages import MESSAGE, MESSAGE_LIST, AssistantResponse, Instruction
-from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, RunStart
+from lion_nb.signals import MessageRetracted, RunEnd, RunFailed, RunStart
 
 WHERE = {"node_id": None, "pid": 1}
 
@@ -46,17 +48,6 @@ def _record(attempt: str, messages: list, response: str = "a") -> dict:
     }
 
 
-def _net(seen: list) -> list[uuid.UUID]:
-    """The branch's messages as the signals tell them: added minus retracted, in order."""
-    ids: list[uuid.UUID] = []
-    for s in seen:
-        if isinstance(s, MessageAdded):
-            ids.append(s.message.id)
-        elif isinstance(s, MessageRetracted):
-            ids.remove(s.message_id)
-    return ids
-
-
 def _names(seen: list) -> list[str]:
     return [type(s).__name__ for s in seen]
 
@@ -84,7 +75,7 @@ async def test_messages_whose_live_events_were_lost_are_recorded_from_the_record
     await link.settle(_record("a1", [ins, res]))
     assert list(branch.messages)[1:] == [ins, res]
     assert _names(seen) == ["RunStart", "MessageAdded", "MessageAdded", "RunEnd"]
-    assert _net(seen) == [ins.id, res.id]
+    assert net_message_ids(seen) == [ins.id, res.id]
 
 
 async def test_a_landed_message_the_record_does_not_hold_is_retracted():
@@ -97,7 +88,7 @@ async def test_a_landed_message_the_record_does_not_hold_is_retracted():
     assert list(branch.messages)[1:] == [ins, res]  # as the record says, each once
     retracted = [s.message_id for s in seen if isinstance(s, MessageRetracted)]
     assert retracted[-1] == stray.id  # after the prefix, taken back newest first
-    assert _net(seen) == [ins.id, res.id]
+    assert net_message_ids(seen) == [ins.id, res.id]
 
 
 async def test_a_retried_attempt_takes_back_the_dead_attempts_messages_and_closes_its_run():
@@ -130,7 +121,7 @@ async def test_a_message_the_worker_takes_back_leaves_the_notebook_too():
     link.apply("a1", [("retract", res.id, "redone"), ("end", None)])
     assert res.id not in branch.messages
     await link.settle(_record("a1", [ins]))
-    assert list(branch.messages)[1:] == [ins] and _net(seen) == [ins.id]
+    assert list(branch.messages)[1:] == [ins] and net_message_ids(seen) == [ins.id]
     assert next(s for s in seen if isinstance(s, MessageRetracted)).reason == "redone"
 
 
