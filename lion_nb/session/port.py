@@ -1,12 +1,12 @@
 """``BranchPort``: what an operation may do with a branch, and nothing more.
 
 Operations never touch a branch's private state (HOUSE_STYLE 15): the facade builds a port and
-hands it to the operation, which reads history, records (or takes back) messages, emits signals, streams the
-message it is building, and learns which models, tools and context-provider additions apply to
-*this call* through the port alone. A port is a cheap view onto one branch; it holds only the
-per-call choices (the models), so choosing a model for one call never changes the branch
-(ADR-0021 D3's "run replaces branch.chat_model" is the one exception, done through
-``adopt_chat_model`` and only when the port allows it).
+hands it to the operation, which reads history, records (or takes back) messages, emits
+signals, streams the message it is building, and learns which models, tools and
+context-provider additions apply to *this call* through the port alone. A port is a cheap view
+onto one branch; it holds only the per-call choices (the models), so choosing a model for one
+call never changes the branch (ADR-0021 D3's "run replaces branch.chat_model" is the one
+exception, done through ``adopt_chat_model`` and only when the port allows it).
 
 Operation functions keep the ADR's signatures (``chat(branch, instruction, chat_param)``): they
 accept a ``Branch`` or a port and call ``BranchPort.of`` first, so direct callers and
