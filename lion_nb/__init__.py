@@ -13,13 +13,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "Branch": "lion_nb.session.branch",
     "Session": "lion_nb.session.session",
     "iModel": "lion_nb.models.imodel",
-    "Operation": "lion_nb.operations.node",
+    "Operation": "lion_nb.flow.node",
     "BranchView": "lion_nb.widgets.chat_view",
     "view": "lion_nb.widgets.chat_view",
     "recover_branch": "lion_nb.persist",
@@ -37,12 +37,17 @@ __all__ = [
     "Branch",
     "BranchView",
     "Cassette",
+    "CompareView",
     "Operation",
+    "ParseView",
+    "ProgressionInspector",
+    "ReActRoundsView",
     "Session",
     "__version__",
     "cassette",
     "errors",
     "iModel",
+    "inspect",
     "load_ipython_extension",
     "recover_branch",
     "use_cassette",
@@ -52,10 +57,16 @@ __all__ = [
 if TYPE_CHECKING:
     from lion_nb import errors
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
+    from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
-    from lion_nb.operations.node import Operation
+    from lion_nb.persist import recover_branch
     from lion_nb.session.branch import Branch
     from lion_nb.session.session import Session
+    from lion_nb.widgets.chat_view import BranchView, view
+    from lion_nb.widgets.compare_view import CompareView
+    from lion_nb.widgets.inspector import ProgressionInspector, inspect
+    from lion_nb.widgets.parse_view import ParseView
+    from lion_nb.widgets.rounds_view import ReActRoundsView
 
 
 def __getattr__(name: str) -> Any:

@@ -4,7 +4,7 @@
     ├── ConfigurationError        no usable model / bad settings (raised at first use, not import)
     │   └── EngineUnavailable     engine="ray" without lion_nb[ray] (these five: lion_nb.flow.errors)
     ├── ExecutionError            a model call did not produce a response
-    │   ├── ContextWindowError    the next request does not fit the model's context window
+    │   ├── ContextWindowError    a request does not fit the model's context window
     │   └── ProviderError         ...classified by what the provider said
     │       ├── AuthenticationError   401 / 403, bad or missing key
     │       ├── RateLimitError        429; ``retry_after`` seconds when the provider said
@@ -49,13 +49,23 @@ class ExecutionError(LionError):
 
 
 class ContextWindowError(ExecutionError):
-    """The next request does not fit the model's context window; the message says what to do.
-    ``window`` is the window in tokens (None: unknown), ``tokens`` the request's size."""
+    """A request does not fit the model's context window; nothing was recorded, and the
+    message says what to do (``fit_context=True``). ``window`` is the window in tokens (None:
+    unknown), ``tokens`` the request's size, ``provider_error`` the provider's own report when
+    it was the provider that refused (else None: refused before sending)."""
 
-    def __init__(self, message: str, *, window: int | None, tokens: int | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        window: int | None,
+        tokens: int | None,
+        provider_error: BaseException | None = None,
+    ) -> None:
         super().__init__(message)
         self.window = window
         self.tokens = tokens
+        self.provider_error = provider_error
 
 
 class ProviderError(ExecutionError):

@@ -4,7 +4,8 @@ Lifecycle: ``RunStart`` then exactly one of ``RunEnd`` / ``RunFailed`` (ADR-0021
 Content: ``MessageAdded`` when a message is recorded, ``MessageRetracted`` when one is taken
 back (a Ray attempt that died); ``StreamDelta`` while a message is being built (what changed,
 plus the running snapshot, keyed by the id the message will be recorded under, so a view can
-render idempotently). ReAct adds ``RoundStart`` / ``RoundEnd``.
+render idempotently). Each model request is bracketed by ``CallStart`` / ``CallEnd`` (what
+was asked, and whether its reply was recorded). ReAct adds ``RoundStart`` / ``RoundEnd``.
 
 Observer failures are logged on the ``lion_nb`` logger and never change an operation's result.
 Signals are read-only by convention; they are plain (non-frozen) slotted dataclasses because a
@@ -74,6 +75,31 @@ class MessageRetracted(Signal):
 
     message_id: uuid.UUID
     reason: str
+
+
+@dataclass(slots=True, kw_only=True)
+class CallStart(Signal):
+    """A model request is about to be sent (``operations.chat``). ``instruction`` is the
+    Instruction as the verb built it, not recorded yet (a view shows it pending while the reply
+    streams); the reply streams under ``message_id``. ``records``: the exchange is recorded
+    when it succeeds (communicate); False for an unrecorded call (chat, interpret, a parse
+    repair turn), whose streamed card a view drops at ``CallEnd``."""
+
+    message_id: uuid.UUID
+    instruction: Any  # Instruction; typed loosely like MessageAdded.message
+    records: bool
+
+
+@dataclass(slots=True, kw_only=True)
+class CallEnd(Signal):
+    """The model request of ``message_id`` ended. ``recorded``: the reply (and its
+    instruction) are in the branch now (their ``MessageAdded`` came first); ``outcome``:
+    "done", "stopped" (cancelled) or "failed". An unrecorded reply is not in the branch and a
+    view must not show it as kept."""
+
+    message_id: uuid.UUID
+    recorded: bool
+    outcome: Literal["done", "stopped", "failed"]
 
 
 class TextAccumulator:

@@ -116,7 +116,13 @@ function render({ model, el }) {
     if (height) scroller.style.maxHeight = height;
     scroller.classList.add("lion-scroll-bounded");
   }
-  if (model.get("title") && chat) root.append(title);
+  // the title names the branch shown (the kernel retitles the view when it shows a fork)
+  const retitle = () => {
+    title.textContent = model.get("title") || "";
+    title.hidden = !title.textContent;
+  };
+  retitle();
+  if (chat) root.append(title);
   root.append(empty, scroller, jump, error);
 
   // ----- the prompt box ---------------------------------------------------------------------
@@ -316,14 +322,12 @@ function render({ model, el }) {
   function contextMarks() {
     // the gauge of what the next turn sends against the window, and the notice where the last
     // request was cut (kernel state: ctx)
+    // (the notice's HTML and the gauge's words are rendered by the kernel: render/html.py)
     const ctx = cstate.ctx || {};
-    for (const old of list.querySelectorAll(".lion-ctx-cut")) old.remove();
-    if (ctx.cut && parts.get(ctx.cut)) {
-      const n = ctx.n || 0;
-      const note = node("div", "lion-ctx-cut",
-        `Context window: the last request left out the ${n} earlier message${n === 1 ? "" : "s"} ` +
-        "above (the system message was sent). The branch keeps them.");
-      note.setAttribute("role", "note");
+    for (const old of list.querySelectorAll(".lion-ctx-cut-part")) old.remove();
+    if (ctx.cut && ctx.note && parts.get(ctx.cut)) {
+      const note = node("div", "lion-ctx-cut-part");
+      note.innerHTML = cstate.ctx.note; // the kernel rendered it (render/html.py)
       list.insertBefore(note, parts.get(ctx.cut).el);
     }
     gauge.hidden = !ctx.w;
@@ -335,12 +339,8 @@ function render({ model, el }) {
     fill.style.width = `${Math.round(share * 100)}%`;
     if (share > 0.75) fill.classList.add("lion-gauge-high");
     bar.append(fill);
-    const fmt = (v) => Number(v).toLocaleString("en-US");
-    const words = `Next turn sends ${ctx.x ? "" : "~"}${fmt(ctx.t)} of ${fmt(ctx.w)} tokens ` +
-      `(${Math.round(share * 100)}% of the context window)` +
-      (ctx.next ? "; the oldest turns will be left out" : "");
-    gauge.append(bar, node("span", "lion-gauge-text", words));
-    gauge.title = words;
+    gauge.append(bar, node("span", "lion-gauge-text", ctx.text || ""));
+    gauge.title = ctx.text || "";
   }
 
   function marks() {
@@ -366,12 +366,8 @@ function render({ model, el }) {
         head.insertBefore(sw, head.querySelector(".lion-copy-msg"));
       }
       if (cut.has(key)) {
-        // the badge beside who answered, Continue with the message's other controls
-        const badge = node("span", "lion-badge lion-cut lion-cut-badge", "truncated");
-        badge.title = "This reply ended at the token limit";
-        const label = head.querySelector(".lion-sender, .lion-model, .lion-role");
-        if (label) label.after(badge);
-        else head.prepend(badge);
+        // the "truncated" badge is in the card (render/html.py); Continue goes with the
+        // message's other controls, offered only while the reply is not continued
         const more = control("Continue", "Ask for the rest of this reply", () =>
           model.send({ action: "continue", key }));
         more.classList.add("lion-cut");
@@ -602,6 +598,7 @@ function render({ model, el }) {
     ["msg:custom", onMessage],
     ["change:parts", queueState],
     ["change:seq", queueState],
+    ["change:title", retitle],
     ...CHROME.map((name) => [`change:${name}`, fromModel]),
   ];
   for (const [name, fn] of handlers) model.on(name, fn);

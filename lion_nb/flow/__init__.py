@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow.graph import Flow
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 
 if TYPE_CHECKING:
     from lion_nb.widgets.flow_view import FlowView

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lion_nb.errors import ConfigurationError, OperationError
 
 if TYPE_CHECKING:
-    from lion_nb.operations.node import Operation
+    from lion_nb.flow.node import Operation
 
 
 class EngineUnavailable(ConfigurationError):

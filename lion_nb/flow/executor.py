@@ -24,7 +24,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.flow.errors import DependencyFailed, FlowError
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch

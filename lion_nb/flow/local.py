@@ -14,7 +14,7 @@ from lion_nb.signals import RunEnd, Signal
 
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow
-    from lion_nb.operations.node import Operation
+    from lion_nb.flow.node import Operation
     from lion_nb.session.branch import Branch
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow.graph import Flow
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lion_nb.flow.errors import NotTransferable
 
 if TYPE_CHECKING:
+    from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
-    from lion_nb.operations.node import Operation
     from lion_nb.session.branch import Branch
 
 # Option names whose values may be secrets; never sent. ``max_tokens`` etc. are not matched.

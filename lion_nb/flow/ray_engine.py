@@ -42,7 +42,7 @@ from lion_nb.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow
-    from lion_nb.operations.node import Operation
+    from lion_nb.flow.node import Operation
     from lion_nb.session.branch import Branch
     from lion_nb.signals import MessageStream
 

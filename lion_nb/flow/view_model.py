@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, Signal, StreamDelta
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ CLI providers are async generators of ``Chunk``s that must release their process
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -94,22 +94,9 @@ class CLIRequest:
 
 
 @runtime_checkable
-class APIProvider(Protocol):
-    name: str
-    is_cli: bool  # False
-
-    async def complete(
-        self, request: ModelRequest, on_delta: DeltaSink | None = None
-    ) -> ModelResponse: ...
-
-
-@runtime_checkable
 class CLIProvider(Protocol):
     name: str
     is_cli: bool  # True
     session_id: str | None
 
     def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]: ...
-
-
-ProviderFactory = Callable[..., Any]

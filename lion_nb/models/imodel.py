@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import os
 import re
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +53,7 @@ def register_provider(name: str, module: str, cls: str, *, update: bool = False)
 
 
 MODEL_FACTS = frozenset({"context_window"})
-"""Settings that describe the model (the views' context gauge reads them); never sent."""
+"""Settings that describe the model (``iModel.context_window`` reads them); never sent."""
 
 
 class iModel:
@@ -62,7 +62,8 @@ class iModel:
     ``api_key`` (or the provider's environment variable) is held privately and never appears in
     ``repr``, ``to_dict`` or logs. Other keyword arguments are request defaults (temperature,
     max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``, ``env``, ...);
-    ``context_window=N`` tells the views the model's window where lion_nb cannot know it.
+    ``context_window=N`` gives the model's window where lion_nb cannot know it (fitting a
+    request, ``ContextWindowError`` before sending, the views' gauge).
     """
 
     def __init__(
@@ -111,9 +112,26 @@ class iModel:
 
     @property
     def is_cli(self) -> bool:
-        if self.provider_name in CLI_PROVIDERS:
-            return True
-        return bool(getattr(self.provider, "is_cli", False))
+        """A CLI agent (``run()`` streams it); known without constructing the provider."""
+        from lion_nb.models.facts import is_cli
+
+        return is_cli(self)
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window in tokens, when known (``context_window=N`` given here, the
+        provider's own figure, its default, or a known model name); never constructs the
+        provider. The operations layer fits requests into it (``fit_context=True``)."""
+        from lion_nb.models.facts import context_window
+
+        return context_window(self)
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        """The provider's exact offline tokenizer, when the provider exists already (after a
+        live call); None means counts are estimates."""
+        from lion_nb.models.facts import token_counter
+
+        return token_counter(self)
 
     @property
     def provider_session_id(self) -> str | None:

@@ -207,7 +207,7 @@ async def _close_open_calls(port: BranchPort, calls: list[_Call]) -> None:
 
 
 async def act(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     action_request: Any,
     *,
     strategy: Literal["concurrent", "sequential"] = "concurrent",

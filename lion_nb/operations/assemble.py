@@ -130,10 +130,6 @@ class StreamAssembler:
         return uuid.uuid5(self.namespace, str(self._seq))
 
     @property
-    def pending_text(self) -> str:
-        return self._building.text() if self._building is not None else ""
-
-    @property
     def has_pending(self) -> bool:
         return self._building is not None and bool(self._building)
 

@@ -1,19 +1,22 @@
 """``communicate``: a recorded exchange plus optional parsing (ADR D3). The lifecycle is the
-facade's (``observed_run``); this module emits none of its own."""
+facade's (``observed_run``); this module emits none of its own.
+
+The exchange is one ``chat.request`` with ``records=True``: the instruction and the reply are
+recorded together after the reply. The verb options travel on the ``ChatParam``:
+``on_stop="record"`` keeps a stopped exchange (the instruction and the partial reply, marked
+``metadata["stopped"]``) where the default records nothing; ``fit_context=True`` sends only the
+most recent turns that fit the window (``operations.window``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lion_nb.errors import ParseError
-from lion_nb.operations.chat import chat
+from lion_nb.operations.chat import request
 from lion_nb.operations.jsonx import extract_json, fuzzy_keys
 from lion_nb.operations.parse import parse
 from lion_nb.operations.types import ChatParam, ParseParam
 from lion_nb.session.port import BranchPort
-
-if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
 
 
 def map_request_fields(text: str, fields: dict[str, Any], threshold: float = 0.85) -> Any:
@@ -30,7 +33,7 @@ def map_request_fields(text: str, fields: dict[str, Any], threshold: float = 0.8
 
 
 async def communicate(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     instruction: Any,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,
@@ -43,9 +46,7 @@ async def communicate(
         port.clear_messages()
     if request_fields and chat_param.request_fields is None:
         chat_param = chat_param.with_(request_fields=request_fields)
-    ins, res = await chat(port, instruction, chat_param, return_ins_res_message=True)
-    port.record(ins)
-    port.record(res)
+    _ins, res = await request(port, instruction, chat_param, records=True)
     if skip_validation:
         return res.response
     if parse_param is not None and parse_param.response_format is not None:

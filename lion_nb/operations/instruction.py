@@ -46,7 +46,7 @@ def build_instruction(port: BranchPort, instruction: Any, param: ChatParam) -> I
         request_fields = {name: "..." for name in request_fields}
     context = context_list(param.context) + injected
     if param.include_token_usage_to_model:
-        from lion_nb.operations.tokens import estimate_tokens
+        from lion_nb.tokens import estimate_tokens
 
         used = estimate_tokens(m.text for m in port.messages)
         context.append(f"Conversation so far: about {used} tokens.")

@@ -19,7 +19,7 @@ GUIDANCE = (
 
 
 async def interpret(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     text: str,
     chat_param: ChatParam,
     *,

@@ -48,7 +48,6 @@ from lion_nb.session.port import BranchPort
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.types import Middle
-    from lion_nb.session.branch import Branch
 
 HandleValidation = Literal["raise", "return_value", "return_none"]
 _CHAT_FIELDS = (
@@ -60,6 +59,9 @@ _CHAT_FIELDS = (
     "tool_choice",
     "plain_content",
     "include_token_usage_to_model",
+    "on_stop",
+    "fit_context",
+    "context_window",
 )
 _FAILED = object()  # the reply did not validate
 
@@ -331,7 +333,7 @@ def _unparsed(plan: _Plan, raw: Any, handle_validation: HandleValidation) -> Any
 
 
 async def operate(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     *,
     instruction: Any = None,
     guidance: Any = None,
@@ -353,7 +355,7 @@ async def operate(
 ) -> Any:
     """One structured turn. Extra keywords: the ChatParam fields (sender, recipient,
     progression, images, image_detail, tool_choice, plain_content,
-    include_token_usage_to_model), ``tool_schemas`` (extra raw schemas), ``snapshot_dir``,
+    include_token_usage_to_model, on_stop, fit_context, context_window), ``tool_schemas`` (extra raw schemas), ``snapshot_dir``,
     ``num_parse_retries`` (3; clamped to 5), ``action_strategy`` ("concurrent"),
     ``action_timeout`` (seconds per tool call); anything else is a model request option
     (temperature, max_tokens, ...)."""

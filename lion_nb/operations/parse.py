@@ -55,7 +55,7 @@ def _errors_of(exc: Exception) -> list[dict[str, Any]]:
     return [{"loc": [], "msg": str(exc), "type": type(exc).__name__}]
 
 
-async def parse(branch: Branch | BranchPort, text: str, parse_param: ParseParam) -> Any:
+async def parse(branch: BranchPort, text: str, parse_param: ParseParam) -> Any:
     from lion_nb.operations.chat import chat
 
     port = BranchPort.of(branch)

@@ -115,7 +115,7 @@ async def _round(
 
 
 async def ReActStream(  # the ADR's name
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     instruction: Any = None,
     *,
     guidance: Any = None,
@@ -205,7 +205,7 @@ async def ReActStream(  # the ADR's name
 
 
 async def ReAct(  # the ADR's name
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     instruction: Any = None,
     *,
     max_extensions: int | None = 3,

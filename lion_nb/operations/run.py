@@ -116,7 +116,7 @@ class _Persistence:
 
 
 def run(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     instruction: Instruction | Any,
     param: RunParam,
 ) -> AsyncGenerator[RoledMessage, None]:
@@ -323,7 +323,7 @@ class _CleanupSteps:
 
 
 async def run_and_collect(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     instruction: Instruction | Any,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,

@@ -137,7 +137,7 @@ async def _select(
 
 
 async def select(
-    branch: Branch | BranchPort,
+    branch: BranchPort,
     instruction: Any = None,
     choices: Any = None,
     *,

@@ -31,6 +31,17 @@ BranchOperations = Literal[
 Graph nodes also accept any name a Session registers, hence ``BranchOperations | str``."""
 
 
+OnStop = Literal["discard", "record"]
+ON_STOP: tuple[OnStop, ...] = ("discard", "record")
+
+
+def check_on_stop(value: Any) -> OnStop:
+    """``value`` as an ``on_stop`` choice, or a ValueError naming the choices."""
+    if value not in ON_STOP:
+        raise ValueError(f"on_stop must be 'discard' or 'record', not {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
 def default_data_dir() -> Path:
     """Per-user data directory (``$LION_NB_HOME``, else ``$XDG_DATA_HOME/lion_nb``, else
     ``~/.local/share/lion_nb``). Never the current working directory."""
@@ -73,6 +84,12 @@ class ChatParam(_Param):
     include_token_usage_to_model: bool = False
     imodel: iModel | None = None
     imodel_kw: dict | None = None
+    # what a stopped (cancelled) recorded exchange keeps: nothing (ADR-0021), or the
+    # instruction and the partial reply, marked ``metadata["stopped"]`` (what a chat view does)
+    on_stop: OnStop = "discard"
+    # send the system message and the most recent whole turns that fit the window
+    fit_context: bool = False
+    context_window: int | None = None  # tokens; overrides the model's window for this call
 
 
 @dataclasses.dataclass(slots=True, frozen=True, kw_only=True)

@@ -39,11 +39,15 @@ from lion_nb.render.text import (
     thinking_text,
     to_json,
 )
+from lion_nb.turns import continuations, is_truncated, last_cut
 
 __all__ = [
     "body_html",
     "card_html",
+    "context_cut_html",
     "css_style_tag",
+    "gauge_html",
+    "gauge_text",
     "head_html",
     "lion_css",
     "live_card_classes",
@@ -56,11 +60,21 @@ __all__ = [
     "split_card",
     "streaming_html",
     "thinking_html",
+    "transcript_cards",
     "transcript_html",
+    "truncated_badge_html",
 ]
 
-Status = Literal["streaming", "stopped", "done", "failed"]
-_STATUS_TEXT = {"streaming": "streaming…", "stopped": "stopped", "failed": "failed", "done": ""}
+Status = Literal["streaming", "stopped", "done", "failed", "unrecorded"]
+# "unrecorded": a stopped or failed call whose reply the branch does not hold (on_stop="discard",
+# an error): shown until the next turn begins, never as kept
+_STATUS_TEXT = {
+    "streaming": "streaming…",
+    "stopped": "stopped",
+    "failed": "failed",
+    "done": "",
+    "unrecorded": "not recorded",
+}
 
 # Standalone exports refuse every script, plugin, frame, form and base URL even if something
 # slipped through the sanitizer; only our inline stylesheet is allowed.
@@ -276,10 +290,56 @@ def live_tools_html(calls: Iterable[tuple[str, str, int]], limit: int) -> str:
     return "".join(rows)
 
 
-def pending_prompt_html(text: str) -> str:
-    """A prompt shown as sent, before its Instruction is recorded."""
-    inner = head_html("user") + f'<div class="lion-body lion-md">{render_markdown(text)}</div>'
-    return card_html("user", inner, classes=("lion-pending",))
+def pending_prompt_html(text: str, *, recorded: bool = True) -> str:
+    """A prompt shown as sent, before its Instruction is recorded; ``recorded=False``: its
+    turn ended with nothing recorded (marked "not recorded" until the next turn begins)."""
+    status: Status | None = None if recorded else "unrecorded"
+    body = f'<div class="lion-body lion-md">{render_markdown(text)}</div>'
+    classes = ("lion-pending",) if recorded else ("lion-pending", "lion-unrecorded-msg")
+    return card_html("user", head_html("user", status=status) + body, classes=classes)
+
+
+def truncated_badge_html(continued_by: Any = None) -> str:
+    """The mark of a reply cut off by the token limit; once continued it says so and names
+    the continuation's instruction (``data-continued``), and offers no Continue."""
+    if continued_by is None:
+        return (
+            '<span class="lion-badge lion-cut-badge" title="This reply ended at the token '
+            'limit">truncated</span>'
+        )
+    return (
+        '<span class="lion-badge lion-cut-badge lion-continued" '
+        f'data-continued="{escape(continued_by)}" title="This reply ended at the token limit; '
+        'its continuation follows">truncated · continued below</span>'
+    )
+
+
+def context_cut_html(omitted: int) -> str:
+    """The notice placed before the first message the last request sent after the system
+    message, when it was cut to fit the context window (``fit_context``)."""
+    s = "" if omitted == 1 else "s"
+    return (
+        f'<div class="lion-ctx-cut" role="note">Context window: the last request left out the '
+        f"{omitted} earlier message{s} above (the system message was sent). The branch keeps "
+        f"{'it' if omitted == 1 else 'them'}.</div>"
+    )
+
+
+def gauge_text(tokens: int, window: int, *, exact: bool, cuts: bool) -> str:
+    """What the context gauge says about the next turn."""
+    share = min(1.0, tokens / window) if window else 0.0
+    approx = "" if exact else "~"
+    text = (
+        f"Next turn sends {approx}{tokens:,} of {window:,} tokens "
+        f"({round(share * 100)}% of the context window)"
+    )
+    return text + ("; the oldest turns will be left out (fit_context)" if cuts else "")
+
+
+def gauge_html(tokens: int, window: int, *, exact: bool, cuts: bool) -> str:
+    """The gauge as static HTML (a saved notebook shows it under the transcript)."""
+    text = gauge_text(tokens, window, exact=exact, cuts=cuts)
+    return f'<div class="lion-gauge"><span class="lion-gauge-text">{escape(text)}</span></div>'
 
 
 def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
@@ -287,7 +347,7 @@ def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
     return card_html(str(message.role), head + body, classes=classes, message_id=message.id)
 
 
-def _assistant(message: Any) -> str:
+def _assistant(message: Any, continued_by: Any = None) -> str:
     meta = message.metadata or {}
     stopped = bool(meta.get("stopped"))
     replayed = meta.get("replayed")
@@ -300,6 +360,8 @@ def _assistant(message: Any) -> str:
         status="stopped" if stopped else None,
         replayed=replayed if isinstance(replayed, dict) else None,
     )
+    if is_truncated(message):  # beside who answered
+        head = head[: -len("</div>")] + truncated_badge_html(continued_by) + "</div>"
     body = thinking_html(thinking_text(message))
     if message.response:
         body += f'<div class="lion-body lion-md">{render_markdown(message.response)}</div>'
@@ -402,9 +464,13 @@ _BY_ROLE = {
 }
 
 
-def message_html(message: Any) -> str:
-    """One message as a card (a sanitized HTML fragment)."""
-    render = _BY_ROLE.get(str(getattr(message, "role", "")))
+def message_html(message: Any, *, continued_by: Any = None) -> str:
+    """One message as a card (a sanitized HTML fragment). ``continued_by``: the id of the
+    instruction that continued this truncated reply (``lion_nb.turns.continuations``)."""
+    role = str(getattr(message, "role", ""))
+    if role == "assistant":
+        return _assistant(message, continued_by)
+    render = _BY_ROLE.get(role)
     if render is not None:
         return render(message)
     head = head_html(str(message.role), created_at=getattr(message, "created_at", None))
@@ -433,14 +499,35 @@ def streaming_html(
     )
 
 
+def transcript_cards(messages: Iterable[Any]) -> list[tuple[Any, str]]:
+    """``(message id, HTML)`` in reading order: each card with its marks (truncated,
+    continued), and the context-cut notice before the first message the last request sent
+    after the system message (key ``"ctx-cut"``)."""
+    messages = list(messages)
+    continued = continuations(messages)
+    cut = last_cut(messages)
+    at = (cut.before or cut.instruction) if cut is not None else None
+    out: list[tuple[Any, str]] = []
+    for m in messages:
+        if cut is not None and m.id == at:
+            out.append(("ctx-cut", context_cut_html(cut.omitted)))
+        out.append((m.id, message_html(m, continued_by=continued.get(str(m.id)))))
+    return out
+
+
 def transcript_html(
-    messages: Iterable[Any], *, title: str | None = None, standalone: bool = False
+    messages: Iterable[Any],
+    *,
+    title: str | None = None,
+    standalone: bool = False,
+    footer: str = "",
 ) -> str:
-    """All messages as cards. ``standalone=True`` gives a complete HTML document with the
-    stylesheet inlined and a Content-Security-Policy that forbids scripts (for export)."""
+    """All messages as cards, with their marks (``transcript_cards``); ``footer`` is HTML
+    rendered here (a view's gauge). ``standalone=True`` gives a complete HTML document with
+    the stylesheet inlined and a Content-Security-Policy that forbids scripts (for export)."""
     heading = f'<h2 class="lion-title">{escape(title)}</h2>' if title else ""
-    cards = "\n".join(message_html(m) for m in messages)
-    body = f'<div class="lion-transcript">{heading}\n{cards}\n</div>'
+    cards = "\n".join(html_ for _, html_ in transcript_cards(messages))
+    body = f'<div class="lion-transcript">{heading}\n{cards}\n{footer}</div>'
     if not standalone:
         return body
     return (

@@ -21,7 +21,7 @@ from lion_nb.render.turns import next_turn_html, payload_json, turn_payload
 from lion_nb.viewmodels.timeline import TimelineRow, branch_totals, run_usage
 
 if TYPE_CHECKING:
-    from lion_nb.viewmodels.next_turn import NextTurn
+    from lion_nb.tokens import NextTurn
 
 __all__ = [
     "header_html",

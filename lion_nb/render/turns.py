@@ -1,5 +1,5 @@
 """What a model sees: the request compiled for any turn of a branch, and the line that says
-what the next turn will send (its figures come in as ``viewmodels.next_turn.NextTurn``).
+what the next turn will send (its figures come in as ``tokens.NextTurn``).
 
 ``turn_payload`` recompiles the progression up to a turn with ``lion_nb.compile`` (the same
 function the operations use to build requests), so it shows exactly what was sent when the
@@ -17,7 +17,7 @@ from lion_nb.messages import ActionRequest, AssistantResponse, Instruction, Role
 from lion_nb.render.escape import escape
 
 if TYPE_CHECKING:
-    from lion_nb.viewmodels.next_turn import NextTurn
+    from lion_nb.tokens import NextTurn
 
 __all__ = ["PAYLOAD_SHOWN", "next_turn_html", "payload_json", "turn_payload"]
 

@@ -12,8 +12,8 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from lion_nb.operations.manager import OperationManager
 from lion_nb.progression import Messages, Progression
+from lion_nb.session.manager import OperationManager
 from lion_nb.signals import MessageAdded, MessageRetracted, Observers, Signal, observe_decorator
 
 if TYPE_CHECKING:
@@ -152,10 +152,6 @@ class Branch:
         appended without ``MessageAdded``, since nothing new happened."""
         self._messages._append(message)
 
-    async def a_add_message(self, message: RoledMessage) -> RoledMessage:
-        """The asynchronous message path (ADR D3); async observers are drained at run end."""
-        return self.add_message(message)
-
     def clear_messages(self) -> None:
         """Forget the conversation; the system message (if any) stays."""
         self._messages._clear(keep_system=True)
@@ -270,18 +266,21 @@ class Branch:
             image_detail=image_detail,
             plain_content=plain_content,
             include_token_usage_to_model=include_token_usage_to_model,
+            fit_context=bool(kwargs.pop("fit_context", False)),
+            context_window=kwargs.pop("context_window", None),
             imodel_kw=kwargs or None,
         )
         if return_ins_res_message:
-            return await chat(self, instruction, param, return_ins_res_message=True)
-        return await chat(self, instruction, param)
+            return await chat(self.port(), instruction, param, return_ins_res_message=True)
+        return await chat(self.port(), instruction, param)
 
     async def chat_and_record(self, instruction: Instruction | Any = None, **kwargs: Any) -> str:
-        """``chat`` plus recording of the instruction and response; no run lifecycle."""
+        """``chat`` plus recording of the instruction and response (``add_message``: one
+        ``MessageAdded`` each); no run lifecycle."""
         kwargs.pop("return_ins_res_message", None)
         ins, res = await self.chat(instruction, return_ins_res_message=True, **kwargs)
-        await self.a_add_message(ins)
-        await self.a_add_message(res)
+        self.add_message(ins)
+        self.add_message(res)
         return res.response
 
     async def communicate(
@@ -304,14 +303,23 @@ class Branch:
         num_parse_retries: int = 3,
         clear_messages: bool = False,
         include_token_usage_to_model: bool = False,
+        on_stop: Literal["discard", "record"] = "discard",
+        fit_context: bool = False,
         **kwargs: Any,
     ) -> BaseModel | dict | str | None:
         """A recorded exchange (instruction + response) under one run lifecycle, optionally
-        parsed into ``response_format`` or the ``request_fields`` mapping."""
+        parsed into ``response_format`` or the ``request_fields`` mapping.
+
+        ``on_stop``: what a stopped (cancelled) exchange keeps: nothing (``"discard"``, the
+        ADR's contract) or the instruction and the partial reply marked
+        ``metadata["stopped"] = True`` (``"record"``, what the chat view passes).
+        ``fit_context=True``: send the system message and the most recent whole turns that
+        fit the model's context window (``context_window=N`` overrides it for this call);
+        without it a request known not to fit raises ``ContextWindowError`` before sending."""
         import warnings
 
         from lion_nb.operations.communicate import communicate
-        from lion_nb.operations.types import ParseParam
+        from lion_nb.operations.types import ParseParam, check_on_stop
 
         if num_parse_retries > 5:
             warnings.warn(
@@ -336,6 +344,9 @@ class Branch:
             tool_choice=kwargs.pop("tool_choice", None),
             tool_schemas=kwargs.pop("tool_schemas", None),
             include_token_usage_to_model=include_token_usage_to_model,
+            on_stop=check_on_stop(on_stop),
+            fit_context=fit_context,
+            context_window=kwargs.pop("context_window", None),
             imodel_kw=kwargs or None,
         )
         parse_param = None
@@ -354,7 +365,7 @@ class Branch:
         return await self._observed_run(
             "communicate",
             communicate(
-                self,
+                self.port(),
                 instruction,
                 param,
                 parse_param,
@@ -499,15 +510,19 @@ class Branch:
         stream_persist: bool = False,
         persist_dir: str | None = None,
         clear_messages: bool = False,
+        on_stop: Literal["discard", "record"] = "discard",
+        fit_context: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """A structured turn with optional tool calls, through one Middle exchange."""
+        """A structured turn with optional tool calls, through one Middle exchange.
+        ``on_stop`` and ``fit_context`` as for ``communicate`` (they reach the exchange)."""
         from lion_nb.operations.operate import operate
+        from lion_nb.operations.types import check_on_stop
 
         return await self._observed_run(
             "operate",
             operate(
-                self,
+                self.port(),
                 instruction=instruction,
                 guidance=guidance,
                 context=context,
@@ -524,6 +539,8 @@ class Branch:
                 stream_persist=stream_persist,
                 persist_dir=persist_dir,
                 clear_messages=clear_messages,
+                on_stop=check_on_stop(on_stop),
+                fit_context=fit_context,
                 **kwargs,
             ),
         )

@@ -7,8 +7,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from lion_nb.operations.manager import OperationManager
 from lion_nb.session.branch import Branch
+from lion_nb.session.manager import OperationManager
 from lion_nb.signals import Observers, Signal, observe_decorator
 
 
@@ -99,6 +99,21 @@ class Session:
         if len(named) > 1:
             raise ValueError(f"{len(named)} branches are named {ref!r}; use the id")
         raise ValueError(f"no branch named or identified by {ref!r}")
+
+    def remove_branch(self, branch: Branch | uuid.UUID | str) -> Branch:
+        """Take a branch out of the session (a fork whose turn failed): it leaves
+        ``branches``, stops reaching the session's observers and gets a registry of its own
+        (a copy: what it could call stays callable). The default moves to another branch.
+        Returns the branch."""
+        found = self.get_branch(branch)
+        del self.branches[found.id]
+        found.session = None
+        own = type(self._operation_manager)()
+        own.registry.update(self._operation_manager.registry)
+        found._operation_manager = own
+        if self.default_branch is found:
+            self.default_branch = next(iter(self.branches.values()), None)
+        return found
 
     def fork(
         self,
@@ -198,7 +213,7 @@ class Session:
 async def call_operation(
     branch: Branch, name: str, func: Callable[..., Any], kwargs: dict[str, Any]
 ) -> Any:
-    """Shared by ``Session.run_operation`` and ``Operation._invoke`` (one lookup, one call
+    """Shared by ``Session.run_operation`` and ``Operation.execute`` (one lookup, one call
     convention): facade methods are bound; registered functions get ``branch=``."""
     if getattr(func, "__self__", None) is not branch:
         kwargs = {"branch": branch, **kwargs}

@@ -9,6 +9,6 @@ the widgets in ``lion_nb.widgets`` only map that state to widgets, through the H
 - ``rounds.RoundsModel``: ReAct runs -> rounds -> steps
 - ``parse.ParseModel``: the reply and parse a parse view follows, its attempts and outcome
 - ``parse_tree.tree_rows``: a structured value as rows
-- ``timeline``: the inspector's pages, rows and totals; ``next_turn``: what the next turn sends
+- ``timeline``: the inspector's pages, rows and totals
 - ``compare``: two branches aligned, with per-side figures
 """

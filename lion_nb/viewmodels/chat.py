@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lion_nb.signals import (
+    CallEnd,
     ParseAttempt,
     RoundEnd,
     RoundStart,
@@ -84,6 +85,7 @@ class ChatRuns:
         self.driving = False
         self.run_began = False
         self.stop_requested = False
+        self.stop_kept: bool | None = None  # a stopped run's last call: recorded or not
 
     @property
     def running(self) -> bool:
@@ -133,31 +135,40 @@ class ChatRuns:
             return None
         return await asyncio.shield(self.task)
 
-    def on_signal(self, signal: Signal) -> None:
-        """Follow the run lifecycle on the branch."""
+    def on_signal(self, signal: Signal) -> tuple[str, str] | None:
+        """Follow the run lifecycle on the branch; returns what the status line says now
+        (``status_of``), or None when it does not change."""
         if isinstance(signal, RunStart):
             self.run_began = True
             self.runs.add(signal.run_id)
+            self.stop_kept = None
         elif isinstance(signal, RunEnd | RunFailed):
             self.runs.discard(signal.run_id)
+        elif isinstance(signal, CallEnd) and signal.outcome == "stopped":
+            self.stop_kept = signal.recorded
+        return status_of(signal, kept=self.stop_kept)
 
 
-def _run_end_status(signal: RunEnd) -> tuple[str, str]:
+def _run_end_status(signal: RunEnd, kept: bool | None) -> tuple[str, str]:
     if signal.stopped:
-        return "stopped", f"{signal.operation} stopped"
+        tail = ""
+        if kept is not None:
+            tail = " · the partial reply is kept" if kept else " · nothing was recorded"
+        return "stopped", f"{signal.operation} stopped{tail}"
     usage = ""
     if signal.output_tokens:
         usage = f" · {signal.input_tokens or 0:,} in / {signal.output_tokens:,} out tokens"
     return "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}"
 
 
-def status_of(signal: Signal) -> tuple[str, str] | None:
+def status_of(signal: Signal, *, kept: bool | None = None) -> tuple[str, str] | None:
     """What a chat view's status line says after ``signal``: ``(state, text)``, or None when
-    the signal does not change it."""
+    the signal does not change it. ``kept``: whether a stopped run's last call was recorded
+    (``CallEnd.recorded``; None: unknown). A parse that validated ends in "parsed"."""
     if isinstance(signal, RunStart):
         return "running", f"{signal.operation}…"
     if isinstance(signal, RunEnd):
-        return _run_end_status(signal)
+        return _run_end_status(signal, kept)
     if isinstance(signal, RunFailed):
         return "failed", f"{signal.operation} failed after {signal.duration_ms / 1000:.1f} s"
     if isinstance(signal, RoundStart):
@@ -165,6 +176,16 @@ def status_of(signal: Signal) -> tuple[str, str] | None:
         return "running", f"ReAct {label}…"
     if isinstance(signal, RoundEnd) and signal.error is not None:
         return "running", f"round {signal.round} failed: {type(signal.error).__name__}"
-    if isinstance(signal, ParseAttempt) and not signal.ok:
-        return "running", f"parse attempt {signal.attempt + 1} did not validate; retrying…"
+    if isinstance(signal, ParseAttempt):
+        return _parse_status(signal)
     return None
+
+
+def _parse_status(signal: ParseAttempt) -> tuple[str, str]:
+    repairs = signal.attempt
+    after = f" after {repairs} repair turn{'s' if repairs != 1 else ''}" if repairs else ""
+    if signal.ok:
+        return "done", f"parsed into {signal.target}{after}"
+    if signal.final:
+        return "failed", f"could not parse into {signal.target}{after}"
+    return "running", f"parse attempt {signal.attempt + 1} did not validate; retrying…"

@@ -5,8 +5,8 @@ same message values as its origin up to the fork point) and is checked message b
 unrelated branches share the prefix of identical messages. After it, turns are paired in order
 and classified: ``same`` (identical content), ``changed`` (both sides, different), ``added`` /
 ``missing`` (only one side has it). Per side: tokens (reported usage, and an estimate), and
-latency (run durations when the runs were observed, else the time from each request to its
-reply, from the messages' timestamps). ``render.compare`` draws it.
+latency (run durations when the runs were observed, else each reply's measured request time,
+else the time from each request to its reply, from the messages' timestamps). ``render.compare`` draws it.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def side_stats(
     provenance: Provenance | None = None,
 ) -> SideStats:
     """Totals for one side's own (non-shared) messages."""
-    from lion_nb.operations.tokens import estimate_tokens
+    from lion_nb.tokens import estimate_tokens
 
     stats = SideStats(messages=len(messages))
     texts = []
@@ -116,13 +116,24 @@ def side_stats(
             stats.latency_ms = sum(r.duration_ms or 0.0 for r in runs)
             stats.latency_source = "runs"
             return stats
-    # request -> reply time from timestamps: a reply is created when the model finished, the
-    # instruction (or tool result) before it when the request was built
+    # each reply's own request time (``metadata["latency_ms"]``, measured by the call); else
+    # request -> reply from timestamps: a reply is created when the model finished, the
+    # instruction (or tool result) before it when the request was built — which overstates a
+    # regenerated reply, whose instruction is the one recorded long before
     history = list(all_messages) if all_messages is not None else messages
     position = {m.id: i for i, m in enumerate(history)}
+    measured = 0
     for m in messages:
         i = position.get(m.id)
-        if isinstance(m, AssistantResponse) and i:
+        if not isinstance(m, AssistantResponse):
+            continue
+        took = m.metadata.get("latency_ms")
+        if isinstance(took, int | float) and not isinstance(took, bool):
+            stats.latency_ms += float(took)
+            measured += 1
+        elif i:
             delta = (m.created_at - history[i - 1].created_at).total_seconds() * 1000.0
             stats.latency_ms += max(0.0, delta)
+    if measured and measured == stats.turns:
+        stats.latency_source = "requests"
     return stats

@@ -9,6 +9,15 @@ owns, so a Stop click (or Esc) reaches the kernel while the model streams (a cli
 awaiting cell is deferred until the cell ends). Runs started elsewhere (``await
 branch.communicate(...)`` in a cell) show up live as well.
 
+What a turn means lives below the view: Send runs the verb through the branch's
+``session.conversation.Conversation`` (regenerate, edit, continue, clear and the alternatives
+too), with the verb options a chat view wants — ``on_stop="record"`` (Stop keeps the
+instruction and the partial reply; the verb records them) and ``fit_context=True`` (a long
+history is cut to the most recent turns that fit the window) — so a turn typed here and the
+same call made in a cell behave alike. The view shows what the branch holds: a turn started in
+a cell shows its instruction pending while it streams, and a turn that ends with nothing
+recorded is marked "not recorded" (``widgets.transcript``).
+
 The view's state that is not widget state is in view models: ``viewmodels.chat.ChatRuns`` (the
 runs on the branch, the one this view drives, one driving view per branch) and
 ``viewmodels.transcript.TranscriptModel`` (which messages, in what order). The transcript
@@ -29,9 +38,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import error_html, status_html
-from lion_nb.render.html import Status, transcript_html
+from lion_nb.render.html import Status, gauge_html, transcript_html
 from lion_nb.render.text import transcript_plain
+from lion_nb.session.conversation import SENDS_HISTORY, VERBS
 from lion_nb.signals import (
+    CallEnd,
+    CallStart,
     MessageAdded,
     MessageRetracted,
     ParseAttempt,
@@ -43,9 +55,7 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
-from lion_nb.viewmodels.chat import ChatRuns, status_of
-from lion_nb.viewmodels.conversation import truncated
-from lion_nb.viewmodels.verbs import VERBS
+from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
@@ -60,6 +70,8 @@ Verb = Callable[["Branch", str], Awaitable[Any]]
 
 
 _SIGNALS = (
+    CallStart,
+    CallEnd,
     MessageAdded,
     MessageRetracted,
     StreamDelta,
@@ -128,10 +140,11 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     exchange). ``context_window`` (tokens) overrides the model's window for the gauge and the
     cut.
 
-    Stop during a ``communicate`` / ``operate`` run started here records the instruction and
-    the partial reply (``metadata["stopped"] = True``): the view does the recording, so the
-    branch holds what the view shows; ``Branch.communicate`` cancelled from code records
-    nothing.
+    For ``communicate``, ``operate`` and ``ReAct`` the view's turns pass ``on_stop="record"``
+    and ``fit_context=True`` (set in ``verb_kwargs`` unless given there): Stop keeps the
+    instruction and the partial reply (``metadata["stopped"] = True``) — the verb records
+    them — and a long history is cut to fit the window. ``await branch.communicate(...)`` in a
+    cell keeps the ADR's defaults unless given the same options.
     """
 
     def __init__(
@@ -165,7 +178,13 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         self.branch = branch
         self.verb = verb
         self.verb_kwargs = dict(verb_kwargs or {})
+        if isinstance(verb, str) and verb in SENDS_HISTORY:
+            self.verb_kwargs.setdefault("on_stop", "record")
+            self.verb_kwargs.setdefault("fit_context", True)
+        if context_window is not None:
+            self.verb_kwargs.setdefault("context_window", context_window)
         self.context_window = context_window
+        self.base_title = shown_title
         self.config = config or LiveConfig()
         self.channel.interval = self.config.interval
         self.transcript = Transcript(
@@ -287,7 +306,8 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             self.set_chrome(status_line=status_html("stopping", "stopping…"))
 
     def rendered_html(self) -> str:
-        """The transcript's HTML as the page shows it, in order."""
+        """The transcript's HTML as the page shows it, in order, with its marks (truncated,
+        continued, the context-cut notice; all from ``render/``)."""
         return self.transcript.html()
 
     def refresh(self) -> None:
@@ -308,7 +328,15 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
     # widget state (GitHub, nbviewer) shows the recorded transcript instead of the widget.
     def static_html(self) -> str:
-        return transcript_html(self.transcript.messages(), title=self.title or None)
+        return transcript_html(
+            self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
+        )
+
+    def _gauge_html(self) -> str:
+        ctx = self.chrome_value("ctx") or {}
+        if not ctx.get("w"):
+            return ""
+        return gauge_html(ctx["t"], ctx["w"], exact=bool(ctx.get("x")), cuts=bool(ctx.get("next")))
 
     def static_text(self) -> str:
         body = transcript_plain(self.transcript.messages())
@@ -341,15 +369,16 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
                     self._set_running()
 
     def _settle(self, outcome: Status) -> None:
-        """After the task: replies that were not recorded keep their partial text, marked."""
-        self.transcript.finish_live(outcome)
+        """After the task: what was not recorded stays marked "not recorded" until the next
+        turn begins."""
+        self.transcript.finish_live()
         self.transcript.release_prompt()
         self.sync_alternatives()  # a stopped turn was recorded after its run ended
         if not self.runs.run_began:
             # no run lifecycle ended (a custom verb recording without one, a failure before
             # the run began): nothing else replaces the saved output
             self.refresh_static()
-        if outcome == "stopped":
+        if outcome == "stopped" and not self.runs.run_began:
             self.set_chrome(status_line=status_html("stopped", "stopped"))
         elif outcome == "failed" and not self.runs.runs:
             self.set_chrome(status_line=status_html("failed", "failed"))
@@ -367,31 +396,35 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             self._follow(signal)
 
     def _follow(self, signal: Signal) -> None:
-        self.runs.on_signal(signal)
-        status = status_of(signal)
+        status = self.runs.on_signal(signal)
         if status is not None:
             self.set_chrome(status_line=status_html(*status))
         if isinstance(signal, StreamDelta):
             self.transcript.on_delta(signal)
+        elif isinstance(signal, CallStart):
+            self.transcript.on_call_start(signal)
+        elif isinstance(signal, CallEnd):
+            self.transcript.on_call_end(signal)
         elif isinstance(signal, MessageAdded):
             self.transcript.on_message(signal.message)
-            if truncated(signal.message):
-                self.sync_alternatives()  # its "truncated" mark and Continue control
+            if _marks_change(signal.message):
+                self.sync_alternatives()  # the "continue" controls and the context marks
         elif isinstance(signal, MessageRetracted):
             self.refresh()  # rare (a Ray attempt that died): rebuilding from the branch is enough
         elif isinstance(signal, RunStart):
+            self.transcript.drop_unrecorded()
             self._set_running()
         elif isinstance(signal, RunEnd):
             self._on_run_end(signal)
         elif isinstance(signal, RunFailed):
-            self.transcript.finish_live("failed")
+            self.transcript.finish_live()
             self._show_error(signal.error)
             self._set_running()
             self.refresh_static()
 
     def _on_run_end(self, signal: RunEnd) -> None:
         if signal.stopped:
-            self.transcript.finish_live("stopped")
+            self.transcript.finish_live()
         else:
             self.transcript.drop_unfinished()
             self.transcript.check()  # the branch may have changed without signals
@@ -414,6 +447,13 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"
+
+
+def _marks_change(message: Any) -> bool:
+    """A recorded message that changes the marks: a truncated reply, a continuation, an
+    instruction whose request was cut to fit the window."""
+    meta = message.metadata
+    return meta.get("finish_reason") == "length" or "continues" in meta or "context_fit" in meta
 
 
 def view(branch: Branch | None = None, **kwargs: Any) -> BranchView:

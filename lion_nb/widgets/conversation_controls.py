@@ -1,7 +1,10 @@
-"""The chat view's per-message controls of issue 15, on the view model
-``viewmodels.conversation.Conversation``: regenerate a reply, edit a prompt in place, switch
+"""The chat view's per-message controls: regenerate a reply, edit a prompt in place, switch
 between the alternatives of a turn (``‹ 2/3 ›``), continue a reply cut off by the token limit,
-clear. Mixed into ``BranchView``.
+clear — gestures on ``session.conversation.Conversation``, which does the same from code. Mixed
+into ``BranchView``.
+
+When the view shows another branch (a fork, an alternative), its title and status line name
+it, so ``view.branch`` is never a surprise, and an open comparison follows (or closes).
 
 The page asks with one message shape, ``{"action": name, "key": <message id>, ...}``; the
 kernel resolves the key to the message's index in the branch shown. Each control's turn runs as
@@ -21,12 +24,14 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from lion_nb.render.chrome import status_html
+from lion_nb.render.html import gauge_text
+from lion_nb.turns import open_truncated
 from lion_nb.viewmodels.chat import ChatRuns
-from lion_nb.viewmodels.conversation import truncated
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
-    from lion_nb.viewmodels.conversation import Conversation
+    from lion_nb.session.conversation import Conversation
     from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["ConversationControls"]
@@ -41,17 +46,18 @@ class ConversationControls:
     _conversation: Conversation | None = None
     context_window: int | None = None
     compare_view: CompareView | None = None  # the comparison shown under the view
+    _compare_at: int | None = None  # the message index the comparison is at
+    title: str
 
     @property
     def conversation(self) -> Conversation:
         if self._conversation is None:
-            from lion_nb.viewmodels.conversation import Conversation
+            from lion_nb.session.conversation import Conversation
 
             self._conversation = Conversation(
                 self.branch,
                 verb=self.verb,  # type: ignore[attr-defined]
                 verb_kwargs=self.verb_kwargs,  # type: ignore[attr-defined]
-                context_window=self.context_window,
                 on_show=self._on_show,
             )
             # one dict: verb_kwargs changed on the view reach the turns it starts
@@ -86,8 +92,6 @@ class ConversationControls:
         shown = self.branch
         fresh = self.conversation.clear()
         if fresh is not shown:  # the last run's status no longer describes what is shown
-            from lion_nb.render.chrome import status_html
-
             self.set_chrome(  # type: ignore[attr-defined]
                 status_line=status_html(
                     "idle", "cleared: the conversation so far is kept (‹ › on your next message)"
@@ -113,6 +117,7 @@ class ConversationControls:
         view = CompareView(other, self.branch)
         view.on_redraw(self._on_compare_html)
         self.compare_view = view
+        self._compare_at = index
         self.set_chrome(compare_html=view.html())  # type: ignore[attr-defined]
         return view
 
@@ -199,18 +204,11 @@ class ConversationControls:
         task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(make())  # type: ignore[arg-type]
         self._control_task = task
         self.set_chrome(busy=True, can_stop=True)  # type: ignore[attr-defined]
-        outcome = "done"
         try:
             return await task
-        except asyncio.CancelledError:
-            outcome = "stopped"
-            raise
-        except Exception:
-            outcome = "failed"
-            raise
         finally:
             self._control_task = None
-            self.transcript.finish_live(outcome)  # type: ignore[attr-defined]
+            self.transcript.finish_live()  # type: ignore[attr-defined]
             self.set_chrome(busy=self.runs.running, can_stop=False)  # type: ignore[attr-defined]
             self.sync_alternatives()
 
@@ -222,7 +220,8 @@ class ConversationControls:
         return True
 
     def _on_show(self, branch: Branch) -> None:
-        """The conversation shows another branch: follow it."""
+        """The conversation shows another branch: follow it, say so, and let an open
+        comparison follow (or close when the new branch has nothing to compare there)."""
         if branch is self.branch:
             return
         self._unsubscribe()  # type: ignore[has-type]
@@ -230,23 +229,57 @@ class ConversationControls:
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)  # type: ignore[attr-defined]
         self.transcript.rebind(branch)  # type: ignore[attr-defined]
         self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
+        self._name_shown()
         self.sync_alternatives()
+        if self.compare_view is not None:
+            self._follow_compare()
+
+    def _name_shown(self) -> None:
+        """The title and status line name the branch shown (``view.branch``)."""
+        conv = self.conversation
+        base = getattr(self, "base_title", "") or ""
+        if self.branch is conv.origin:
+            self.title = base  # a synced trait of its own (the page retitles the view)
+            self.set_chrome(  # type: ignore[attr-defined]
+                status_line=status_html("idle", f"showing the first branch {_short(self.branch)}")
+            )
+            return
+        n = next(i for i, b in enumerate(conv.branches) if b is self.branch)
+        name = self.branch.name or f"alternative {n + 1} of {len(conv.branches)}"
+        self.title = f"{base} · {name}" if base else name
+        self.set_chrome(  # type: ignore[attr-defined]
+            status_line=status_html(
+                "idle",
+                f"showing {name} (branch {_short(self.branch)}, forked from "
+                f"{_short(conv.origin)}): view.branch is this branch now",
+            )
+        )
+
+    def _follow_compare(self) -> None:
+        at = self._compare_at
+        try:
+            if at is None or at >= len(self.branch.messages):
+                raise ValueError("nothing to compare")
+            self.compare(at)
+        except (ValueError, IndexError, StopIteration):
+            self.close_compare()
 
     def context_marks(self) -> dict[str, Any]:
         """What the page draws for the context window: the gauge of the next turn against the
-        window (when it is known) and the notice where the last request was cut."""
+        window (when it is known) and the notice where the last request was cut (their words
+        rendered by ``render/``; the cut read from the branch)."""
         conv = self.conversation
         plan = conv.plan()
         out: dict[str, Any] = {}
         if plan.window:
+            cuts = plan.cut is not None and bool(conv.verb_kwargs.get("fit_context"))
             out.update(t=plan.tokens, w=plan.window, x=plan.exact)
-            if plan.cut is not None:
+            out["text"] = gauge_text(plan.tokens, plan.window, exact=plan.exact, cuts=cuts)
+            if cuts:
                 out["next"] = True
-        cut = conv.cut_at()
-        if cut is not None:
-            ids = list(self.branch.progression)
-            first = 1 if self.branch.system is not None else 0
-            out.update(cut=str(cut), n=max(0, ids.index(cut) - first))
+        mark = self.transcript.cut_mark()  # type: ignore[attr-defined]
+        if mark is not None:
+            out.update(cut=str(mark[0]), note=mark[1], n=mark[2])
         return out
 
     def sync_alternatives(self) -> None:
@@ -255,7 +288,7 @@ class ConversationControls:
         had = self._conversation is not None
         self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
         messages = self.branch.messages
-        cut = [str(m.id) for m in messages if truncated(m)]
+        cut = [str(i) for i in open_truncated(list(messages))]
         self.set_chrome(cut_marks=cut)  # type: ignore[attr-defined]
         if not had:
             return  # no alternatives before a turn from this view
@@ -268,3 +301,7 @@ class ConversationControls:
                 if of > 1:
                     marks[str(message.id)] = [n, of]
         self.set_chrome(alt_marks=marks)  # type: ignore[attr-defined]
+
+
+def _short(branch: Branch) -> str:
+    return str(branch.id)[:8]

@@ -12,7 +12,7 @@ context window (exact with an offline tokenizer, otherwise a labelled estimate).
 Only the visible page has widgets: ``page_size`` rows are built once and re-filled when the
 page changes, so a 10,000-message branch opens as fast as a 50-message one. Which messages,
 which page and which rows are expanded is ``viewmodels.timeline.TimelineModel``; what the next
-turn sends is ``viewmodels.next_turn``; all HTML comes from ``lion_nb.render.timeline``,
+turn sends is ``operations.window.next_turn``; all HTML comes from ``lion_nb.render.timeline``,
 ``render.turns`` and ``render.chrome`` (pure functions, tested without a kernel).
 """
 
@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
+from lion_nb.operations import window as nt
 from lion_nb.provenance import provenance_of
 from lion_nb.render import timeline as tl
 from lion_nb.render import turns
 from lion_nb.render.chrome import forked_html, next_turn_pending_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, RunStart, Signal
-from lion_nb.viewmodels import next_turn as nt
+from lion_nb.tokens import NextTurn
 from lion_nb.viewmodels.timeline import ROLE_FILTERS, TimelineModel, TotalsCache, timeline_rows
 from lion_nb.widgets.inspector_parts import Chrome, Pager, Row, fork_panel
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
@@ -64,7 +65,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self.provenance = provenance_of(branch)
         self.forks: list[Branch] = []
         self.closed = False
-        self._turn: nt.NextTurn | None = None
+        self._turn: NextTurn | None = None
         self._turn_pending = False
         self._pending_messages = False
         self._totals = TotalsCache()
@@ -268,7 +269,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self._next.value = next_turn_pending_html()
         loop.call_soon(self.update_next_turn)
 
-    def update_next_turn(self) -> nt.NextTurn:
+    def update_next_turn(self) -> NextTurn:
         """Compute what the next turn sends, now; returns it (also shown in the header)."""
         self._turn_pending = False
         if self.closed:
@@ -282,7 +283,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         rows = timeline_rows(messages, self.visible_indices(), self.provenance)
         while len(self._rows) < len(rows):
             self._rows.append(Row(self._chrome, self.toggle, self.fork))
-        cli = nt.is_cli_model(self.branch.chat_model_or_none)
+        model = self.branch.chat_model_or_none
+        cli = bool(model is not None and model.is_cli)
         children: list[Any] = []
         for widgets, row in zip(self._rows, rows, strict=False):
             detail = None
@@ -305,7 +307,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     def detail_html(self, index: int) -> str:
         """The expanded HTML of message ``index`` (whether or not it is expanded)."""
         row = timeline_rows(self.branch.messages, [index], self.provenance)[0]
-        cli = nt.is_cli_model(self.branch.chat_model_or_none)
+        model = self.branch.chat_model_or_none
+        cli = bool(model is not None and model.is_cli)
         return tl.row_detail_html(row, self.branch.messages, cli=cli)
 
     # ----- static fallback ---------------------------------------------------------------

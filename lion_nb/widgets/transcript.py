@@ -3,11 +3,16 @@
 end as ordered ops on the view's ``Channel``.
 
 Rendering is idempotent by message id: a recorded message is one HTML card
-(``render.html.message_html``); a message still streaming is a ``LiveMessage`` that the
-recorded card replaces (``seal``) when ``MessageAdded`` arrives. A transcript built from
-``branch.messages`` therefore shows the same HTML as one that watched the run (``html()``
-compares them). The view that owns it decides *when* (which signals, which run); this class
-only places parts.
+(``render.html.message_html``, with its marks: truncated, continued); a message still streaming
+is a ``LiveMessage`` that the recorded card replaces (``seal``) when ``MessageAdded`` arrives. A
+transcript built from ``branch.messages`` therefore shows the same HTML as one that watched the
+run (``html()`` compares them). The view that owns it decides *when* (which signals, which
+run); this class only places parts.
+
+It shows what the branch holds: a model request that will be recorded shows its instruction
+pending while the reply streams (``CallStart``); a request that ends with nothing recorded
+(``CallEnd``) leaves no card that looks kept — an unrecorded call's reply (a parse repair turn)
+goes, a stopped or failed one stays marked "not recorded" until the next turn begins.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.render.html import Status, message_html, pending_prompt_html
-from lion_nb.signals import StreamDelta
+from lion_nb.render.html import context_cut_html, message_html, pending_prompt_html
+from lion_nb.signals import CallEnd, CallStart, StreamDelta
+from lion_nb.turns import continuations, last_cut
 from lion_nb.viewmodels.transcript import Key, TranscriptModel, is_live
 from lion_nb.widgets.channel import Channel
 from lion_nb.widgets.live import LiveConfig, LiveMessage
@@ -59,6 +65,9 @@ class Transcript:
         self._html: dict[Key, str] = {}
         self.live: dict[uuid.UUID, LiveMessage] = {}
         self._short: dict[Key, str] = {}  # live / pending keys -> short part keys (L1, P2..)
+        self._prompts: dict[Key, str] = {}  # pending prompt keys -> the text they show
+        self._calls: dict[uuid.UUID, Key] = {}  # a recorded call's reply id -> its prompt key
+        self._unrecorded: set[Key] = set()  # parts of a turn that ended with nothing recorded
 
     # ----- reading -------------------------------------------------------------------------
     @property
@@ -86,8 +95,31 @@ class Transcript:
         return self.model.messages()
 
     def html(self) -> str:
-        """The HTML of the parts, in order (a live part: as the page shows it now)."""
-        return "".join(html_ for _, html_ in self.items)
+        """The HTML of the parts, in order (a live part: as the page shows it now), with the
+        context-cut notice where the page shows it."""
+        cut = self.cut_mark()
+        out = []
+        for key, html_ in self.items:
+            if cut is not None and key == cut[0]:
+                out.append(cut[1])
+            out.append(html_)
+        return "".join(out)
+
+    def cut_mark(self) -> tuple[uuid.UUID, str, int] | None:
+        """Where the last request was cut to fit the window: the id of the message the
+        notice goes before, the notice (``render.html.context_cut_html``) and how many
+        messages were left out."""
+        cut = last_cut(self.model.messages())
+        if cut is None:
+            return None
+        at = cut.before or cut.instruction
+        if not self.model.shows(at):
+            return None
+        return at, context_cut_html(cut.omitted), cut.omitted
+
+    def _card(self, message: Any) -> str:
+        continued = continuations(self.model.messages()).get(str(message.id))
+        return message_html(message, continued_by=continued)
 
     def text_of(self, key: str) -> str | None:
         """What a copy control of part ``key`` copies: a message's text (Markdown)."""
@@ -117,18 +149,89 @@ class Transcript:
         return self.key_of(keys[at + 1]) if at + 1 < len(keys) else None
 
     # ----- changes ---------------------------------------------------------------------------
-    def show_prompt(self, text: str) -> None:
-        """Show ``text`` at once as a pending user card; its Instruction replaces it."""
+    def show_prompt(self, text: str, *, hold: bool = True) -> None:
+        """Show ``text`` at once as a pending user card; its Instruction replaces it. What an
+        earlier turn left unrecorded goes first."""
+        self.drop_unrecorded()
         key = self.model.add_pending()
+        self._prompts[key] = text
         self._html[key] = pending_prompt_html(text)
         self._channel.push(
             {"op": "put", "key": self.key_of(key), "html": self._html[key], "before": None},
-            hold=self.config.prompt_hold_s,
+            hold=self.config.prompt_hold_s if hold else 0.0,
         )
 
     def release_prompt(self) -> None:
-        """The run ended: an unrecorded prompt stays visible as it is."""
+        """The turn ended: a prompt whose Instruction was not recorded stays, marked "not
+        recorded", until the next turn begins."""
+        pending = self.model.pending
         self.model.pending = None
+        if pending is not None and self.model.shows(pending):
+            self._mark_unrecorded_prompt(pending)
+
+    def on_call_start(self, signal: CallStart) -> None:
+        """A model request began. A request that will be recorded shows its instruction
+        pending while the reply streams (the view's own prompt card stands for it)."""
+        pending = self.model.pending
+        if pending is not None and pending not in self._calls.values():
+            self._calls[signal.message_id] = pending  # the view's Send showed it already
+            return
+        self.drop_unrecorded()
+        ins = signal.instruction
+        if not signal.records or ins is None or not self.model.wants(ins):
+            return
+        text = ins.instruction if isinstance(ins.instruction, str) else ins.text
+        self.show_prompt(text or ins.text, hold=False)
+        if self.model.pending is not None:
+            self._calls[signal.message_id] = self.model.pending
+
+    def on_call_end(self, signal: CallEnd) -> None:
+        """A model request ended: nothing shown may look kept unless it was recorded."""
+        prompt = self._calls.pop(signal.message_id, None)
+        if signal.recorded:
+            return
+        live = self.live.get(signal.message_id)
+        if signal.outcome == "done":  # an unrecorded call (chat, a parse repair turn): it goes
+            if live is not None:
+                self._drop_live(signal.message_id)
+            return
+        if live is not None and not live.done:
+            live.finish("unrecorded")
+            self._html[("live", signal.message_id)] = live.html()
+            self._unrecorded.add(("live", signal.message_id))
+        if prompt is not None and self.model.shows(prompt):
+            if self.model.pending == prompt:
+                self.model.pending = None
+            self._mark_unrecorded_prompt(prompt)
+
+    def _mark_unrecorded_prompt(self, key: Key) -> None:
+        if key in self._unrecorded:
+            return
+        self._unrecorded.add(key)
+        self._html[key] = pending_prompt_html(self._prompts.get(key, ""), recorded=False)
+        name = self.key_of(key)
+        self._channel.push({"op": "put", "key": name, "html": self._html[key], "replace": name})
+
+    def drop_unrecorded(self) -> None:
+        """A new turn begins: the parts of a turn that ended with nothing recorded go."""
+        for key in list(self._unrecorded):
+            if is_live(key):
+                self._drop_live(key[1])  # type: ignore[index]
+            elif self.model.shows(key):
+                self.model.drop(key)
+                self._html.pop(key, None)
+                self._channel.push({"op": "drop", "key": self.key_of(key)})
+        self._unrecorded.clear()
+
+    def _drop_live(self, mid: uuid.UUID) -> None:
+        live = self.live.pop(mid, None)
+        if live is None:
+            return
+        live.cancel()
+        if self.model.shows(("live", mid)):
+            self.model.drop(("live", mid))
+            self._html.pop(("live", mid), None)
+            self._channel.push({"op": "drop", "key": live.key})
 
     def on_delta(self, signal: StreamDelta) -> None:
         live = self.live.get(signal.message_id)
@@ -156,7 +259,10 @@ class Transcript:
         if not self.model.wants(message):
             return
         mid = message.id
-        card = message_html(message)
+        card = self._card(message)
+        continues = message.metadata.get("continues") if message.role == "user" else None
+        if isinstance(continues, str):
+            self.refresh_card(continues)  # the continued reply: no Continue any more
         live = self.live.pop(mid, None)
         if live is not None and self.model.shows(("live", mid)):
             self._channel.push(live.seal_op(card, str(mid)))
@@ -180,21 +286,32 @@ class Transcript:
             {"op": "put", "key": str(mid), "html": card, "before": self._before(mid)}
         )
 
-    def finish_live(self, status: Status) -> None:
-        """Replies that will not be recorded keep their partial text, marked ``status``."""
+    def refresh_card(self, message_id: str) -> None:
+        """Draw a recorded message's card again (its marks changed)."""
+        for mid in self.model.recorded():
+            if str(mid) == message_id and mid in self.branch.messages:
+                card = self._card(self.branch.messages[mid])
+                if self._html.get(mid) != card:
+                    self._html[mid] = card
+                    self._channel.push(
+                        {"op": "put", "key": str(mid), "html": card, "replace": str(mid)}
+                    )
+                return
+
+    def finish_live(self) -> None:
+        """The turn ended: replies still streaming were not recorded; they keep their partial
+        text, marked "not recorded", until the next turn begins."""
         for mid, live in self.live.items():
             if not live.done:
-                live.finish(status)
+                live.finish("unrecorded")
                 self._html[("live", mid)] = live.html()
+                self._unrecorded.add(("live", mid))
 
     def drop_unfinished(self) -> None:
         """A run ended normally: replies streamed for turns that are not recorded (parse
         repairs) are dropped."""
         for mid in [m for m, live in self.live.items() if not live.done]:
-            live = self.live.pop(mid)
-            live.cancel()
-            self.model.drop(("live", mid))
-            self._channel.push({"op": "drop", "key": live.key})
+            self._drop_live(mid)
 
     def check(self) -> None:
         """Rebuild when the branch changed without signals (``clear_messages``)."""
@@ -206,11 +323,17 @@ class Transcript:
         for live in self.live.values():
             live.cancel()
         self.live.clear()
+        self._unrecorded.clear()
+        self._calls.clear()
         pending = self.model.pending
         kept = self._html.get(pending) if pending is not None else None
         self.model.rebuild()
         shown = set(self.model.keys)
-        self._html = {m.id: message_html(m) for m in self.branch.messages if m.id in shown}
+        messages = [m for m in self.branch.messages if m.id in shown]
+        continued = continuations(messages)
+        self._html = {
+            m.id: message_html(m, continued_by=continued.get(str(m.id))) for m in messages
+        }
         if pending is not None and kept is not None:
             self._html[pending] = kept
         self._reset()
@@ -223,6 +346,7 @@ class Transcript:
         self.branch = branch
         self.model = TranscriptModel(branch)
         self._html.clear()
+        self._prompts.clear()
         self.rebuild()
 
     def close(self) -> None:

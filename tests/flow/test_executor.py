@@ -12,8 +12,8 @@ from models.cli_helpers import make_fake_cli, recording
 from lion_nb import Branch, iModel
 from lion_nb.flow import Flow
 from lion_nb.flow.errors import DependencyFailed, FlowError
+from lion_nb.flow.node import Status
 from lion_nb.models.cli_process import group_alive
-from lion_nb.operations.node import Status
 from lion_nb.session.session import Session
 from lion_nb.signals import RunEnd, RunStart
 

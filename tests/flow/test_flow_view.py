@@ -9,7 +9,7 @@ from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.flow import Flow, FlowView
-from lion_nb.operations.node import Status
+from lion_nb.flow.node import Status
 from lion_nb.render.flow import flow_html
 
 

@@ -8,7 +8,7 @@ from helpers_core import scripted
 from lion_nb import Branch
 from lion_nb.errors import OperationError
 from lion_nb.flow import Flow
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 from lion_nb.session.session import Session
 
 

@@ -8,7 +8,7 @@ import pytest
 from helpers_core import scripted
 
 from lion_nb.errors import ExecutionError
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 from lion_nb.session.session import Session
 
 

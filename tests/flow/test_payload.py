@@ -9,9 +9,9 @@ from helpers_core import scripted
 
 from lion_nb import Branch, iModel
 from lion_nb.flow.errors import NotTransferable
+from lion_nb.flow.node import Operation
 from lion_nb.flow.payload import build_payload, decode, encode, is_secret_option, model_settings
 from lion_nb.flow.worker import _build
-from lion_nb.operations.node import Operation
 from lion_nb.session.session import Session
 
 SECRETS = (

@@ -8,7 +8,7 @@ from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.flow import Flow
-from lion_nb.operations.node import Status
+from lion_nb.flow.node import Status
 
 
 async def test_the_first_ray_run_starts_a_local_cluster():

@@ -17,7 +17,7 @@ from ray import cloudpickle
 from lion_nb import Branch, iModel
 from lion_nb.flow import Flow
 from lion_nb.flow.errors import WorkerLost
-from lion_nb.operations.node import Status
+from lion_nb.flow.node import Status
 from lion_nb.session.session import Session
 from lion_nb.signals import MessageRetracted, RunEnd, RunFailed, RunStart, StreamDelta
 

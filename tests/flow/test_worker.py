@@ -11,11 +11,11 @@ from helpers_core import scripted
 from lion_nb import Branch
 from lion_nb.errors import ExecutionError
 from lion_nb.flow.errors import RemoteError
+from lion_nb.flow.node import Operation
 from lion_nb.flow.payload import build_payload
 from lion_nb.flow.relay import Relay
 from lion_nb.flow.worker import _attempt, _Outbox, portable_error, transport
 from lion_nb.messages import MESSAGE, MESSAGE_LIST, Instruction
-from lion_nb.operations.node import Operation
 from lion_nb.signals import MessageAdded, MessageRetracted, RunFailed, StreamDelta
 
 

@@ -11,7 +11,8 @@ async def test_records_instruction_then_response_and_returns_text():
     assert out == "answer"
     ins, res = list(branch.messages)
     assert isinstance(ins, Instruction) and isinstance(res, AssistantResponse)
-    assert kinds(seen) == ["MessageAdded", "MessageAdded"]  # no RunStart / RunEnd
+    # the call is bracketed by CallStart / CallEnd (unrecorded: chat); no RunStart / RunEnd
+    assert kinds(seen) == ["CallStart", "CallEnd", "MessageAdded", "MessageAdded"]
     assert [s.message for s in seen if type(s).__name__ == "MessageAdded"] == [ins, res]
 
 
@@ -20,4 +21,5 @@ async def test_failure_appends_nothing():
     with pytest.raises(RateLimitError) as info:
         await branch.chat_and_record("q")
     assert info.value.retry_after == 3
-    assert len(branch.messages) == 0 and kinds(seen) == []
+    assert len(branch.messages) == 0 and kinds(seen) == ["CallStart", "CallEnd"]
+    assert seen[-1].outcome == "failed" and not seen[-1].recorded

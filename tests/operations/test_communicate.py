@@ -17,7 +17,16 @@ class Answer(BaseModel):
 async def test_records_exchange_under_one_lifecycle():
     branch, seen = recording_branch("hi there")
     assert await branch.communicate("hello") == "hi there"
-    assert kinds(seen) == ["RunStart", "MessageAdded", "MessageAdded", "RunEnd"]
+    assert kinds(seen) == [
+        "RunStart",
+        "CallStart",
+        "MessageAdded",
+        "MessageAdded",
+        "CallEnd",
+        "RunEnd",
+    ]
+    start_call, end_call = (s for s in seen if type(s).__name__ in ("CallStart", "CallEnd"))
+    assert start_call.records and end_call.recorded and end_call.outcome == "done"
     start, end = seen[0], seen[-1]
     assert isinstance(start, RunStart) and isinstance(end, RunEnd)
     assert end.run_id == start.run_id and end.operation == "communicate"
@@ -40,7 +49,7 @@ async def test_failure_emits_run_failed_and_reraises():
     branch, seen = recording_branch(err)
     with pytest.raises(ServerError):
         await branch.communicate("x")
-    assert kinds(seen) == ["RunStart", "RunFailed"]
+    assert kinds(seen) == ["RunStart", "CallStart", "CallEnd", "RunFailed"]
     assert isinstance(seen[-1], RunFailed) and seen[-1].error is err
 
 
@@ -99,7 +108,9 @@ async def test_cancellation_is_a_stopped_run_end():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert kinds(seen) == ["RunStart", "RunEnd"] and seen[-1].stopped
+    assert kinds(seen) == ["RunStart", "CallStart", "CallEnd", "RunEnd"] and seen[-1].stopped
+    (end_call,) = (s for s in seen if type(s).__name__ == "CallEnd")
+    assert end_call.outcome == "stopped" and not end_call.recorded  # on_stop="discard"
 
 
 async def test_observer_failure_does_not_change_result(caplog):

@@ -41,7 +41,14 @@ async def test_plain_turn_records_once_under_one_lifecycle():
     branch, seen = recording_branch("hello back")
     assert await branch.operate(instruction="hello") == "hello back"
     assert roles(branch) == ["user", "assistant"]
-    assert kinds(seen) == ["RunStart", "MessageAdded", "MessageAdded", "RunEnd"]
+    assert kinds(seen) == [
+        "RunStart",
+        "CallStart",
+        "MessageAdded",
+        "MessageAdded",
+        "CallEnd",
+        "RunEnd",
+    ]
     assert seen[0].operation == "operate" and seen[-1].result == "hello back"
 
 
@@ -325,7 +332,7 @@ async def test_cli_agents_get_tool_schemas_and_unseen_results_in_the_prompt():
 async def test_operations_level_operate_has_no_lifecycle():
     branch, seen = recording_branch("x")
     assert await operate(branch, instruction="q") == "x"
-    assert kinds(seen) == ["MessageAdded", "MessageAdded"]
+    assert kinds(seen) == ["CallStart", "MessageAdded", "MessageAdded", "CallEnd"]
     assert isinstance(branch.messages[0], Instruction)
 
 

@@ -360,10 +360,13 @@ async def test_react_over_http_with_two_real_tools_in_the_wire_format():
 
     assert [label(s) for s in seen if type(s).__name__ != "StreamDelta"] == [
         "RunStart",
-        "RoundStart:1", "+user", "+assistant", "+action_request", "+action_request",
-        "+action_response", "+action_response", "RoundEnd:1",
-        "RoundStart:2", "+user", "+assistant", "ParseAttempt", "RoundEnd:2",
-        "RoundStart:3:final", "+user", "+assistant", "ParseAttempt", "RoundEnd:3:final",
+        "RoundStart:1", "CallStart", "+user", "+assistant", "CallEnd",
+        "+action_request", "+action_request", "+action_response", "+action_response",
+        "RoundEnd:1",
+        "RoundStart:2", "CallStart", "+user", "+assistant", "CallEnd", "ParseAttempt",
+        "RoundEnd:2",
+        "RoundStart:3:final", "CallStart", "+user", "+assistant", "CallEnd", "ParseAttempt",
+        "RoundEnd:3:final",
         "RunEnd",
     ]  # fmt: skip
     round_ends = [s for s in seen if isinstance(s, RoundEnd)]

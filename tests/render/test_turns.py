@@ -8,7 +8,7 @@ import json
 from helpers.inspector_branches import big_branch, conversation
 
 from lion_nb.render import turns
-from lion_nb.viewmodels.next_turn import NextTurn
+from lion_nb.tokens import NextTurn
 
 
 async def test_the_payload_shown_is_what_the_model_received() -> None:

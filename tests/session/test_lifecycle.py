@@ -18,7 +18,12 @@ async def test_nested_wrapper_on_the_same_branch_is_silent():
         return await branch.chat("last")
 
     assert await branch._observed_run("composite", outer()) == "outer"
-    assert kinds(seen) == ["RunStart", "MessageAdded", "MessageAdded", "RunEnd"]
+    assert kinds(seen) == [
+        "RunStart",
+        *("CallStart", "MessageAdded", "MessageAdded", "CallEnd"),  # communicate
+        *("CallStart", "CallEnd"),  # chat: unrecorded
+        "RunEnd",
+    ]
     assert seen[0].operation == "composite"
 
 
@@ -47,7 +52,14 @@ async def test_other_branches_are_not_suppressed():
         return await b.communicate("x")
 
     await a._observed_run("outer", composite())
-    assert kinds(seen_b) == ["RunStart", "MessageAdded", "MessageAdded", "RunEnd"]
+    assert kinds(seen_b) == [
+        "RunStart",
+        "CallStart",
+        "MessageAdded",
+        "MessageAdded",
+        "CallEnd",
+        "RunEnd",
+    ]
 
 
 async def test_async_message_observers_are_drained_before_run_end():

@@ -5,8 +5,8 @@ from helpers_core import scripted
 
 from lion_nb import Branch, Operation, Session
 from lion_nb.errors import OperationError
-from lion_nb.operations.manager import OperationManager
-from lion_nb.operations.node import Status
+from lion_nb.flow.node import Status
+from lion_nb.session.manager import OperationManager
 
 
 async def summarise(branch, text: str, prefix: str = "") -> str:
@@ -86,7 +86,7 @@ async def test_operation_node_uses_the_same_lookup():
     assert missing.status is Status.FAILED and isinstance(missing.error, OperationError)
     assert str(missing.error) == "Unsupported operation type: teleport"
     with pytest.raises(OperationError, match="Unsupported operation type: teleport"):
-        await missing._invoke(branch)
+        await missing.execute(branch)
 
 
 async def test_streaming_builtin_is_drained_into_a_list_by_the_node():

@@ -1,5 +1,6 @@
-"""Trying again, as a chat view offers it: regenerate, edit, the alternatives of a turn, clear,
-continue a truncated reply — plain state, tested without a kernel.
+"""``Conversation``: a branch and every alternative made from it — regenerate, edit, continue,
+clear and ``alternatives(k)`` — the same from code and from a chat view (which only adds the
+gestures that call these methods).
 
     conv = Conversation(branch, verb="communicate", verb_kwargs={"max_tokens": 400})
     await conv.asend("Tell me a story.")
@@ -9,61 +10,96 @@ continue a truncated reply — plain state, tested without a kernel.
 
 Rules:
 
+* Each turn runs the conversation's verb (``VERBS`` or ``async def f(branch, text, **kw)``)
+  with ``verb_kwargs``. What a stopped turn keeps and how the history is fitted into the
+  window are the verbs' own options (``on_stop``, ``fit_context``): a chat view passes
+  ``on_stop="record"`` and ``fit_context=True``; code chooses. Nothing here records a message.
 * Regenerate and edit never change an existing branch. They fork (``Branch.fork``, lineage in
-  ``metadata["forked_from"]``) before the turn's instruction and run the view's verb on the
-  fork. Regenerate sends the recorded instruction itself (communicate, operate and run take it
-  as is), so the fork records the very same message and shares messages ``0..k-1`` with its
+  ``metadata["forked_from"]``) before the turn's instruction and run the verb on the fork.
+  Regenerate sends the recorded instruction itself (communicate, operate and run take it as
+  is), so the fork records the very same message and shares messages ``0..k-1`` with its
   origin; ``forked_from`` then names that instruction. Edit sends the new text as a new turn.
-  The fork is shown before its run starts, so the view streams the new reply live.
+  The fork is shown before its run starts, so a view streams the new reply live.
+* Continue asks for the rest of a reply cut off by the token limit; the continuation's
+  instruction names the reply (``metadata["continues"]``), which is then no longer offered
+  for continuing (``lion_nb.turns``).
 * ``alternatives(k)``: the branches of this conversation (every branch it showed or made, and
   the session's branches forked from them) that share the shown branch's first ``k`` messages
   and differ at ``k``, one per distinct message at ``k``, ordered by when the first branch of
   each was made; the shown branch stands for its own. Messages are the same when their ids are;
   two instructions are also the same when they say the same (a ReAct turn tried again builds
   its prompt anew).
-* Stop: a communicate or operate turn stopped from here records the instruction and the partial
-  reply (``viewmodels.stopped_turn``); code that cancels ``Branch.communicate`` itself keeps the
-  ADR's contract and records nothing.
-* The context window: before each communicate/operate turn the request is planned
-  (``viewmodels.context_cut``); when it would not fit, only the most recent whole turns that fit
-  are sent (``progression=``; the system message always), and ``last_plan.cut`` says where the
-  view shows the notice. An unknown window cuts nothing; an overflow the provider reports then
-  becomes a ``ContextWindowError`` that says what to do.
-* A failed regenerate or edit (not a stop) leaves nothing behind: the fork is dropped and the
-  branch shown before is shown again.
+* A failed regenerate or edit (not a stop) leaves nothing behind: the fork is removed from the
+  session (``Session.remove_branch``) and the branch shown before is shown again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.messages import AssistantResponse, Instruction, RoledMessage
-from lion_nb.viewmodels.context_cut import ContextPlan, is_overflow, overflow_error, plan_context
-from lion_nb.viewmodels.stopped_turn import TurnWatch, model_label
-from lion_nb.viewmodels.verbs import (
-    RECORDS_WHEN_STOPPED,
-    SENDS_HISTORY,
-    TAKES_INSTRUCTION,
-    VERBS,
-    Verb,
-)
+from lion_nb.signals import MessageAdded, Signal
+from lion_nb.turns import CONTINUE_PROMPT, continuations, is_truncated, open_truncated
 
 if TYPE_CHECKING:
+    from lion_nb.operations.window import ContextPlan
     from lion_nb.session.branch import Branch
 
-__all__ = ["CONTINUE_PROMPT", "Conversation", "truncated"]
+__all__ = [
+    "CONTINUE_PROMPT",
+    "SENDS_HISTORY",
+    "TAKES_INSTRUCTION",
+    "VERBS",
+    "Conversation",
+    "Verb",
+    "truncated",
+]
 
-CONTINUE_PROMPT = "Continue exactly where your last reply stopped, without repeating it."
+Verb = Callable[..., Awaitable[Any]]
+
+
+async def _communicate(branch: Branch, instruction: Any, **kw: Any) -> Any:
+    return await branch.communicate(instruction, **kw)
+
+
+async def _run(branch: Branch, instruction: Any, **kw: Any) -> Any:
+    stream = branch.run(instruction, **kw)
+    try:
+        async for _ in stream:
+            pass
+    finally:  # Stop: closing the generator closes the CLI stream and records the partial text
+        await stream.aclose()
+
+
+async def _operate(branch: Branch, instruction: Any, **kw: Any) -> Any:
+    return await branch.operate(instruction=instruction, **kw)
+
+
+async def _react(branch: Branch, instruction: Any, **kw: Any) -> Any:
+    return await branch.ReAct(instruction, **kw)
+
+
+VERBS: dict[str, Verb] = {
+    "communicate": _communicate,
+    "run": _run,
+    "operate": _operate,
+    "ReAct": _react,
+}
+"""The verbs a conversation drives by name: ``VERBS[name](branch, instruction, **kwargs)``."""
+SENDS_HISTORY = frozenset({"communicate", "operate", "ReAct"})
+"""Verbs whose request carries the branch's messages (``fit_context`` applies; a CLI agent
+keeps its own history) and whose stop ``on_stop`` decides (``run`` records its partial text on
+every exit already)."""
+TAKES_INSTRUCTION = frozenset({"communicate", "operate", "run"})
+"""Verbs that accept a recorded ``Instruction`` in place of text."""
 
 
 def truncated(message: RoledMessage) -> bool:
     """A reply that ended because of the token limit (``finish_reason == "length"``)."""
-    return isinstance(message, AssistantResponse) and message.metadata.get("finish_reason") == (
-        "length"
-    )
+    return is_truncated(message)
 
 
 def _same(a: RoledMessage, b: RoledMessage) -> bool:
@@ -78,11 +114,10 @@ def _same(a: RoledMessage, b: RoledMessage) -> bool:
 
 
 class Conversation:
-    """The branch a chat view shows and every alternative made from it.
+    """The branch shown and every alternative made from it.
 
-    ``verb`` (a name in ``viewmodels.verbs.VERBS`` or ``async def f(branch, text, **kw)``) and
-    ``verb_kwargs`` are what each turn runs; ``context_window`` overrides the model's window
-    (tokens); ``on_show(branch)`` is called whenever the shown branch changes."""
+    ``verb`` (a name in ``VERBS`` or ``async def f(branch, text, **kw)``) and ``verb_kwargs``
+    are what each turn runs; ``on_show(branch)`` is called whenever the shown branch changes."""
 
     def __init__(
         self,
@@ -90,7 +125,6 @@ class Conversation:
         *,
         verb: str | Verb = "communicate",
         verb_kwargs: dict[str, Any] | None = None,
-        context_window: int | None = None,
         on_show: Callable[[Branch], Any] | None = None,
     ) -> None:
         if isinstance(verb, str) and verb not in VERBS:
@@ -98,12 +132,9 @@ class Conversation:
         self._branch = branch
         self.verb = verb
         self.verb_kwargs = dict(verb_kwargs or {})
-        self.context_window = context_window
         self.on_show = on_show
-        self.last_plan: ContextPlan | None = None  # the plan of the last request sent
         self._family: list[Branch] = [branch]
         self._typed: dict[uuid.UUID, str] = {}  # a turn's first instruction -> the text sent
-        self._cuts: dict[uuid.UUID, uuid.UUID] = {}  # branch -> first message its last cut sent
         self._running = False
 
     # ----- what is shown --------------------------------------------------------------------
@@ -111,6 +142,11 @@ class Conversation:
     def branch(self) -> Branch:
         """The branch shown now."""
         return self._branch
+
+    @property
+    def origin(self) -> Branch:
+        """The branch this conversation started from."""
+        return self._family[0]
 
     @property
     def running(self) -> bool:
@@ -179,8 +215,8 @@ class Conversation:
         return next(i for i, b in enumerate(alts) if b is self._branch) + 1, len(alts)
 
     def previous_alternative(self, k: int) -> Branch | None:
-        """What the compare control sets beside the shown branch: the alternative before it
-        (the next one when it is the first); None when there is no other."""
+        """What a comparison sets beside the shown branch: the alternative before it (the
+        next one when it is the first); None when there is no other."""
         alts = self.alternatives(k)
         if len(alts) < 2:
             return None
@@ -189,50 +225,36 @@ class Conversation:
 
     def truncated(self, index: int) -> bool:
         """Whether message ``index`` of the shown branch is a reply cut off by the token limit
-        (the view offers "continue" for it)."""
-        return truncated(self._branch.messages[index])
+        and not continued yet (a view offers "continue" for it)."""
+        message = self._branch.messages[index]
+        return message.id in open_truncated(list(self._branch.messages))
+
+    def continuation_of(self, index: int) -> uuid.UUID | None:
+        """The id of the instruction that continued reply ``index``, if any."""
+        message = self._branch.messages[index]
+        return continuations(list(self._branch.messages)).get(str(message.id))
 
     # ----- the context window ---------------------------------------------------------------
-    def _model(self) -> Any:
-        return self.verb_kwargs.get("chat_model") or self._branch.chat_model_or_none
-
-    def _max_tokens(self, model: Any) -> int | None:
-        for source in (
-            self.verb_kwargs,
-            getattr(model, "request_defaults", None) or {},
-            getattr(getattr(model, "provider_or_none", None), "defaults", None) or {},
-        ):
-            value = source.get("max_tokens") if isinstance(source, dict) else None
-            if isinstance(value, int) and value > 0:
-                return value
-        return None
-
     def plan(
         self, instruction: Instruction | str | None = None, branch: Branch | None = None
     ) -> ContextPlan:
         """What the next turn on the shown branch (or ``branch``) sends with ``instruction``:
-        its tokens against the window (the gauge) and where it is cut (the notice)."""
+        its tokens against the window and, with ``fit_context``, where it is cut."""
+        from lion_nb.operations.window import max_tokens_of, plan_context
+
         branch = branch or self._branch
         model = self.verb_kwargs.get("chat_model") or branch.chat_model_or_none
         return plan_context(
             list(branch.messages),
             model,
             instruction=instruction,
-            max_tokens=self._max_tokens(model),
-            window=self.context_window,
+            max_tokens=max_tokens_of(model, self.verb_kwargs),
+            window=self.verb_kwargs.get("context_window"),
         )
-
-    def cut_at(self, branch: Branch | None = None) -> uuid.UUID | None:
-        """The id of the first message after the system message that the last request of the
-        shown branch (or ``branch``) sent, when that request was cut to fit the window; the
-        view's notice goes before it. None: the last request sent everything."""
-        branch = branch or self._branch
-        at = self._cuts.get(branch.id)
-        return at if at is not None and at in branch.messages.progression else None
 
     # ----- turns ----------------------------------------------------------------------------
     async def asend(self, text: str) -> Any:
-        """One turn of the view's verb on the shown branch; returns the verb's result."""
+        """One turn of the verb on the shown branch; returns the verb's result."""
         self._check_idle()
         return await self._turn(self._branch, text)
 
@@ -263,16 +285,19 @@ class Conversation:
         return await self._on_fork(index % len(self._branch.messages), text)
 
     async def acontinue(self, index: int | None = None) -> Branch:
-        """Ask for the rest of a reply cut off by the token limit (default: the last reply).
-        Continues the shown branch when the reply is its last message, else a fork after the
-        reply (shown). Returns the branch continued."""
+        """Ask for the rest of a reply cut off by the token limit and not continued yet
+        (default: the last such reply). Continues the shown branch when the reply is its last
+        message, else a fork after the reply (shown). Returns the branch continued."""
         self._check_idle()
         messages = list(self._branch.messages)
+        offered = open_truncated(messages)
         if index is None:
             index = next(
-                (j for j in range(len(messages) - 1, -1, -1) if truncated(messages[j])), -1
+                (j for j in range(len(messages) - 1, -1, -1) if messages[j].id in offered), -1
             )
-        if index < 0 or not truncated(messages[index]):
+        if index < 0 or messages[index].id not in offered:
+            if index >= 0 and truncated(messages[index]):
+                raise ValueError(f"reply {index} was continued already")
             raise ValueError("there is no reply cut off by the token limit to continue")
         branch = self._branch
         if index != len(messages) - 1:
@@ -300,7 +325,7 @@ class Conversation:
     # ----- the machinery --------------------------------------------------------------------
     def _check_idle(self) -> None:
         if self._running:
-            raise RuntimeError("a turn started from this view is running; stop it or wait")
+            raise RuntimeError("a turn of this conversation is running; stop it or wait")
 
     def _adopt(self, branch: Branch) -> Branch:
         self._family.append(branch)
@@ -322,7 +347,7 @@ class Conversation:
         try:
             await self._turn(fork, instruction)
         except asyncio.CancelledError:
-            raise  # stopped: the fork keeps what was shown
+            raise  # stopped: the fork keeps what its verb kept (on_stop)
         except BaseException:
             if len(fork.messages) <= index:
                 self._drop(fork, before)
@@ -335,7 +360,7 @@ class Conversation:
     def _drop(self, fork: Branch, shown: Branch) -> None:
         self._family = [b for b in self._family if b is not fork]
         if fork.session is not None:
-            fork.session.branches.pop(fork.id, None)
+            fork.session.remove_branch(fork)
         self.show(shown)
 
     def _argument(self, name: str | None, instruction: Instruction | str) -> Any:
@@ -354,49 +379,23 @@ class Conversation:
         name = self.verb if isinstance(self.verb, str) else None
         verb = VERBS[name] if name is not None else self.verb
         assert callable(verb)
-        kwargs = dict(self.verb_kwargs)
-        plan = None
-        if name in SENDS_HISTORY and "progression" not in kwargs:
-            plan = self.plan(instruction, branch)
-            if not plan.fits:
-                raise overflow_error(plan, self._label(branch), None)
-            if plan.progression is not None:
-                kwargs["progression"] = list(plan.progression)
-        self.last_plan = plan
-        if plan is not None:
-            self._note_cut(branch, plan)
         argument = self._argument(name, instruction)
-        watch = TurnWatch(branch)
+        first: list[Instruction] = []
+
+        def note(signal: Signal) -> None:  # the turn's first instruction: what was typed for it
+            if isinstance(signal, MessageAdded) and not first:
+                if isinstance(signal.message, Instruction):
+                    first.append(signal.message)
+
+        unsubscribe = branch.subscribe((MessageAdded,), note)
         self._running = True
         try:
-            return await verb(branch, argument, **kwargs)
-        except asyncio.CancelledError:
-            if name in RECORDS_WHEN_STOPPED:
-                watch.record_stopped(argument, kwargs)
-            raise
-        except Exception as exc:
-            if is_overflow(exc):
-                raise overflow_error(plan, self._label(branch), exc) from exc
-            raise
+            return await verb(branch, argument, **self.verb_kwargs)
         finally:
             self._running = False
-            watch.close()
-            first = watch.first_instruction
-            if first is not None and isinstance(argument, str):
-                self._typed[first.id] = argument
-            if plan is not None and plan.cut == plan.recorded and first is not None:
-                self._cuts[branch.id] = first.id  # only the new instruction was sent
-
-    def _note_cut(self, branch: Branch, plan: ContextPlan) -> None:
-        messages = branch.messages
-        if plan.cut is None:
-            self._cuts.pop(branch.id, None)
-        elif plan.cut < len(messages):
-            self._cuts[branch.id] = messages[plan.cut].id
-
-    def _label(self, branch: Branch) -> str:
-        model = self.verb_kwargs.get("chat_model") or branch.chat_model_or_none
-        return model_label(model) or "the model"
+            unsubscribe()
+            if first and isinstance(argument, str):
+                self._typed[first[0].id] = argument
 
     def __repr__(self) -> str:
         return f"<Conversation showing {self._branch!r} of {len(self._family)} branches>"

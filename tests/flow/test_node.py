@@ -9,7 +9,7 @@ from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.errors import OperationError
-from lion_nb.operations.node import Operation, Status
+from lion_nb.flow.node import Operation, Status
 
 
 async def test_a_completed_node_records_branch_timings_and_usage():

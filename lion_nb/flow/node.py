@@ -126,8 +126,6 @@ class Operation:
         finally:
             current_run_usage.reset(token)
 
-    _invoke = execute  # the name earlier callers used
-
     async def invoke(self, branch: Branch) -> Any:
         """Run on ``branch`` and settle. Cancellation settles the node as failed (with the
         ``CancelledError``) and propagates."""

@@ -1,6 +1,7 @@
-"""The conversation view model without a kernel: regenerate, edit, alternatives, show, clear,
-Stop that records what was shown, truncation + continue, and the context cut — on the scripted
-model, then on the embedded one."""
+"""The conversation, from code: regenerate, edit, alternatives, show, clear, Stop with
+``on_stop="record"``, truncation + continue, and the context cut with ``fit_context=True`` —
+on the scripted model, then on the embedded one. (Moved with the code from
+tests/viewmodels/test_conversation.py; the view passes ``VIEW`` as its verb options.)"""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ from typing import Any
 
 import pytest
 
-from lion_nb.errors import ProviderError
+from lion_nb.errors import ContextWindowError, ProviderError
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.models.imodel import iModel
+from lion_nb.operations.window import plan_context
 from lion_nb.session.branch import Branch
+from lion_nb.session.conversation import CONTINUE_PROMPT, Conversation, truncated
 from lion_nb.session.session import Session
 from lion_nb.signals import StreamDelta
-from lion_nb.viewmodels.context_cut import ContextWindowError, plan_context
-from lion_nb.viewmodels.conversation import CONTINUE_PROMPT, Conversation, truncated
 
 SYSTEM = "You are terse."
+VIEW = {"on_stop": "record", "fit_context": True}  # what a chat view passes to its verb
 
 
 def scripted(*replies: Any, **kw: Any) -> iModel:
@@ -32,7 +34,7 @@ def ids(branch: Branch) -> list[Any]:
 async def two_turns() -> tuple[Conversation, Branch, iModel]:
     model = scripted("one", "two", default_reply="again")
     branch = Branch(system=SYSTEM, chat_model=model)
-    conv = Conversation(branch)
+    conv = Conversation(branch, verb_kwargs=VIEW)
     await conv.asend("first?")
     await conv.asend("second?")
     return conv, branch, model
@@ -200,7 +202,7 @@ async def _stop_midway(conv: Conversation, send: Any, branch: Branch | None) -> 
 async def test_stop_records_the_instruction_and_the_partial_reply() -> None:
     model = scripted({"text": "One Two Three Four Five Six", "delay": 0.02})
     branch = Branch(system=SYSTEM, chat_model=model)
-    conv = Conversation(branch, verb_kwargs={"guidance": "be brief"})
+    conv = Conversation(branch, verb_kwargs={**VIEW, "guidance": "be brief"})
     streamed: list[Any] = []
     branch.subscribe((StreamDelta,), lambda s: streamed.append(s.message_id))
     await _stop_midway(conv, conv.asend("count"), branch)
@@ -240,7 +242,7 @@ async def test_stop_during_a_regenerate_keeps_the_fork_with_what_was_shown() -> 
 async def test_the_turn_after_a_stop_sends_what_was_shown() -> None:
     model = scripted({"text": "One Two Three Four Five Six", "delay": 0.02}, "ok")
     branch = Branch(system=SYSTEM, chat_model=model)
-    conv = Conversation(branch)
+    conv = Conversation(branch, verb_kwargs=VIEW)
     await _stop_midway(conv, conv.asend("count"), branch)
     await conv.asend("go on")
     sent = [m["content"] for m in model.provider.requests[-1].messages]
@@ -251,7 +253,7 @@ async def test_the_turn_after_a_stop_sends_what_was_shown() -> None:
 async def test_operate_stopped_from_the_view_records_too() -> None:
     model = scripted({"text": '{"answer": "forty two and more"}', "delay": 0.02})
     branch = Branch(system=SYSTEM, chat_model=model)
-    conv = Conversation(branch, verb="operate")
+    conv = Conversation(branch, verb="operate", verb_kwargs=VIEW)
     seen = asyncio.Event()
     branch.subscribe((StreamDelta,), lambda s: seen.set() if "forty" in s.snapshot else None)
     task = asyncio.ensure_future(conv.asend("answer"))
@@ -321,7 +323,7 @@ def long_branch(model: iModel, turns: int = 6, words: int = 200) -> Branch:
 async def test_the_next_request_is_cut_to_the_recent_turns_that_fit() -> None:
     model = scripted("short", context_window=1200, max_tokens=200)
     branch = long_branch(model)
-    conv = Conversation(branch)
+    conv = Conversation(branch, verb_kwargs=VIEW)
     full = conv.plan("next?")
     assert full.window == 1200 and full.cut is not None and not full.exact
     kept = list(branch.messages[full.cut :])
@@ -331,8 +333,9 @@ async def test_the_next_request_is_cut_to_the_recent_turns_that_fit() -> None:
     assert sent[0]["content"] == SYSTEM
     assert [m["content"] for m in sent[1:-1]] == [m.text for m in kept]
     assert sent[-1]["content"] == "next?"
-    assert conv.last_plan is not None and conv.last_plan.cut == full.cut
-    assert conv.last_plan.omitted == full.cut - 1
+    fit = branch.messages[-2].metadata["context_fit"]  # the recorded instruction says so
+    assert fit["first_sent"] == str(branch.messages[full.cut].id)
+    assert len(fit["omitted"]) == full.cut - 1
     assert len(branch.messages) == 15  # the branch keeps every message
     estimate = sum(len(m["content"]) // 4 for m in sent)
     assert estimate * 1.15 <= 1200 - 200
@@ -360,7 +363,7 @@ async def test_an_overflow_with_an_unknown_window_says_what_to_do() -> None:
 
 async def test_an_instruction_that_cannot_fit_is_refused_before_sending() -> None:
     model = scripted("x", context_window=100, max_tokens=40)
-    conv = Conversation(Branch(system=SYSTEM, chat_model=model))
+    conv = Conversation(Branch(system=SYSTEM, chat_model=model), verb_kwargs=VIEW)
     with pytest.raises(ContextWindowError, match="instruction alone"):
         await conv.asend("word " * 200)
     assert model.provider.requests == []
@@ -368,7 +371,7 @@ async def test_an_instruction_that_cannot_fit_is_refused_before_sending() -> Non
 
 async def test_the_view_can_give_the_window() -> None:
     model = scripted("x", max_tokens=100)
-    conv = Conversation(long_branch(model), context_window=800)
+    conv = Conversation(long_branch(model), verb_kwargs={"context_window": 800})
     assert conv.plan("q").cut is not None
 
 
@@ -405,7 +408,7 @@ async def test_local_regenerate_edit_and_alternatives() -> None:
 @pytest.mark.local_model
 async def test_local_stop_records_the_partial_reply() -> None:
     branch = Branch(system="You are a helpful assistant.", chat_model=local(max_tokens=300))
-    conv = Conversation(branch)
+    conv = Conversation(branch, verb_kwargs=VIEW)
     seen = asyncio.Event()
     branch.subscribe((StreamDelta,), lambda s: seen.set() if len(s.snapshot) > 40 else None)
     task = asyncio.ensure_future(conv.asend("Write a long story about the sea."))
@@ -422,20 +425,19 @@ async def test_local_stop_records_the_partial_reply() -> None:
 async def test_local_long_conversation_is_cut_to_fit_the_window() -> None:
     model = local(n_ctx=512, max_tokens=120)
     branch = Branch(system="You are a helpful assistant.", chat_model=model)
-    conv = Conversation(branch)
+    conv = Conversation(branch, verb_kwargs=VIEW)
     plan = conv.plan("Hello")
     assert not plan.exact and model.provider_or_none is None  # never built just to count
     topics = ("the sea", "a forest", "a city", "the moon", "a river")
     for topic in topics:
         await conv.asend(f"Write a long story about {topic}.")
-    plan = conv.last_plan
+    plan = conv.plan("Write a long story about a river.")
     assert plan is not None and plan.exact and plan.window == 512
     assert plan.cut is not None and plan.full_tokens > 512 - 120  # would not have fit
+    assert "context_fit" in branch.messages[-2].metadata  # the last request was cut
     assert len(branch.messages) == 1 + 2 * len(topics)  # every message kept
-    # the same request uncut overflows the window
-    from lion_nb.errors import ProviderError as Overflow
-
-    with pytest.raises(Overflow, match="context window"):
+    # the same request uncut is refused before it is sent, naming the fix
+    with pytest.raises(ContextWindowError, match="fit_context=True"):
         await branch.chat("Write a long story about a river.", max_tokens=120)
 
 

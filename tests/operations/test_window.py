@@ -1,5 +1,7 @@
 """What the next turn sends: tokens (exact with a provider tokenizer, else an estimate) against
-the context window, from provider facts read without constructing a provider."""
+the context window, from the model's facts (``iModel.context_window``, ``is_cli``,
+``token_counter()``), read without constructing a provider. (Moved with the code from
+tests/viewmodels/test_next_turn.py.)"""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from helpers.inspector_branches import big_branch, scripted
 from lion_nb import iModel
 from lion_nb.compile import compile_messages
 from lion_nb.models.imodel import PROVIDERS, register_provider
+from lion_nb.operations import window as nt
 from lion_nb.render import turns
-from lion_nb.viewmodels import next_turn as nt
 
 
 def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
@@ -27,12 +29,12 @@ def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
     assert turn.tokens == sum((len(t) + 3) // 4 for t in texts)
     html = turns.next_turn_html(turn)
     assert "estimate" in html and "100-token context window" in html
-    assert nt.context_window(iModel(provider="openai", model="gpt-4.1-mini")) == 1_047_576
-    assert nt.context_window(scripted()) is None
+    assert iModel(provider="openai", model="gpt-4.1-mini").context_window == 1_047_576
+    assert scripted().context_window is None
     # the local model's window: its constructor's default, without constructing it
     local = iModel(provider="local")
-    assert nt.context_window(local) == 2048 and local._provider is None
-    assert nt.context_window(iModel(provider="local", n_ctx=4096)) == 4096
+    assert local.context_window == 2048 and local._provider is None
+    assert iModel(provider="local", n_ctx=4096).context_window == 4096
     assert "context window unknown" in turns.next_turn_html(
         nt.next_turn(branch.messages, scripted())
     )
@@ -90,7 +92,7 @@ sys.meta_path.insert(0, Blocked())
 from helpers.inspector_branches import big_branch
 from lion_nb import iModel
 from lion_nb.render.turns import next_turn_html
-from lion_nb.viewmodels.next_turn import next_turn
+from lion_nb.operations.window import next_turn
 
 model = iModel(provider="local")
 branch = big_branch(5, model=model)
@@ -146,7 +148,7 @@ def test_the_local_model_counts_exactly_when_it_exposes_its_tokenizer() -> None:
 
 def test_provider_facts_never_construct_a_provider() -> None:
     model = iModel(provider="openai", model="gpt-4o")
-    assert not nt.is_cli_model(model) and nt.is_cli_model(iModel(provider="claude_code"))
-    assert nt.context_window(model) == 128_000 and model.provider_or_none is None
-    assert nt.is_cli_model(None) is False and nt.context_window(None) is None
-    assert nt.token_counter(None) is None and nt.token_counter(model) is None
+    assert not model.is_cli and iModel(provider="claude_code").is_cli
+    assert model.context_window == 128_000 and model.provider_or_none is None
+    assert nt.next_turn([], None).window is None and not nt.next_turn([], None).cli
+    assert model.token_counter() is None and model.provider_or_none is None
