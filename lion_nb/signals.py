@@ -225,7 +225,8 @@ class ParseAttempt(Signal):
     """One attempt of ``parse``: 0 is local extraction of the original text, later ones parse
     a repair turn's reply. ``errors`` are per-field validation errors (loc, msg, type).
     ``final``: no attempt of this parse follows (it validated, or the retries are used up), so
-    a view following one parse knows when it has settled."""
+    a view following one parse knows when it has settled. ``value``: what the attempt
+    validated into (None unless ``ok``), so a view shows parse's own result."""
 
     attempt: int
     raw: str
@@ -233,6 +234,7 @@ class ParseAttempt(Signal):
     errors: list[dict[str, Any]]
     target: str
     final: bool = False
+    value: Any = None
 
 
 Handler = Callable[[Signal], Any]

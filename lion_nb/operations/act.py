@@ -42,7 +42,6 @@ from lion_nb.operations.fields import ActionResponseModel
 from lion_nb.session.port import BranchPort
 
 if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
     from lion_nb.session.tools import Tool
 
 SOURCE = "act"

@@ -8,7 +8,6 @@ from lion_nb.operations.chat import chat
 from lion_nb.operations.types import ChatParam
 
 if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
     from lion_nb.session.port import BranchPort
 
 GUIDANCE = (

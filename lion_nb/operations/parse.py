@@ -8,7 +8,7 @@ signal so a view can show the rounds that led to the result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -17,9 +17,6 @@ from lion_nb.operations.jsonx import extract_json, fuzzy_keys
 from lion_nb.operations.types import ChatParam, ParseParam
 from lion_nb.session.port import BranchPort
 from lion_nb.signals import ParseAttempt
-
-if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
 
 
 def _type_name(fmt: Any) -> str:
@@ -67,6 +64,7 @@ async def parse(branch: BranchPort, text: str, parse_param: ParseParam) -> Any:
     last_error: Exception | None = None
     for attempt in range(attempts + 1):
         error: ValueError | None = None
+        value: Any = None
         try:
             value = parse_locally(candidate, fmt, parse_param)
         except ValueError as exc:
@@ -80,6 +78,7 @@ async def parse(branch: BranchPort, text: str, parse_param: ParseParam) -> Any:
                 errors=[] if error is None else _errors_of(error),
                 target=_type_name(fmt),
                 final=error is None or attempt == attempts,
+                value=value,
             )
         )
         if error is None:

@@ -34,7 +34,6 @@ from lion_nb.signals import RoundEnd, RoundStart
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.types import Middle
-    from lion_nb.session.branch import Branch
 
 MAX_EXTENSIONS_CAP = 100
 

@@ -34,7 +34,6 @@ from lion_nb.usage import record_usage
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
     from lion_nb.persist import ChunkBuffer
-    from lion_nb.session.branch import Branch
 
 logger = logging.getLogger(__name__)
 

@@ -18,16 +18,13 @@ from __future__ import annotations
 import difflib
 import json
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
 from lion_nb.operations.operate import operate
 from lion_nb.session.lifecycle import observed_run
 from lion_nb.session.port import BranchPort
-
-if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
 
 PROMPT = (
     "Select up to {max_num_selections} of these choices: {choices}. Put the chosen names, "

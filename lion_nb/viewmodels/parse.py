@@ -235,9 +235,7 @@ class ParseModel:
                 self.errors = list(attempt.errors)  # what parse saw (after fuzzy key matching)
             elif self.result is None:
                 self.result = (
-                    parser.result
-                    if isinstance(parser.result, BaseModel)
-                    else self._validated(attempt.raw)
+                    parser.result if isinstance(parser.result, BaseModel) else attempt.value
                 )
         return "settled"
 
@@ -252,14 +250,3 @@ class ParseModel:
         self.parser.reset()
         self.feed(raw)
         self.finish()
-
-    def _validated(self, raw: str) -> Any:
-        """The value ``parse`` got from ``raw`` (its local step: JSON found in the text, keys
-        fuzzy-matched), or None when the parse was into another type."""
-        from lion_nb.operations.parse import parse_locally
-        from lion_nb.operations.types import ParseParam
-
-        try:
-            return parse_locally(raw, self.model_type, ParseParam(response_format=self.model_type))
-        except ValueError:
-            return None

@@ -196,6 +196,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
         self._shown_errors: set[int] = set()
+        self.last_status: tuple[str, str] | None = None  # what the status line said last
         self.last_error: BaseException | None = None
         self.prompt = _Prompt(self)
         self.send_button = _Button(self, lambda: self.send(), "send")
@@ -398,6 +399,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     def _follow(self, signal: Signal) -> None:
         status = self.runs.on_signal(signal)
         if status is not None:
+            self.last_status = status
             self.set_chrome(status_line=status_html(*status))
         if isinstance(signal, StreamDelta):
             self.transcript.on_delta(signal)

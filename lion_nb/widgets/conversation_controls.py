@@ -204,10 +204,15 @@ class ConversationControls:
         task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(make())  # type: ignore[arg-type]
         self._control_task = task
         self.set_chrome(busy=True, can_stop=True)  # type: ignore[attr-defined]
+        shown = self.branch
         try:
             return await task
         finally:
             self._control_task = None
+            if self.branch is not shown:
+                self._name_shown()  # after the run's own status: say which branch this is
+                if self.compare_view is not None:
+                    self._follow_compare()
             self.transcript.finish_live()  # type: ignore[attr-defined]
             self.set_chrome(busy=self.runs.running, can_stop=False)  # type: ignore[attr-defined]
             self.sync_alternatives()
@@ -231,29 +236,28 @@ class ConversationControls:
         self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
         self._name_shown()
         self.sync_alternatives()
-        if self.compare_view is not None:
-            self._follow_compare()
+        if self.compare_view is not None and self._control_task is None:
+            self._follow_compare()  # a switch: at once (a regenerate: once its reply is in)
 
     def _name_shown(self) -> None:
-        """The title and status line name the branch shown (``view.branch``)."""
+        """The title and status line name the branch shown (``view.branch``); the status
+        keeps the last run's outcome in front."""
         conv = self.conversation
         base = getattr(self, "base_title", "") or ""
+        state, said = getattr(self, "last_status", None) or ("idle", "")
+        lead = f"{said} · " if said else ""
         if self.branch is conv.origin:
             self.title = base  # a synced trait of its own (the page retitles the view)
-            self.set_chrome(  # type: ignore[attr-defined]
-                status_line=status_html("idle", f"showing the first branch {_short(self.branch)}")
-            )
-            return
-        n = next(i for i, b in enumerate(conv.branches) if b is self.branch)
-        name = self.branch.name or f"alternative {n + 1} of {len(conv.branches)}"
-        self.title = f"{base} · {name}" if base else name
-        self.set_chrome(  # type: ignore[attr-defined]
-            status_line=status_html(
-                "idle",
+            where = f"showing the first branch {_short(self.branch)}"
+        else:
+            n = next(i for i, b in enumerate(conv.branches) if b is self.branch)
+            name = f"alternative {n + 1} of {len(conv.branches)}"
+            self.title = f"{base} · {name}" if base else name
+            where = (
                 f"showing {name} (branch {_short(self.branch)}, forked from "
-                f"{_short(conv.origin)}): view.branch is this branch now",
+                f"{_short(conv.origin)}): view.branch is this branch now"
             )
-        )
+        self.set_chrome(status_line=status_html(state, lead + where))  # type: ignore[attr-defined]
 
     def _follow_compare(self) -> None:
         at = self._compare_at

@@ -6,7 +6,15 @@ from pydantic import BaseModel
 
 from lion_nb import Branch
 from lion_nb.errors import ParseError, ServerError
-from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart
+from lion_nb.signals import (
+    CallEnd,
+    CallStart,
+    MessageAdded,
+    RunEnd,
+    RunFailed,
+    RunStart,
+    StreamDelta,
+)
 
 
 class Answer(BaseModel):
@@ -126,3 +134,76 @@ async def test_observer_failure_does_not_change_result(caplog):
     branch.observe(MessageAdded, handler=broken_async)
     assert await branch.communicate("x") == "fine"
     assert "observer" in caplog.text and "observer bug" in caplog.text
+
+
+# ----- on_stop: what a stopped exchange keeps ------------------------------------------------
+async def _stop_when(branch: Branch, coro, word: str) -> None:
+    """Cancel ``coro`` once ``word`` has streamed on ``branch``."""
+    seen = asyncio.Event()
+    branch.subscribe((StreamDelta,), lambda s: seen.set() if word in s.snapshot else None)
+    task = asyncio.ensure_future(coro)
+    await asyncio.wait_for(seen.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_on_stop_record_keeps_the_instruction_and_the_partial_reply():
+    branch, seen = recording_branch({"text": "One Two Three Four Five Six", "delay": 0.02})
+    streamed: set = set()
+    branch.subscribe((StreamDelta,), lambda s: streamed.add(s.message_id))
+    await _stop_when(
+        branch, branch.communicate("count", guidance="slowly", on_stop="record"), "Three"
+    )
+    ins, reply = branch.messages
+    assert ins.instruction == "count" and ins.guidance == "slowly"  # as the verb built it
+    assert reply.metadata["stopped"] is True and reply.response.startswith("One Two Three")
+    assert "Six" not in reply.response
+    assert streamed == {reply.id}  # recorded under the id it streamed with
+    end_call = next(s for s in seen if isinstance(s, CallEnd))
+    assert end_call.outcome == "stopped" and end_call.recorded
+    assert kinds(seen)[-1] == "RunEnd" and seen[-1].stopped
+    assert kinds(seen).index("MessageAdded") < kinds(seen).index("RunEnd")  # before the end
+
+
+async def test_on_stop_discard_is_the_default_and_records_nothing():
+    branch, _ = recording_branch({"text": "One Two Three Four Five Six", "delay": 0.02})
+    await _stop_when(branch, branch.communicate("count"), "Two")
+    assert len(branch.messages) == 0
+
+
+async def test_on_stop_record_before_any_text_keeps_the_instruction_alone():
+    branch, _ = recording_branch({"text": "late", "delay": 0.5})
+    started = asyncio.Event()
+    branch.subscribe((CallStart,), lambda s: started.set())
+    task = asyncio.ensure_future(branch.communicate("hello?", on_stop="record"))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [m.role for m in branch.messages] == ["user"]
+
+
+async def test_on_stop_accepts_discard_or_record_only():
+    branch, seen = recording_branch("x")
+    with pytest.raises(ValueError, match="on_stop must be 'discard' or 'record'"):
+        await branch.communicate("q", on_stop="keep")
+    with pytest.raises(ValueError, match="on_stop"):
+        await branch.operate(instruction="q", on_stop="yes")
+    assert len(branch.messages) == 0 and seen == []
+
+
+async def test_on_stop_record_over_loopback_http_keeps_what_the_server_sent():
+    from lion_nb import iModel
+    from tests.servers.chat_server import Reply, start_chat_server
+
+    words = [f"w{i} " for i in range(80)]
+    with start_chat_server() as server:
+        server.script(Reply(text=words, delay=0.02))
+        model = iModel(provider="openai", model="m", base_url=server.base_url, api_key="k")
+        branch = Branch(system="S", chat_model=model)
+        await _stop_when(branch, branch.communicate("go", on_stop="record"), "w5 ")
+        await model.aclose()
+    ins, reply = branch.messages[1:]
+    assert ins.text == "go" and reply.metadata["stopped"] is True
+    assert reply.response.startswith("w0 w1 w2 w3 w4 w5") and "w79" not in reply.response

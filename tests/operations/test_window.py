@@ -152,3 +152,115 @@ def test_provider_facts_never_construct_a_provider() -> None:
     assert model.context_window == 128_000 and model.provider_or_none is None
     assert nt.next_turn([], None).window is None and not nt.next_turn([], None).cli
     assert model.token_counter() is None and model.provider_or_none is None
+
+
+# ----- fit_context and ContextWindowError: from code, every provider -----------------------------
+def _long_branch(model: iModel, turns: int = 6, words: int = 200):
+    from lion_nb import Branch
+    from lion_nb.messages import AssistantResponse, Instruction
+
+    branch = Branch(system="S", chat_model=model)
+    for n in range(turns):
+        branch.add_message(Instruction(instruction=f"question {n}"))
+        branch.add_message(AssistantResponse(response=" ".join(["word"] * words)))
+    return branch
+
+
+async def test_a_request_known_not_to_fit_is_refused_before_sending() -> None:
+    from lion_nb.errors import ContextWindowError
+
+    model = iModel(provider="scripted", replies=["x"], context_window=600)
+    branch = _long_branch(model)
+    before = list(branch.progression)
+    for call in (branch.communicate, branch.chat, branch.chat_and_record):
+        with pytest.raises(ContextWindowError, match=r"fit_context=True") as info:
+            await call("next?")
+        assert info.value.window == 600 and info.value.tokens > 600
+        assert info.value.provider_error is None  # refused here, not by the provider
+    with pytest.raises(ContextWindowError, match="fit_context=True"):
+        await branch.operate(instruction="next?")
+    assert model.provider.requests == [] and list(branch.progression) == before
+
+
+async def test_fit_context_sends_the_system_message_and_the_recent_turns_that_fit() -> None:
+    model = iModel(provider="scripted", replies=["ok"], context_window=1200, max_tokens=200)
+    branch = _long_branch(model)
+    assert await branch.communicate("next?", fit_context=True) == "ok"
+    sent = [m["content"] for m in model.provider.requests[-1].messages]
+    assert sent[0] == "S" and sent[-1] == "next?" and len(sent) < len(branch.messages) - 1
+    ins = branch.messages[-2]
+    fit = ins.metadata["context_fit"]
+    kept = [m for m in branch.messages if str(m.id) not in fit["omitted"]][1:-2]
+    assert [m.text for m in kept] == sent[1:-1]  # what was not left out was sent, in order
+    first = next(m for m in branch.messages if str(m.id) == fit["first_sent"])
+    assert first.role == "user"  # a whole turn
+    assert fit["window"] == 1200 and not fit["exact"] and len(branch.messages) == 15
+
+
+async def test_context_window_per_call_and_fit_context_through_react() -> None:
+    from lion_nb.errors import ContextWindowError
+
+    model = iModel(provider="scripted", replies=["ok"], default_reply='{"answer": "done"}')
+    branch = _long_branch(model)
+    with pytest.raises(ContextWindowError):  # the window given for this call only
+        await branch.communicate("next?", context_window=500)
+    assert await branch.communicate("next?") == "ok"  # unknown window: everything is sent
+    n = len(branch.messages)
+    await branch.ReAct("go", fit_context=True, context_window=900, max_tokens=100)
+    first = model.provider.requests[2].messages  # ReAct's first round
+    assert first[0]["content"] == "S" and len(first) < n
+
+
+async def test_a_provider_reporting_an_overflow_gives_the_same_advice(chat_server) -> None:
+    from lion_nb import Branch
+    from lion_nb.errors import ContextWindowError
+    from tests.servers.chat_server import ErrorReply
+
+    body = {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    }
+    chat_server.script(ErrorReply(status=400, body=body))
+    model = iModel(provider="openai", model="m", base_url=chat_server.base_url, api_key="k")
+    branch = Branch(system="S", chat_model=model)
+    with pytest.raises(ContextWindowError, match="fit_context=True") as info:
+        await branch.communicate("hi")
+    await model.aclose()
+    assert "maximum context length" in str(info.value) and info.value.provider_error is not None
+    assert len(branch.messages) == 1  # nothing recorded
+
+
+async def test_over_loopback_http_the_cut_request_is_what_the_server_receives(chat_server) -> None:
+    from lion_nb.errors import ContextWindowError
+
+    model = iModel(
+        provider="openai", model="m", base_url=chat_server.base_url, api_key="k", context_window=900
+    )
+    branch = _long_branch(model)
+    with pytest.raises(ContextWindowError):
+        await branch.communicate("next?")
+    assert chat_server.requests == []  # nothing was sent
+    await branch.communicate("next?", fit_context=True, max_tokens=100)
+    await model.aclose()
+    sent = chat_server.last_request.body["messages"]
+    assert sent[0] == {"role": "system", "content": "S"} and sent[-1]["content"] == "next?"
+    assert 2 < len(sent) < 13
+
+
+@pytest.mark.local_model
+async def test_the_embedded_model_refuses_an_overflow_before_llama_cpp_sees_it() -> None:
+    from lion_nb.errors import ContextWindowError
+    from lion_nb.models.imodel import local_model_available
+
+    if not local_model_available():
+        pytest.skip("the local model is not installed (lion_nb[local])")
+    model = iModel(provider="local", temperature=0, seed=0, max_tokens=16)
+    branch = _long_branch(model, turns=8, words=300)  # ~3,000 tokens against 2,048
+    with pytest.raises(ContextWindowError, match="2,048-token context window") as info:
+        await branch.communicate("Say hi.")
+    assert "fit_context=True" in str(info.value) and len(branch.messages) == 17
+    assert await branch.communicate("Say hi.", fit_context=True)
+    assert "context_fit" in branch.messages[-2].metadata and len(branch.messages) == 19

@@ -1,0 +1,45 @@
+"""View models hold view state, nothing else (issue 21): no module of ``lion_nb.viewmodels``
+imports an operation or a provider module (a function-local import included), and none records
+or takes back a message — what a turn means lives in ``session/`` and ``operations/``."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import lion_nb
+
+ROOT = pathlib.Path(lion_nb.__file__).parent / "viewmodels"
+FORBIDDEN = ("lion_nb.operations", "lion_nb.models")
+RECORDING = {"add_message", "record", "restore_message", "retract", "retract_message"}
+
+
+def _modules() -> list[pathlib.Path]:
+    found = sorted(ROOT.glob("*.py"))
+    assert len(found) > 5  # the folder is where this test thinks it is
+    return found
+
+
+def test_view_models_import_no_operation_or_provider() -> None:
+    bad = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            bad += [f"{path.name}: {n}" for n in names if n.startswith(FORBIDDEN)]
+    assert bad == []
+
+
+def test_view_models_record_no_message() -> None:
+    bad = [
+        f"{path.name}:{node.lineno} .{node.func.attr}()"
+        for path in _modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in RECORDING
+    ]
+    assert bad == []
