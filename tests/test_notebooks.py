@@ -26,9 +26,9 @@ NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 # A few results per notebook that show it did what its prose says (not only that no cell raised).
 EXPECTED = {
     "01_quickstart.ipynb": [
-        "signals: none (+",
-        "signals: ['MessageAdded', 'MessageAdded'] (+",
-        "signals: ['RunStart', 'MessageAdded', 'MessageAdded', 'RunEnd'] (+",
+        "signals: ['CallStart', 'CallEnd'] (+",
+        "signals: ['CallStart', 'CallEnd', 'MessageAdded', 'MessageAdded'] (+",
+        "signals: ['RunStart', 'CallStart', 'MessageAdded', 'MessageAdded', 'CallEnd', 'RunEnd'] (+",
         "7 messages; the last one:",
     ],
     "02_streaming_run.ipynb": [

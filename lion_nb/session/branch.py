@@ -400,7 +400,7 @@ class Branch:
             similarity_threshold=similarity_threshold,
             imodel=parse_model,
         )
-        return await parse(self, text, param)
+        return await parse(self.port(), text, param)
 
     async def interpret(
         self,
@@ -415,7 +415,7 @@ class Branch:
         from lion_nb.operations.interpret import interpret
 
         param = self._chat_param(imodel=interpret_model, imodel_kw=kwargs or None)
-        return await interpret(self, text, param, domain=domain, style=style)
+        return await interpret(self.port(), text, param, domain=domain, style=style)
 
     async def run(
         self,
@@ -452,7 +452,7 @@ class Branch:
             persist_dir=persist_dir,
             snapshot_dir=snapshot_dir,
         )
-        stream = run(self, instruction, param)
+        stream = run(self.port(), instruction, param)
         try:
             async for message in stream:
                 yield message
@@ -483,7 +483,7 @@ class Branch:
         if kwargs:
             param = param.with_(imodel_kw=kwargs)
         return await run_and_collect(
-            self,
+            self.port(),
             instruction,
             param,
             parse_param,
@@ -557,7 +557,7 @@ class Branch:
         from lion_nb.operations.act import act
 
         return await act(
-            self, action_request, strategy=strategy, suppress_errors=suppress_errors, **kwargs
+            self.port(), action_request, strategy=strategy, suppress_errors=suppress_errors, **kwargs
         )
 
     async def ReAct(
@@ -578,7 +578,7 @@ class Branch:
         return await self._observed_run(
             "ReAct",
             ReAct(
-                self,
+                self.port(),
                 instruction,
                 tools=tools,
                 response_format=response_format,

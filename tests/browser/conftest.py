@@ -228,3 +228,49 @@ def shutdown_kernels(lab: JupyterLab) -> None:
     for k in kernels:
         request = urllib.request.Request(lab.url(f"api/kernels/{k['id']}"), method="DELETE")
         urllib.request.urlopen(request, timeout=10).close()
+
+
+def kernel_execute(lab: JupyterLab, code: str, timeout: float = 60) -> str:
+    """Run ``code`` in the kernel of the notebook open in Lab, as a second client would (the
+    page is left alone: nothing in it is clicked or focused for this); returns what it
+    printed. Top-level ``await`` works, as in a cell."""
+    import json
+
+    from jupyter_client import BlockingKernelClient
+
+    with urllib.request.urlopen(lab.url("api/sessions"), timeout=5) as response:
+        sessions = json.loads(response.read())
+    (kernel,) = [s["kernel"] for s in sessions if s["path"].endswith(".ipynb")]
+    found = lab.root.parent.glob(f"lab-home*/runtime/kernel-{kernel['id']}.json")
+    (path,) = {p.resolve() for p in found}  # lab-homeN and its lab-homecurrent link
+    client = BlockingKernelClient(connection_file=str(path))
+    client.load_connection_file()
+    client.start_channels()
+    out: list[str] = []
+    try:
+        client.wait_for_ready(timeout=30)
+        reply = client.execute_interactive(
+            code,
+            timeout=timeout,
+            output_hook=lambda msg: (
+                out.append(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None
+            ),
+        )
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        client.stop_channels()
+    return "".join(out)
+
+
+def interrupt_kernel(lab: JupyterLab) -> None:
+    """Kernel -> Interrupt, through the server's API (what the menu item sends)."""
+    import json
+
+    with urllib.request.urlopen(lab.url("api/sessions"), timeout=5) as response:
+        sessions = json.loads(response.read())
+    (kernel,) = [s["kernel"] for s in sessions if s["path"].endswith(".ipynb")]
+    request = urllib.request.Request(
+        lab.url(f"api/kernels/{kernel['id']}/interrupt"), method="POST", data=b""
+    )
+    urllib.request.urlopen(request, timeout=10).close()
+

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import (
+    kernel_execute,
     run_notebook_in_lab,
     screenshot,
     shutdown_kernels,
@@ -53,34 +54,8 @@ def _open(page: Any, lab: Any, name: str, setup: str) -> Any:
 
 
 def report(lab: Any) -> dict[str, Any]:
-    """What the branches hold, asked of the notebook's kernel by a second client (the page is
-    left alone: nothing in it is clicked or focused for this)."""
-    import urllib.request
-
-    from jupyter_client import BlockingKernelClient
-
-    with urllib.request.urlopen(lab.url("api/sessions"), timeout=5) as response:
-        sessions = json.loads(response.read())
-    (kernel,) = [s["kernel"] for s in sessions if s["path"].endswith(".ipynb")]
-    found = lab.root.parent.glob(f"lab-home*/runtime/kernel-{kernel['id']}.json")
-    (path,) = {p.resolve() for p in found}  # lab-homeN and its lab-homecurrent link
-    client = BlockingKernelClient(connection_file=str(path))
-    client.load_connection_file()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=30)
-        out: list[str] = []
-        reply = client.execute_interactive(
-            REPORT,
-            timeout=30,
-            output_hook=lambda msg: (
-                out.append(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None
-            ),
-        )
-        assert reply["content"]["status"] == "ok", reply["content"]
-    finally:
-        client.stop_channels()
-    text = "".join(out)
+    """What the branches hold, asked of the notebook's kernel by a second client."""
+    text = kernel_execute(lab, REPORT, timeout=30)
     return json.loads(text[text.index("{") :])
 
 

@@ -27,7 +27,7 @@ from lion_nb.signals import (
     StreamDelta,
 )
 
-_CLOCK_KEYS = {"duration_ms", "replayed", "started_at"}
+_CLOCK_KEYS = {"duration_ms", "latency_ms", "replayed", "started_at"}
 
 
 class Trace:

@@ -81,7 +81,7 @@ async def test_signals_arrive_live_in_the_notebook_process():
 
     names = [n for n, _, _ in seen]
     assert names[0] == "RunStart" and names[-1] == "RunEnd"
-    assert names[-3:-1] == ["MessageAdded", "MessageAdded"]
+    assert names[-4:-1] == ["MessageAdded", "MessageAdded", "CallEnd"]  # then RunEnd
     deltas = [s for n, _, s in seen if n == "StreamDelta"]
     assert [d.delta for d in deltas] == chunks
     assert deltas[-1].snapshot == "".join(chunks)  # re-accumulated in the notebook

@@ -53,9 +53,14 @@ async def test_an_attempt_streams_its_signals_and_returns_its_messages():
     kinds = [e[0] for _, attempt, events in entries for e in events]
     assert all(attempt == record["attempt"] for _, attempt, _ in entries)
     assert kinds[0] == "attempt" and kinds[-1] == "end"
-    # RunStart, the reply's deltas, then each recorded message (communicate records both at
-    # the end), live and in order, then RunEnd; the record still carries the messages too
-    assert kinds[1:-1] == ["signal", "delta", "delta", "message", "message", "signal"]
+    # RunStart, CallStart, the reply's deltas, then each recorded message (communicate records
+    # both at the end), live and in order, then CallEnd and RunEnd; the record still carries
+    # the messages too
+    assert kinds[1:-1] == [
+        *("signal", "signal"),
+        *("delta", "delta", "message", "message"),
+        *("signal", "signal"),
+    ]
     events = [e for _, _, batch in entries for e in batch]
     live = MESSAGE_LIST.validate_python([e[1] for e in events if e[0] == "message"])
     assert live == messages
