@@ -557,7 +557,11 @@ class Branch:
         from lion_nb.operations.act import act
 
         return await act(
-            self.port(), action_request, strategy=strategy, suppress_errors=suppress_errors, **kwargs
+            self.port(),
+            action_request,
+            strategy=strategy,
+            suppress_errors=suppress_errors,
+            **kwargs,
         )
 
     async def ReAct(

@@ -273,4 +273,3 @@ def interrupt_kernel(lab: JupyterLab) -> None:
         lab.url(f"api/kernels/{kernel['id']}/interrupt"), method="POST", data=b""
     )
     urllib.request.urlopen(request, timeout=10).close()
-
