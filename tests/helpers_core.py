@@ -19,6 +19,10 @@ def recording_branch(*replies: Any, system: str | None = None, **kw: Any) -> tup
     return branch, seen
 
 
+# the signals of one recorded exchange (communicate): the call, its two messages, its end
+RECORDED_EXCHANGE = ("CallStart", "MessageAdded", "MessageAdded", "CallEnd")
+
+
 def kinds(signals: list, *, skip_deltas: bool = True) -> list[str]:
     return [
         type(s).__name__ for s in signals if not (skip_deltas and type(s).__name__ == "StreamDelta")

@@ -91,7 +91,7 @@ async def request(
         started = time.perf_counter()
         try:
             result = await model.complete(req, stream)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt):  # Stop, or Kernel -> Interrupt
             outcome = "stopped"
             if records and chat_param.on_stop == "record":
                 port.record(ins)

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from lion_nb.render.escape import escape
 from lion_nb.render.markdown import render_markdown
+from lion_nb.render.marks import context_cut_html, truncated_badge_html
 from lion_nb.render.text import (
     as_text,
     format_time,
@@ -44,10 +45,7 @@ from lion_nb.turns import continuations, is_truncated, last_cut
 __all__ = [
     "body_html",
     "card_html",
-    "context_cut_html",
     "css_style_tag",
-    "gauge_html",
-    "gauge_text",
     "head_html",
     "lion_css",
     "live_card_classes",
@@ -62,7 +60,6 @@ __all__ = [
     "thinking_html",
     "transcript_cards",
     "transcript_html",
-    "truncated_badge_html",
 ]
 
 Status = Literal["streaming", "stopped", "done", "failed", "unrecorded"]
@@ -135,10 +132,12 @@ def head_html(
     call_id: str | None = None,
     error: bool = False,
     replayed: dict[str, Any] | None = None,
+    marks: str = "",
 ) -> str:
     """The heading row of a card (also used by live views for a card being built). A sender or
     model that only repeats what the row already says (``User user``, ``scripted scripted``) is
-    left out; ``replayed`` (a cassette's note: cassette, call, line, recorded_at) adds a badge."""
+    left out; ``replayed`` (a cassette's note: cassette, call, line, recorded_at) adds a badge;
+    ``marks`` (HTML from ``render.marks``) go beside who answered."""
     role_label = label(role)
     parts = [f'<span class="lion-role">{escape(role_label)}</span>']
     said = {role.lower(), role_label.lower()}
@@ -156,6 +155,8 @@ def head_html(
         parts.append(f'<span class="lion-sender">{escape(sender)}</span>')
     if model:
         parts.append(f'<span class="lion-model">{escape(model)}</span>')
+    if marks:
+        parts.append(marks)
     if error:
         parts.append('<span class="lion-status lion-error-badge">error</span>')
     if replayed is not None:
@@ -299,49 +300,6 @@ def pending_prompt_html(text: str, *, recorded: bool = True) -> str:
     return card_html("user", head_html("user", status=status) + body, classes=classes)
 
 
-def truncated_badge_html(continued_by: Any = None) -> str:
-    """The mark of a reply cut off by the token limit; once continued it says so and names
-    the continuation's instruction (``data-continued``), and offers no Continue."""
-    if continued_by is None:
-        return (
-            '<span class="lion-badge lion-cut-badge" title="This reply ended at the token '
-            'limit">truncated</span>'
-        )
-    return (
-        '<span class="lion-badge lion-cut-badge lion-continued" '
-        f'data-continued="{escape(continued_by)}" title="This reply ended at the token limit; '
-        'its continuation follows">truncated · continued below</span>'
-    )
-
-
-def context_cut_html(omitted: int) -> str:
-    """The notice placed before the first message the last request sent after the system
-    message, when it was cut to fit the context window (``fit_context``)."""
-    s = "" if omitted == 1 else "s"
-    return (
-        f'<div class="lion-ctx-cut" role="note">Context window: the last request left out the '
-        f"{omitted} earlier message{s} above (the system message was sent). The branch keeps "
-        f"{'it' if omitted == 1 else 'them'}.</div>"
-    )
-
-
-def gauge_text(tokens: int, window: int, *, exact: bool, cuts: bool) -> str:
-    """What the context gauge says about the next turn."""
-    share = min(1.0, tokens / window) if window else 0.0
-    approx = "" if exact else "~"
-    text = (
-        f"Next turn sends {approx}{tokens:,} of {window:,} tokens "
-        f"({round(share * 100)}% of the context window)"
-    )
-    return text + ("; the oldest turns will be left out (fit_context)" if cuts else "")
-
-
-def gauge_html(tokens: int, window: int, *, exact: bool, cuts: bool) -> str:
-    """The gauge as static HTML (a saved notebook shows it under the transcript)."""
-    text = gauge_text(tokens, window, exact=exact, cuts=cuts)
-    return f'<div class="lion-gauge"><span class="lion-gauge-text">{escape(text)}</span></div>'
-
-
 def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
     classes = tuple(extra_cls.split())
     return card_html(str(message.role), head + body, classes=classes, message_id=message.id)
@@ -359,9 +317,8 @@ def _assistant(message: Any, continued_by: Any = None) -> str:
         usage=meta.get("usage"),
         status="stopped" if stopped else None,
         replayed=replayed if isinstance(replayed, dict) else None,
+        marks=truncated_badge_html(continued_by) if is_truncated(message) else "",
     )
-    if is_truncated(message):  # beside who answered
-        head = head[: -len("</div>")] + truncated_badge_html(continued_by) + "</div>"
     body = thinking_html(thinking_text(message))
     if message.response:
         body += f'<div class="lion-body lion-md">{render_markdown(message.response)}</div>'

@@ -3,7 +3,8 @@ what the next turn will send (its figures come in as ``tokens.NextTurn``).
 
 ``turn_payload`` recompiles the progression up to a turn with ``lion_nb.compile`` (the same
 function the operations use to build requests), so it shows exactly what was sent when the
-turn used the branch's own history.
+turn used the branch's own history — without the messages a ``fit_context`` cut left out
+(the turn's instruction names them, ``metadata["context_fit"]``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ def turn_payload(
     stop = _turn_start(messages, index)
     if stop is None:
         return None
-    sent = messages[:stop]
+    sent = list(messages[:stop])
+    ins = next((m for m in reversed(sent) if isinstance(m, Instruction)), None)
+    fit = ins.metadata.get("context_fit") if ins is not None else None
+    if isinstance(fit, dict) and fit.get("omitted"):
+        left_out = set(fit["omitted"])
+        sent = [m for m in sent if str(m.id) not in left_out]
     if cli:
         last = next((m for m in reversed(sent) if isinstance(m, Instruction)), None)
         system = sent[0].text if sent and sent[0].role == "system" else None

@@ -121,7 +121,9 @@ class RunTracker:
 
 async def observed_run(branch: BranchPort, operation: str, coro: Awaitable[Any]) -> Any:
     """Await ``coro`` under one lifecycle: RunStart, then RunEnd(result) or RunFailed(error)
-    (re-raised). Message signals are drained first. Cancellation is a stopped RunEnd."""
+    (re-raised). Message signals are drained first. Cancellation is a stopped RunEnd, and so
+    is a KeyboardInterrupt (Kernel -> Interrupt reaching the awaiting code): the user stopped it.
+    """
     if lifecycle_suppressed(branch):
         return await coro
     tracker = RunTracker(branch, operation)
@@ -129,7 +131,7 @@ async def observed_run(branch: BranchPort, operation: str, coro: Awaitable[Any])
     try:
         with tracker.step():
             result = await coro
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, KeyboardInterrupt):
         tracker.end(None, stopped=True)
         raise
     except BaseException as exc:

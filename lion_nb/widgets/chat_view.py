@@ -38,7 +38,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import error_html, status_html
-from lion_nb.render.html import Status, gauge_html, transcript_html
+from lion_nb.render.html import Status, transcript_html
+from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.session.conversation import SENDS_HISTORY, VERBS
 from lion_nb.signals import (

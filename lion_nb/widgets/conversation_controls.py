@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import status_html
-from lion_nb.render.html import gauge_text
+from lion_nb.render.marks import gauge_text
 from lion_nb.turns import open_truncated
 from lion_nb.viewmodels.chat import ChatRuns
 

@@ -21,7 +21,8 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.render.html import context_cut_html, message_html, pending_prompt_html
+from lion_nb.render.html import message_html, pending_prompt_html
+from lion_nb.render.marks import context_cut_html
 from lion_nb.signals import CallEnd, CallStart, StreamDelta
 from lion_nb.turns import continuations, last_cut
 from lion_nb.viewmodels.transcript import Key, TranscriptModel, is_live

@@ -18,6 +18,7 @@ while the kernel starts) and runs it from the Run menu.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
@@ -230,10 +231,10 @@ def shutdown_kernels(lab: JupyterLab) -> None:
         urllib.request.urlopen(request, timeout=10).close()
 
 
-def kernel_execute(lab: JupyterLab, code: str, timeout: float = 60) -> str:
-    """Run ``code`` in the kernel of the notebook open in Lab, as a second client would (the
-    page is left alone: nothing in it is clicked or focused for this); returns what it
-    printed. Top-level ``await`` works, as in a cell."""
+@contextlib.contextmanager
+def kernel_client(lab: JupyterLab) -> Iterator[Any]:
+    """A second client of the kernel of the notebook open in Lab (the page is left alone:
+    nothing in it is clicked or focused for what this client runs)."""
     import json
 
     from jupyter_client import BlockingKernelClient
@@ -246,9 +247,27 @@ def kernel_execute(lab: JupyterLab, code: str, timeout: float = 60) -> str:
     client = BlockingKernelClient(connection_file=str(path))
     client.load_connection_file()
     client.start_channels()
-    out: list[str] = []
     try:
         client.wait_for_ready(timeout=30)
+        yield client
+    finally:
+        client.stop_channels()
+
+
+def kernel_reply(client: Any, msg_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The execute reply to ``msg_id`` (what a cell ended with)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"]  # type: ignore[no-any-return]
+
+
+def kernel_execute(lab: JupyterLab, code: str, timeout: float = 60) -> str:
+    """Run ``code`` in the notebook's kernel as a cell would (top-level ``await`` works);
+    returns what it printed."""
+    out: list[str] = []
+    with kernel_client(lab) as client:
         reply = client.execute_interactive(
             code,
             timeout=timeout,
@@ -256,9 +275,7 @@ def kernel_execute(lab: JupyterLab, code: str, timeout: float = 60) -> str:
                 out.append(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None
             ),
         )
-        assert reply["content"]["status"] == "ok", reply["content"]
-    finally:
-        client.stop_channels()
+    assert reply["content"]["status"] == "ok", reply["content"]
     return "".join(out)
 
 

@@ -13,7 +13,9 @@ import pytest
 
 from tests.browser.conftest import (
     interrupt_kernel,
+    kernel_client,
     kernel_execute,
+    kernel_reply,
     run_notebook_in_lab,
     screenshot,
     shutdown_kernels,
@@ -36,6 +38,10 @@ LONG_HISTORY = """
 for n in range(6):
     branch.add_message(Instruction(instruction=f"old question {n}"))
     branch.add_message(AssistantResponse(response=" ".join(["word"] * 200)))
+"""
+TRUNCATED = """
+branch.add_message(Instruction(instruction="story"))
+branch.add_message(AssistantResponse(response="Once upon a", metadata={"finish_reason": "length"}))
 """
 
 
@@ -71,18 +77,23 @@ def _card_texts(root: Any) -> list[str]:
 def test_an_interrupted_cell_turn_leaves_no_kept_card(page, jupyter_lab):
     replies = '[{"chunks": [f"tok{i} " for i in range(3000)], "delay": 0.02}, "REAL-REPLY"]'
     root = _open(page, jupyter_lab, "interrupt.ipynb", replies)
-    code_cell = (
-        "import asyncio\n_t = asyncio.ensure_future(branch.communicate('asked in a cell'))\n"
-        "await asyncio.sleep(0.6)\nprint('streaming')"
-    )
-    kernel_execute(jupyter_lab, code_cell)
-    # while it streams the instruction is shown, pending, before the reply
-    root.locator(".lion-user.lion-pending:has-text('asked in a cell')").wait_for(timeout=10_000)
-    texts = _card_texts(root)
-    assert "asked in a cell" in texts[-2] and "tok1" in texts[-1], texts
-    screenshot(page, "turn_code_started_streaming")
-    interrupt_kernel(jupyter_lab)  # Kernel -> Interrupt; also cancel the task the cell started
-    kernel_execute(jupyter_lab, "_t.cancel()\nawait asyncio.sleep(0.2)")
+    # a cell awaits communicate (run by a second client); Kernel -> Interrupt while tokens
+    # stream, as a user does
+    with kernel_client(jupyter_lab) as client:
+        msg_id = client.execute("await branch.communicate('asked in a cell')")
+        # while it streams, the instruction is shown, pending, before the reply
+        root.locator(".lion-user.lion-pending:has-text('asked in a cell')").wait_for(timeout=20_000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.lion-front .lion-assistant')]"
+            ".some(e => e.innerText.includes('tok5 '))",
+            timeout=20_000,
+        )
+        texts = _card_texts(root)
+        assert "asked in a cell" in texts[-2] and "tok1" in texts[-1], texts
+        screenshot(page, "turn_code_started_streaming")
+        interrupt_kernel(jupyter_lab)
+        ended = kernel_reply(client, msg_id)
+    assert ended["status"] == "error" and ended["ename"] in ("CancelledError", "KeyboardInterrupt")
     root.locator(".lion-unrecorded-msg").first.wait_for(timeout=10_000)
     assert root.locator(".lion-assistant.lion-unrecorded-msg").count() == 1
     assert "not recorded" in root.locator(".lion-view-statusline").inner_text() or (
@@ -156,8 +167,7 @@ def test_regenerate_names_the_branch_shown_and_compare_follows(page, jupyter_lab
     root.locator(".lion-assistant:has-text('FIRST')").wait_for(timeout=30_000)
     root.locator(".lion-assistant .lion-act:has-text('Regenerate')").click()
     root.locator(".lion-assistant:has-text('SECOND')").wait_for(timeout=30_000)
-    title = root.locator(".lion-title")
-    title.locator(":text('alternative 2 of 2')").wait_for(timeout=10_000)
+    root.locator(".lion-title:has-text('demo · alternative 2 of 2')").wait_for(timeout=10_000)
     status = root.locator(".lion-view-statusline").inner_text()
     fork_id = kernel_execute(jupyter_lab, "print(str(view.branch.id)[:8])").strip()
     assert fork_id in status and "view.branch" in status, status
@@ -174,12 +184,7 @@ def test_regenerate_names_the_branch_shown_and_compare_follows(page, jupyter_lab
 
 
 def test_a_continued_reply_cannot_be_continued_twice(page, jupyter_lab):
-    history = (
-        "branch.add_message(Instruction(instruction='story'))\n"
-        "branch.add_message(AssistantResponse(response='Once upon a', "
-        "metadata={'finish_reason': 'length'}))"
-    )
-    root = _open(page, jupyter_lab, "continue_once.ipynb", '["THE-REST"]', history=history)
+    root = _open(page, jupyter_lab, "continue_once.ipynb", '["THE-REST"]', history=TRUNCATED)
     cut = root.locator(".lion-assistant:has-text('Once upon a')")
     cut.locator(".lion-act:has-text('Continue')").click()
     root.locator(".lion-assistant:has-text('THE-REST')").wait_for(timeout=30_000)
@@ -193,12 +198,7 @@ def test_a_continued_reply_cannot_be_continued_twice(page, jupyter_lab):
 def test_the_saved_notebook_shows_the_truncated_mark(page, jupyter_lab):
     import nbformat
 
-    history = (
-        "branch.add_message(Instruction(instruction='story'))\n"
-        "branch.add_message(AssistantResponse(response='Once upon a', "
-        "metadata={'finish_reason': 'length'}))"
-    )
-    root = _open(page, jupyter_lab, "saved_marks.ipynb", '["x"]', history=history)
+    root = _open(page, jupyter_lab, "saved_marks.ipynb", '["x"]', history=TRUNCATED)
     root.locator(".lion-cut-badge").wait_for(timeout=30_000)
     html = kernel_execute(jupyter_lab, "print(view.rendered_html())")
     assert "lion-cut-badge" in html and ">truncated<" in html

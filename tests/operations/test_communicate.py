@@ -1,7 +1,7 @@
 import asyncio
 
 import pytest
-from helpers_core import kinds, recording_branch, scripted
+from helpers_core import RECORDED_EXCHANGE, kinds, recording_branch, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch
@@ -25,14 +25,7 @@ class Answer(BaseModel):
 async def test_records_exchange_under_one_lifecycle():
     branch, seen = recording_branch("hi there")
     assert await branch.communicate("hello") == "hi there"
-    assert kinds(seen) == [
-        "RunStart",
-        "CallStart",
-        "MessageAdded",
-        "MessageAdded",
-        "CallEnd",
-        "RunEnd",
-    ]
+    assert kinds(seen) == ["RunStart", *RECORDED_EXCHANGE, "RunEnd"]
     start_call, end_call = (s for s in seen if type(s).__name__ in ("CallStart", "CallEnd"))
     assert start_call.records and end_call.recorded and end_call.outcome == "done"
     start, end = seen[0], seen[-1]
@@ -207,3 +200,12 @@ async def test_on_stop_record_over_loopback_http_keeps_what_the_server_sent():
     ins, reply = branch.messages[1:]
     assert ins.text == "go" and reply.metadata["stopped"] is True
     assert reply.response.startswith("w0 w1 w2 w3 w4 w5") and "w79" not in reply.response
+
+
+async def test_a_keyboard_interrupt_is_a_stop_too():
+    branch, seen = recording_branch({"text": "One Two", "error": KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        await branch.communicate("count", on_stop="record")
+    _ins, reply = branch.messages
+    assert reply.metadata["stopped"] is True and reply.response == "One Two"
+    assert isinstance(seen[-1], RunEnd) and seen[-1].stopped  # not a failure: the user stopped

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_core import kinds, recording_branch, scripted
+from helpers_core import RECORDED_EXCHANGE, kinds, recording_branch, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch
@@ -41,14 +41,7 @@ async def test_plain_turn_records_once_under_one_lifecycle():
     branch, seen = recording_branch("hello back")
     assert await branch.operate(instruction="hello") == "hello back"
     assert roles(branch) == ["user", "assistant"]
-    assert kinds(seen) == [
-        "RunStart",
-        "CallStart",
-        "MessageAdded",
-        "MessageAdded",
-        "CallEnd",
-        "RunEnd",
-    ]
+    assert kinds(seen) == ["RunStart", *RECORDED_EXCHANGE, "RunEnd"]
     assert seen[0].operation == "operate" and seen[-1].result == "hello back"
 
 
@@ -332,7 +325,7 @@ async def test_cli_agents_get_tool_schemas_and_unseen_results_in_the_prompt():
 async def test_operations_level_operate_has_no_lifecycle():
     branch, seen = recording_branch("x")
     assert await operate(branch, instruction="q") == "x"
-    assert kinds(seen) == ["CallStart", "MessageAdded", "MessageAdded", "CallEnd"]
+    assert kinds(seen) == list(RECORDED_EXCHANGE)
     assert isinstance(branch.messages[0], Instruction)
 
 

@@ -65,3 +65,19 @@ def test_an_exact_count_reads_as_one_phrase() -> None:
     html = turns.next_turn_html(turn)
     kind = '<span class="lion-tl-kind">(exact, counted by the model&#x27;s tokenizer)</span>'
     assert kind in html and "((" not in html and "))" not in html
+
+
+async def test_what_the_model_saw_leaves_out_what_a_fit_context_cut_left_out() -> None:
+    from lion_nb import Branch, iModel
+    from lion_nb.messages import AssistantResponse, Instruction
+
+    model = iModel(provider="scripted", replies=["ok"], context_window=900, max_tokens=100)
+    branch = Branch(system="S", chat_model=model)
+    for n in range(6):
+        branch.add_message(Instruction(instruction=f"q{n}"))
+        branch.add_message(AssistantResponse(response=" ".join(["word"] * 200)))
+    await branch.communicate("next?", fit_context=True)
+    sent = model.provider.requests[-1].messages
+    shown = turns.turn_payload(branch.messages, len(branch.messages) - 1)
+    assert shown == {"messages": sent}  # exactly what was sent, not the whole history
+    assert len(shown["messages"]) < len(branch.messages) - 1

@@ -1,7 +1,7 @@
 import asyncio
 import contextvars
 
-from helpers_core import kinds, scripted
+from helpers_core import RECORDED_EXCHANGE, kinds, scripted
 
 from lion_nb import Branch
 from lion_nb.session.lifecycle import lifecycle_suppressed, suppress_lifecycle
@@ -20,7 +20,7 @@ async def test_nested_wrapper_on_the_same_branch_is_silent():
     assert await branch._observed_run("composite", outer()) == "outer"
     assert kinds(seen) == [
         "RunStart",
-        *("CallStart", "MessageAdded", "MessageAdded", "CallEnd"),  # communicate
+        *RECORDED_EXCHANGE,  # communicate
         *("CallStart", "CallEnd"),  # chat: unrecorded
         "RunEnd",
     ]
@@ -52,14 +52,7 @@ async def test_other_branches_are_not_suppressed():
         return await b.communicate("x")
 
     await a._observed_run("outer", composite())
-    assert kinds(seen_b) == [
-        "RunStart",
-        "CallStart",
-        "MessageAdded",
-        "MessageAdded",
-        "CallEnd",
-        "RunEnd",
-    ]
+    assert kinds(seen_b) == ["RunStart", *RECORDED_EXCHANGE, "RunEnd"]
 
 
 async def test_async_message_observers_are_drained_before_run_end():
