@@ -210,6 +210,29 @@ def b9_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def b10_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The live views in a real browser: each figure's median against its goal."""
+    units = {"updates_per_s": "updates/s", "longest_gap_ms": "ms", "first_token_ms": "ms"}
+    words = {
+        "updates_per_s": "visible updates",
+        "longest_gap_ms": "longest gap",
+        "first_token_ms": "first token",
+    }
+    return [
+        {
+            "name": f"B10 {r['view']}: {words[r['figure']]}",
+            "unit": units[r["figure"]],
+            "lion_nb": r["median"],
+            "baseline": None,
+            "ratio": None,
+            "target": ("≥ " if r["figure"] == "updates_per_s" else "≤ ") + f"{r['goal']:g}",
+            "met": r["met"],
+            "detail": {"samples": r["samples"]},
+        }
+        for r in result["rows"]
+    ]
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -234,6 +257,7 @@ def main() -> None:
     rows += external("bench_cassette.py", args.quick)["rows"]  # B7
     rows += b8_rows(external("bench_flow.py", args.quick))
     rows += b9_rows(external("bench_local_loops.py", args.quick))
+    rows += b10_rows(external("bench_browser.py", args.quick))
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)

@@ -79,6 +79,7 @@ EXPECTED = {
         '{"format": "lion_nb.cassette", "version": 1}',
     ],
     "08_flows.ipynb": [
+        "Ray ready in",
         "template untouched: True",
         "each section continued the outline's conversation: True",
         "nodes run in Ray worker processes: True",

@@ -241,7 +241,9 @@ class RayEngine:
 
         ray = self.ray
         if not ray.is_initialized():
-            ray.init(include_dashboard=False)
+            from lion_nb.flow.ray_start import start_ray
+
+            start_ray()  # quiet, and tried again when a busy machine makes it time out
         self._flow = flow
         self._task = ray.remote(run_node_task).options(**self.options)
         self._relay = await job_relay(ray)

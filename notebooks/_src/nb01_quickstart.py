@@ -97,8 +97,10 @@ CELLS = [
     report()
     """),
     md("""
-    Still one message. The only signals were `StreamDelta`s: the text arriving piece by piece,
-    which is what lets a view show a reply as it streams.
+    Still one message. The signals were `CallStart` and `CallEnd` — the request going out (with
+    the instruction it was built into) and coming back, with `recorded=False` — and between them
+    the `StreamDelta`s: the text arriving piece by piece, which is what lets a view show a reply
+    as it streams.
 
     ## 2. `chat_and_record` — ask and keep the exchange
 
@@ -133,8 +135,8 @@ CELLS = [
 
     | verb | records | lifecycle signals |
     | --- | --- | --- |
-    | `chat` | nothing | none (`StreamDelta` while streaming) |
-    | `chat_and_record` | instruction + response | none (`MessageAdded` ×2) |
+    | `chat` | nothing | none (`CallStart`, `StreamDelta`s, `CallEnd`) |
+    | `chat_and_record` | instruction + response | none (the call's, then `MessageAdded` ×2) |
     | `communicate` | instruction + response | `RunStart` → `RunEnd` / `RunFailed` |
 
     All three send the branch's recorded messages as context, so the model saw the earlier

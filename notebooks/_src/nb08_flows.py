@@ -121,13 +121,18 @@ CELLS = [
     the worker records it, with its id, once (if a worker dies, Ray runs the node again and
     what the lost attempt had landed is taken back first).
 
-    `ray.init()` starts a local cluster here; `ray.init(address="ray://<head>:10001")` points
-    the same cells at a real one (workers need `pip install 'lion_nb[ray]'`).
+    `start_ray()` starts a local cluster here, quietly: its first start takes about 8 s on two
+    cores (longer on a busy machine; it tries once more when Ray's own start-up wait runs out)
+    and later runs reuse it. `ray.init(address="ray://<head>:10001")` before it points the same
+    cells at a real cluster (workers need `pip install 'lion_nb[ray]'`).
     """),
     code("""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from lion_nb.flow.ray_start import start_ray
+
+    started = start_ray(num_cpus=2)
+    print(f"Ray ready in {started.seconds:.1f} s" if not started.reused else "Ray reused")
     talk_on_ray = Flow(session, name="talk on tides (Ray)")
     outline = talk_on_ray.add(
         "communicate", instruction="Outline a talk on tides", branch=template.fork()
