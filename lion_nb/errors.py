@@ -27,13 +27,15 @@
 
 Errors carry context (status code, stderr tail, target type, raw text) and are raised, never
 returned as strings, except where the ADR makes a value the contract (parse ``handle_validation``).
-Secrets never appear in messages: providers pass bodies through ``redact`` before raising.
+Secrets never appear in messages: providers pass bodies through ``redact`` (``lion_nb.secrets``)
+before raising.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
+
+from lion_nb.secrets import redact as redact  # the one redactor; importable from here too
 
 
 class LionError(Exception):
@@ -180,8 +182,10 @@ class CassetteMiss(CassetteError):
     ``"replay"``), or a recording that ends where the original caller stopped reading.
 
     ``provider``, ``model``, ``instruction`` (the request's last instruction), ``request`` (the
-    request as matched), ``nearest`` (``{"call", "line"}`` of the most similar recording, or
-    None) and ``differences`` (``[(path, recorded, requested), ...]`` against it)."""
+    request as matched), ``nearest`` (``{"call", "line", "cassette"}`` of the most similar
+    recording, or None) and ``differences`` (``[(path, recorded, requested), ...]`` against it).
+    The message is short and says what differs; IPython shows it alone, without a traceback
+    (a prompt that is not on the cassette is not a bug to debug)."""
 
     def __init__(
         self,
@@ -203,10 +207,6 @@ class CassetteMiss(CassetteError):
         self.nearest = nearest
         self.differences = differences or []
 
-
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """Replace every non-empty secret in ``text`` with a marker."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[REDACTED]")
-    return text
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this error in a cell: the message, not 70 lines of frames."""
+        return [f"{type(self).__name__}: {self}"]

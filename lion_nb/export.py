@@ -12,6 +12,10 @@ JSON cannot say "this dict was a ``Order`` model". Pydantic values inside messag
 class is already imported by the program; an import never imports a module named in a file
 (that would run code chosen by whoever wrote the file), so otherwise the plain data is kept.
 Tuples are tagged the same way so they do not come back as lists.
+
+An export is made to be shared: whatever has a secret's shape is redacted from all three forms
+(``lion_nb.secrets.redact``: a key pasted into a prompt, a token a tool printed), so an import
+gives ``[REDACTED]`` back in its place.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from lion_nb.messages import MESSAGE
+from lion_nb.secrets import redact
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -108,7 +113,7 @@ def export_json(branch: Branch, *, indent: int | None = 1) -> str:
         if branch.session is not None
         else None,
     }
-    return json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False)
+    return redact(json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False))
 
 
 def import_json(text: str | bytes, **overrides: Any) -> Branch:
@@ -165,11 +170,11 @@ def export_markdown(branch: Branch) -> str:
         head, _, rest = text.partition("\n")
         note_md = safe_markdown_source(f"*{note}*").strip()
         text = f"{head}\n\n{note_md}\n\n{rest.lstrip(chr(10))}"
-    return text
+    return redact(text)
 
 
 def export_html(branch: Branch) -> str:
     """One self-contained HTML page (stylesheet inlined, no scripts, a CSP forbidding them)."""
     from lion_nb.render.html import transcript_html
 
-    return transcript_html(list(branch.messages), title=_title(branch), standalone=True)
+    return redact(transcript_html(list(branch.messages), title=_title(branch), standalone=True))

@@ -3,16 +3,16 @@
 // The kernel decides what to show; this module turns its ordered ops into DOM updates, keys
 // into page actions, and owns focus, draft and scroll. Every HTML string it inserts was
 // rendered and sanitized by the kernel (lion_nb.render); model text otherwise reaches the DOM
-// only as textContent. The protocol is described in lion_nb/widgets/channel.py.
+// only as textContent. The protocol (ops, actions, synced traits, the sequence rule) is defined
+// once, in lion_nb/widgets/protocol.py; the names this module needs come from the synced trait
+// `protocol`, and a test checks the op table (OPS) and the actions sent here against it.
 //
-// State: `parts` ([[key, html], ...]) and `seq` are synced widget state: a reload, a second
-// view or a late front end renders them, then applies the custom messages {seq, ops} that
-// follow. A message whose seq is not the next one means some were missed: the page asks for
-// {"action": "resync"} and renders the synced state the kernel then sends.
+// Parts: a dispatch table of ops (OPS), and small factories: the shell, the prompt box, the
+// comparison panel, the transcript (parts, message controls, marks) and the message loop.
 
 const STORE = new Map(); // uid -> what survives a view drawn anew: draft, scroll, focus
 
-function fnv(text) {
+export function fnv(text) {
   // 32-bit FNV-1a over UTF-16 code units (lion_nb.widgets.channel.fingerprint)
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
@@ -26,6 +26,20 @@ function node(tag, cls, text) {
   const el = document.createElement(tag);
   if (cls) el.className = cls;
   if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function button(cls, text, title, onClick) {
+  const el = node("button", cls, text);
+  el.type = "button";
+  if (title) el.title = title;
+  if (onClick) el.addEventListener("click", onClick);
+  return el;
+}
+
+function named(el, name) {
+  // the accessible name, with its context ("Copy reply 3"); the visible text stays short
+  if (el.getAttribute("aria-label") !== name) el.setAttribute("aria-label", name);
   return el;
 }
 
@@ -53,154 +67,601 @@ async function copyText(text) {
   return ok;
 }
 
-function flash(button, ok) {
-  button.textContent = ok ? "Copied" : "Copy failed";
-  button.classList.toggle("lion-copied", ok);
+function flash(el, ok) {
+  el.textContent = ok ? "Copied" : "Copy failed";
+  el.classList.toggle("lion-copied", ok);
   setTimeout(() => {
-    button.textContent = "Copy";
-    button.classList.remove("lion-copied");
+    el.textContent = "Copy";
+    el.classList.remove("lion-copied");
   }, 1200);
 }
 
-function render({ model, el }) {
-  const kind = model.get("kind");
-  const chat = kind === "chat";
-  const uid = model.get("uid") || "";
-  if (!STORE.has(uid)) {
-    STORE.set(uid, { draft: "", scrollTop: null, atBottom: true, applied: 0 });
-  }
-  const store = STORE.get(uid);
-  const parts = new Map(); // key -> {el, html, fp}
-  const wantClip = new Map(); // key -> the copy button that asked
-  let applied = model.get("seq");
-  const CHROME = ["status_line", "error_box", "busy", "can_stop", "alt_marks", "cut_marks", "ctx", "compare_html"];
-  const cstate = {}; // the small traits: synced state, then `chrome` ops
-  const loadChrome = () => {
-    for (const name of CHROME) cstate[name] = model.get(name);
-  };
-  loadChrome();
-  let healing = false;
-  let stateQueued = false;
+function slot(part, name) {
+  return part.el.querySelector(`[data-slot="${name}"]`);
+}
 
+// ----- the ops (lion_nb/widgets/protocol.py OPS), by name -----------------------------------
+const onPart = (fn) => (view, op) => {
+  const part = view.parts.get(op.key);
+  if (part) fn(view, op, part);
+};
+
+const OPS = {
+  put: (view, op) => view.transcript.put(op),
+  drop: onPart((view, op, part) => {
+    part.el.remove();
+    view.parts.delete(op.key);
+  }),
+  add: onPart((view, op, part) => {
+    const frozen = slot(part, "frozen");
+    frozen.insertAdjacentHTML("beforeend", op.html); // sanitized by the kernel
+    keepTail(slot(part, "tail"), op.keep);
+    view.transcript.decorate(frozen);
+    part.html = null;
+  }),
+  tail: onPart((view, op, part) => {
+    view.transcript.tail(part, op);
+    part.html = null;
+  }),
+  slot: onPart((view, op, part) => {
+    const el = slot(part, op.slot);
+    el.innerHTML = op.html; // sanitized by the kernel
+    view.transcript.decorate(el);
+    part.html = null;
+  }),
+  seal: onPart((view, op, part) => view.transcript.seal(part, op)),
+  chrome: (view, op) => {
+    Object.assign(view.cstate, op.values);
+    view.chrome();
+  },
+  draft: (view, op) => {
+    if (view.promptBox) view.promptBox.prompt.value = op.text;
+    view.store.draft = op.text;
+  },
+  clip: (view, op) => {
+    const asked = view.wantClip.get(op.key);
+    if (!asked) return;
+    view.wantClip.delete(op.key);
+    copyText(op.text).then((ok) => flash(asked, ok));
+  },
+};
+
+// ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
+function makeShell(model, kind) {
   const root = node("div", `lion-view lion-front lion-${kind}`);
   root.setAttribute("data-lm-suppress-shortcuts", "true");
-  const title = node("div", "lion-title", model.get("title"));
   const scroller = node("div", "lion-scroll");
   const list = node("div", "lion-transcript");
+  // replies are announced a finished block at a time: the growing tail is aria-busy
+  list.setAttribute("aria-live", "polite");
+  list.setAttribute("aria-relevant", "additions");
   const empty = node("div", "lion-placeholder");
   empty.append(
     node("div", "lion-placeholder-title", model.get("title") || "lion_nb"),
     node("div", "lion-placeholder-hint", model.get("hint")),
   );
-  const jump = node("button", "lion-jump", "Jump to latest ↓");
-  jump.type = "button";
+  const jump = button("lion-jump", "Jump to latest ↓");
   jump.hidden = true;
-  const error = node("div", "lion-view-errors");
   const status = node("div", "lion-view-statusline");
+  status.setAttribute("role", "status");
   const gauge = node("div", "lion-gauge");
   gauge.hidden = true;
-  // the CompareView opened by a "Compare" control, under the chat view
-  const comparePanel = node("div", "lion-compare-panel");
-  comparePanel.hidden = true;
-  const compareHead = node("div", "lion-compare-panel-head");
-  const compareClose = node("button", "lion-act", "Close");
-  compareClose.type = "button";
-  compareClose.title = "Close the comparison";
-  compareClose.addEventListener("click", () => model.send({ action: "compare_close" }));
-  compareHead.append(node("span", "lion-compare-panel-title", "Comparing alternatives"), compareClose);
-  const compareBody = node("div", "lion-compare-panel-body");
-  comparePanel.append(compareHead, compareBody);
   scroller.append(list);
-  if (chat) {
-    const height = model.get("height");
-    if (height) scroller.style.maxHeight = height;
-    scroller.classList.add("lion-scroll-bounded");
-  }
-  // the title names the branch shown (the kernel retitles the view when it shows a fork)
-  const retitle = () => {
-    title.textContent = model.get("title") || "";
-    title.hidden = !title.textContent;
+  return {
+    root, scroller, list, empty, jump, status, gauge,
+    title: node("div", "lion-title", model.get("title")),
+    error: node("div", "lion-view-errors"),
   };
-  retitle();
-  if (chat) root.append(title);
-  root.append(empty, scroller, jump, error);
+}
 
-  // ----- the prompt box ---------------------------------------------------------------------
-  let prompt = null;
-  let sendButton = null;
-  let stopButton = null;
-  if (chat) {
-    const controls = node("div", "lion-controls");
-    prompt = node("textarea", "lion-prompt");
-    prompt.rows = 3;
-    prompt.placeholder = model.get("placeholder");
-    prompt.setAttribute("aria-label", "Message");
-    prompt.value = store.draft;
-    const buttons = node("div", "lion-buttons");
-    sendButton = node("button", "lion-send", "Send");
-    sendButton.type = "button";
-    sendButton.title = "Send (Enter)";
-    stopButton = node("button", "lion-stop", "Stop");
-    stopButton.type = "button";
-    stopButton.title = "Stop the running reply (Esc)";
-    const clearButton = node("button", "lion-clear", "Clear");
-    clearButton.type = "button";
-    clearButton.title = "Start afresh (the conversation so far stays an alternative)";
-    clearButton.addEventListener("click", () => model.send({ action: "clear" }));
-    buttons.append(sendButton, stopButton, clearButton);
-    controls.append(prompt, buttons);
-    root.append(controls);
-  }
-  root.append(status, gauge);
-  if (chat) root.append(comparePanel);
-  el.appendChild(root);
-
-  function submit() {
+// ----- the prompt box: the textarea, Send, Stop, Clear, and their keys -----------------------
+function makePromptBox(view) {
+  const { model, store } = view;
+  const controls = node("div", "lion-controls");
+  const prompt = node("textarea", "lion-prompt");
+  prompt.rows = 3;
+  prompt.placeholder = model.get("placeholder");
+  prompt.setAttribute("aria-label", "Message");
+  prompt.value = store.draft;
+  const stop = () => model.send({ action: "stop" });
+  const submit = () => {
     const text = prompt.value;
     if (!text.trim()) return;
-    if (cstate.busy) {
-      status.textContent = "A reply is running: Esc or Stop ends it; your message stays here.";
+    if (view.cstate.busy) {
+      view.shell.status.textContent = "A reply is running: Esc or Stop ends it; your message stays here.";
       return;
     }
     model.send({ action: "send", text });
     prompt.value = "";
     store.draft = "";
-  }
+  };
+  const send = button("lion-send", "Send", "Send (Enter)", submit);
+  const stopButton = button("lion-stop", "Stop", "Stop the running reply (Esc)", stop);
+  const clear = button("lion-clear", "Clear", "Start afresh (the conversation so far stays an alternative; a running reply is stopped first)",
+    () => model.send({ action: "clear" }));
+  const buttons = node("div", "lion-buttons");
+  buttons.append(send, stopButton, clear);
+  controls.append(prompt, buttons);
+  promptKeys(prompt, store, submit, stop);
+  return {
+    el: controls,
+    prompt,
+    chrome(cstate) {
+      send.disabled = cstate.busy;
+      stopButton.disabled = !cstate.can_stop;
+    },
+  };
+}
 
-  function stop() {
-    model.send({ action: "stop" });
-  }
+function promptKeys(prompt, store, submit, stop) {
+  const keep = (event) => event.stopPropagation(); // JupyterLab's shortcuts never see them
+  prompt.addEventListener("keydown", (event) => {
+    event.stopPropagation();
+    if (event.isComposing || event.keyCode === 229) return;
+    const plain = !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey;
+    if (event.key === "Enter" && plain) {
+      event.preventDefault();
+      submit();
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      stop();
+    }
+  });
+  prompt.addEventListener("keyup", keep);
+  prompt.addEventListener("keypress", keep);
+  prompt.addEventListener("input", () => {
+    store.draft = prompt.value;
+  });
+  prompt.addEventListener("focus", () => {
+    store.focused = true;
+  });
+  prompt.addEventListener("blur", () => {
+    store.focused = false;
+    store.selection = [prompt.selectionStart, prompt.selectionEnd];
+  });
+}
 
-  if (chat) {
-    const keep = (event) => event.stopPropagation(); // JupyterLab's shortcuts never see them
-    prompt.addEventListener("keydown", (event) => {
-      event.stopPropagation();
-      if (event.isComposing || event.keyCode === 229) return;
-      const plain = !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey;
-      if (event.key === "Enter" && plain) {
-        event.preventDefault();
-        submit();
-      } else if (event.key === "Escape") {
-        event.preventDefault();
-        stop();
+// ----- the comparison panel: the CompareView a "Compare" control opened ----------------------
+function makeComparePanel(model) {
+  const panel = node("div", "lion-compare-panel");
+  panel.hidden = true;
+  const head = node("div", "lion-compare-panel-head");
+  const close = button("lion-act", "Close", "Close the comparison", () => model.send({ action: "compare_close" }));
+  named(close, "Close the comparison");
+  head.append(node("span", "lion-compare-panel-title", "Comparing alternatives"), close);
+  const body = node("div", "lion-compare-panel-body");
+  panel.append(head, body);
+  let shown = null;
+  return {
+    el: panel,
+    show(html) {
+      if (shown !== html) {
+        body.innerHTML = html; // sanitized by the kernel (render.compare)
+        shown = html;
       }
-    });
-    prompt.addEventListener("keyup", keep);
-    prompt.addEventListener("keypress", keep);
-    prompt.addEventListener("input", () => {
-      store.draft = prompt.value;
-    });
-    prompt.addEventListener("focus", () => {
-      store.focused = true;
-    });
-    prompt.addEventListener("blur", () => {
-      store.focused = false;
-      store.selection = [prompt.selectionStart, prompt.selectionEnd];
-    });
-    sendButton.addEventListener("click", submit);
-    stopButton.addEventListener("click", stop);
-  }
+      panel.hidden = !html;
+    },
+  };
+}
 
+// ----- message controls: copy, regenerate, edit (added to the kernel's cards) ----------------
+function addCopyControls(view, container) {
+  for (const head of container.querySelectorAll(".lion-msg > .lion-head, [data-slot=head] > .lion-head")) {
+    if (head.querySelector(".lion-copy")) continue;
+    const copy = button("lion-copy lion-copy-msg", "Copy", "Copy this message as Markdown", () => {
+      const part = copy.closest(".lion-part");
+      if (!part) return;
+      const key = part.getAttribute("data-key");
+      view.wantClip.set(key, copy);
+      view.model.send({ action: "copy", key });
+    });
+    head.appendChild(copy);
+  }
+}
+
+function addTurnControls(view, container) {
+  const { model } = view;
+  for (const card of container.querySelectorAll(".lion-msg[data-id]")) {
+    const head = card.querySelector(".lion-head");
+    if (!head || head.querySelector(".lion-act")) continue;
+    const key = card.getAttribute("data-id");
+    if (card.classList.contains("lion-assistant")) {
+      head.appendChild(button("lion-act lion-regenerate", "Regenerate", "Answer this turn again (on a new alternative)",
+        () => model.send({ action: "regenerate", key })));
+    } else if (card.classList.contains("lion-user")) {
+      head.appendChild(button("lion-act lion-edit-msg", "Edit", "Edit this message and send it again (Enter sends, Esc cancels)",
+        () => editInPlace(view, card, key)));
+    }
+  }
+}
+
+function addCodeCopy(container) {
+  for (const pre of container.querySelectorAll("pre.lion-code")) {
+    if (pre.querySelector(".lion-copy")) continue;
+    const copy = button("lion-copy lion-copy-code", "Copy", "Copy this code", async () => {
+      const code = pre.querySelector("code");
+      flash(copy, await copyText((code || pre).textContent));
+    });
+    named(copy, "Copy code");
+    pre.appendChild(copy);
+  }
+}
+
+function editInPlace(view, card, key) {
+  const body = card.querySelector(".lion-body");
+  if (!body || card.querySelector(".lion-edit")) return;
+  const box = node("textarea", "lion-prompt lion-edit");
+  box.value = body.innerText.trim();
+  box.rows = Math.min(8, box.value.split("\n").length + 1);
+  box.setAttribute("aria-label", "Edit the message (Enter sends, Esc cancels)");
+  body.hidden = true;
+  body.after(box);
+  box.focus();
+  const done = () => {
+    box.remove();
+    body.hidden = false;
+  };
+  box.addEventListener("keydown", (event) => {
+    event.stopPropagation();
+    if (event.isComposing) return;
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      const text = box.value;
+      done();
+      if (text.trim()) view.model.send({ action: "edit", key, text });
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      done();
+    }
+  });
+  box.addEventListener("keyup", (event) => event.stopPropagation());
+}
+
+const NOUN = { assistant: "reply", user: "message", system: "system message", action_request: "tool call", action_response: "tool result" };
+
+function nameControls(list) {
+  // every control's accessible name says which message it acts on: "Copy reply 3"
+  const count = {};
+  for (const card of list.querySelectorAll(".lion-msg")) {
+    const role = card.getAttribute("data-role") || "message";
+    count[role] = (count[role] || 0) + 1;
+    const what = `${NOUN[role] || `${role} message`} ${count[role]}`;
+    const head = card.querySelector(".lion-head");
+    if (!head) continue;
+    const label = (sel, name) => {
+      for (const el of head.querySelectorAll(sel)) named(el, name);
+    };
+    label(".lion-copy-msg", `Copy ${what}`);
+    label(".lion-regenerate", `Regenerate ${what}`);
+    label(".lion-edit-msg", `Edit ${what}`);
+    label(".lion-cut", `Continue ${what}`);
+    label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
+  }
+}
+
+// ----- marks: the ‹ n/of › switchers, Continue, the context gauge and cut notice -------------
+function altSwitch(model, key, n, of) {
+  const sw = node("span", "lion-switch");
+  const prev = named(button("lion-act", "‹", "Previous alternative", () => model.send({ action: "switch", key, step: -1 })), "Previous alternative");
+  const next = named(button("lion-act", "›", "Next alternative", () => model.send({ action: "switch", key, step: 1 })), "Next alternative");
+  const pos = node("span", "lion-switch-pos", `${n}/${of}`);
+  pos.title = `alternative ${n} of ${of}`;
+  const compare = button("lion-act lion-compare-alt", "Compare", "Compare this alternative with the previous one (shown below)",
+    () => model.send({ action: "compare", key }));
+  sw.append(prev, pos, next, compare);
+  return sw;
+}
+
+function messageMarks(view) {
+  const { model, cstate } = view;
+  const alts = cstate.alt_marks || {};
+  const cut = new Set(cstate.cut_marks || []);
+  for (const card of view.shell.list.querySelectorAll(".lion-msg[data-id]")) {
+    const key = card.getAttribute("data-id");
+    const head = card.querySelector(".lion-head");
+    if (!head) continue;
+    for (const old of head.querySelectorAll(".lion-switch, .lion-cut")) old.remove();
+    if (alts[key]) {
+      // beside the message's own controls, not before its role label
+      head.insertBefore(altSwitch(model, key, ...alts[key]), head.querySelector(".lion-copy-msg"));
+    }
+    if (cut.has(key)) {
+      // the "truncated" badge is in the card (render/html.py); Continue goes with the
+      // message's other controls, offered only while the reply is not continued
+      const more = button("lion-act lion-cut", "Continue", "Ask for the rest of this reply",
+        () => model.send({ action: "continue", key }));
+      head.appendChild(more);
+    }
+  }
+}
+
+function contextMarks(view) {
+  // the gauge of what the next turn sends against the window, and the notice where the last
+  // request was cut (kernel state: ctx; the notice's HTML and the gauge's words are rendered by
+  // the kernel: render/html.py)
+  const { list, gauge } = view.shell;
+  const ctx = view.cstate.ctx || {};
+  for (const old of list.querySelectorAll(".lion-ctx-cut-part")) old.remove();
+  if (ctx.cut && ctx.note && view.parts.get(ctx.cut)) {
+    const note = node("div", "lion-ctx-cut-part");
+    note.innerHTML = view.cstate.ctx.note; // the kernel rendered it (render/html.py)
+    list.insertBefore(note, view.parts.get(ctx.cut).el);
+  }
+  gauge.hidden = !ctx.w;
+  if (!ctx.w) return;
+  gauge.textContent = "";
+  const share = Math.min(1, ctx.t / ctx.w);
+  const bar = node("span", "lion-gauge-bar");
+  const fill = node("span", "lion-gauge-fill");
+  fill.style.width = `${Math.round(share * 100)}%`;
+  if (share > 0.75) fill.classList.add("lion-gauge-high");
+  bar.append(fill);
+  gauge.append(bar, node("span", "lion-gauge-text", ctx.text || ""));
+  gauge.title = ctx.text || "";
+}
+
+// ----- the transcript: parts from ops and from the synced state ------------------------------
+function makeTranscript(view) {
+  const { model, parts, shell } = view;
+  const decorate = (container) => {
+    if (view.chat) {
+      addCopyControls(view, container);
+      addTurnControls(view, container);
+    }
+    addCodeCopy(container);
+    // a reply being streamed: its growing tail is busy (announced once its block is finished)
+    for (const tail of container.querySelectorAll(".lion-streaming-msg [data-slot=tail]")) {
+      tail.setAttribute("aria-busy", "true");
+    }
+  };
+  const makePart = (key, html) => {
+    const wrapper = node("div", "lion-part");
+    wrapper.setAttribute("data-key", key);
+    wrapper.innerHTML = html; // sanitized by the kernel
+    decorate(wrapper);
+    return { el: wrapper, html, fp: null };
+  };
+  return {
+    decorate,
+    makePart,
+    put(op) {
+      // `tpl`: HTML the page holds as a synced template (Channel.templates), not sent again
+      const html = op.tpl === undefined ? op.html : (model.get("templates") || {})[op.tpl];
+      if (typeof html !== "string") throw new Error(`unknown template ${op.tpl}`);
+      const part = makePart(op.key, html);
+      const old = parts.get(op.replace) || parts.get(op.key);
+      if (old) {
+        old.el.replaceWith(part.el);
+        parts.delete(op.replace);
+      } else {
+        const before = op.before ? parts.get(op.before) : null;
+        shell.list.insertBefore(part.el, before ? before.el : null);
+      }
+      parts.set(op.key, part);
+    },
+    tail: (part, op) => setTail(slot(part, "tail"), op, decorate),
+    seal: (part, op) => sealCard(view, part, op),
+    fromState: () => partsFromState(view, makePart),
+  };
+}
+
+function setTail(el, op, decorate) {
+  // the growing last block: its rendered HTML, or text appended after the rendered start
+  if (op.html !== undefined) {
+    el.innerHTML = op.html; // sanitized by the kernel
+    decorate(el);
+    return;
+  }
+  let text = el.querySelector(":scope > .lion-tail-text");
+  if (!op.add) el.textContent = "";
+  if (!text || !op.add) {
+    text = node("span", "lion-tail-text");
+    el.appendChild(text);
+  }
+  text.appendChild(document.createTextNode(op.text));
+}
+
+function keepTail(el, keep) {
+  // blocks were finished: the tail keeps only the last `keep` characters of its text (the
+  // start of the next block, which the kernel does not send again), so nothing shown shrinks
+  const text = el.querySelector(":scope > .lion-tail-text");
+  const kept = keep && text ? text.textContent.slice(-keep) : "";
+  el.textContent = "";
+  if (kept) el.appendChild(node("span", "lion-tail-text", kept));
+}
+
+function sealCard(view, part, op) {
+  // the streamed card becomes the recorded one, from the pieces the kernel names
+  // (render.html.assistant_parts): classes and attributes as data, each slot's HTML
+  const card = part.el.firstElementChild;
+  if (card) {
+    card.className = op.cls;
+    for (const [name, value] of Object.entries(op.attrs || {})) card.setAttribute(name, value);
+  }
+  slot(part, "head").innerHTML = op.head; // sanitized by the kernel, as every piece below
+  if (op.thinking !== undefined) slot(part, "thinking").innerHTML = op.thinking;
+  const tail = slot(part, "tail");
+  tail.textContent = "";
+  tail.removeAttribute("aria-busy");
+  slot(part, "frozen").insertAdjacentHTML("beforeend", op.add || "");
+  if (op.after !== undefined) slot(part, "tools").innerHTML = op.after;
+  if (op.id) {
+    view.parts.delete(op.key);
+    part.el.setAttribute("data-key", op.id);
+    view.parts.set(op.id, part);
+  }
+  part.html = null;
+  part.fp = op.fp === undefined ? null : op.fp;
+  view.transcript.decorate(part.el);
+  tail.removeAttribute("aria-busy");
+}
+
+function partsFromState(view, makePart) {
+  const { model, parts } = view;
+  const list = view.shell.list;
+  const seen = new Set();
+  let prev = null;
+  for (const [key, html] of model.get("parts") || []) {
+    seen.add(key);
+    let part = parts.get(key);
+    if (part && part.html !== html) {
+      if (part.html === null && part.fp !== null && part.fp === fnv(html)) {
+        part.html = html; // the DOM built from ops already shows this card
+      } else {
+        const fresh = makePart(key, html);
+        part.el.replaceWith(fresh.el);
+        parts.set(key, fresh);
+        part = fresh;
+      }
+    } else if (!part) {
+      part = makePart(key, html);
+      parts.set(key, part);
+    }
+    const want = prev ? prev.el.nextSibling : list.firstChild;
+    if (want !== part.el) list.insertBefore(part.el, want);
+    prev = part;
+  }
+  for (const [key, part] of [...parts]) {
+    if (!seen.has(key)) {
+      part.el.remove();
+      parts.delete(key);
+    }
+  }
+}
+
+// ----- scroll: follow the stream only while the reader is at the bottom ----------------------
+function makeScroll(view) {
+  const { scroller, jump } = view.shell;
+  const store = view.store;
+  const gap = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight;
+  const scroll = { atBottom: store.atBottom, gap };
+  scroller.addEventListener("scroll", () => {
+    scroll.atBottom = gap() < 24;
+    store.atBottom = scroll.atBottom;
+    store.scrollTop = scroller.scrollTop;
+    if (scroll.atBottom) jump.hidden = true;
+  });
+  jump.addEventListener("click", () => {
+    scroll.atBottom = true;
+    store.atBottom = true;
+    scroller.scrollTop = scroller.scrollHeight;
+    jump.hidden = true;
+  });
+  return scroll;
+}
+
+function marks(view) {
+  if (!view.chat) return;
+  contextMarks(view);
+  messageMarks(view);
+  nameControls(view.shell.list);
+}
+
+function settle(view, follow) {
+  const { shell } = view;
+  marks(view);
+  shell.empty.hidden = view.parts.size > 0 || !view.chat;
+  if (!view.chat) return;
+  if (follow) {
+    shell.scroller.scrollTop = shell.scroller.scrollHeight;
+  } else if (view.scroll.gap() > 24) {
+    shell.jump.hidden = false;
+  }
+}
+
+// ----- the message loop: ordered ops, gaps healed from the synced state ----------------------
+function resync(view) {
+  view.healing = true;
+  view.model.send({ action: "resync", have: view.applied });
+}
+
+function onMessage(view, msg) {
+  if (!msg || typeof msg.seq !== "number") return;
+  if (msg.seq <= view.applied) return; // already in the synced state
+  if (msg.seq !== view.applied + 1) {
+    if (!view.healing) resync(view);
+    return;
+  }
+  const follow = view.scroll.atBottom;
+  try {
+    for (const op of msg.ops) {
+      const apply = OPS[op.op];
+      if (!apply) throw new Error(`unknown op ${op.op}`);
+      apply(view, op);
+    }
+    view.applied = msg.seq;
+    view.store.applied = Math.max(view.store.applied, view.applied);
+  } catch (err) {
+    console.warn("lion_nb: could not apply an update; asking for the full state", err);
+    resync(view);
+  }
+  settle(view, follow);
+}
+
+function fromState(view) {
+  view.stateQueued = false;
+  const follow = view.scroll.atBottom;
+  view.transcript.fromState();
+  view.applied = view.model.get("seq");
+  view.store.applied = Math.max(view.store.applied, view.applied);
+  view.healing = false;
+  settle(view, follow);
+}
+
+function chrome(view) {
+  const { cstate, shell } = view;
+  shell.error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
+  shell.status.innerHTML = cstate.status_line;
+  if (!view.chat) return;
+  view.promptBox.chrome(cstate);
+  view.comparePanel.show(cstate.compare_html || "");
+}
+
+// ----- the view ------------------------------------------------------------------------------
+function makeView(model) {
+  const kind = model.get("kind");
+  const uid = model.get("uid") || "";
+  if (!STORE.has(uid)) STORE.set(uid, { draft: "", scrollTop: null, atBottom: true, applied: 0 });
+  const protocol = model.get("protocol") || {};
+  for (const name of protocol.ops || []) {
+    if (!OPS[name]) console.warn(`lion_nb: the kernel sends op ${name}, which this page does not handle`);
+  }
+  const view = {
+    model, kind, chat: kind === "chat", store: STORE.get(uid),
+    chromeNames: protocol.chrome || [],
+    parts: new Map(), // key -> {el, html, fp}
+    wantClip: new Map(), // key -> the copy button that asked
+    cstate: {}, // the small traits: synced state, then `chrome` ops
+    applied: model.get("seq"), healing: false, stateQueued: false,
+    shell: makeShell(model, kind),
+  };
+  view.chrome = () => chrome(view);
+  view.loadChrome = () => {
+    for (const name of view.chromeNames) view.cstate[name] = model.get(name);
+  };
+  view.transcript = makeTranscript(view);
+  view.scroll = makeScroll(view);
+  if (view.chat) {
+    view.promptBox = makePromptBox(view);
+    view.comparePanel = makeComparePanel(model);
+  }
+  return view;
+}
+
+function assemble(view, el) {
+  const { shell, model } = view;
+  const { root, title } = shell;
+  if (view.chat) {
+    const height = model.get("height");
+    if (height) shell.scroller.style.maxHeight = height;
+    shell.scroller.classList.add("lion-scroll-bounded");
+    root.append(title);
+  }
+  root.append(shell.empty, shell.scroller, shell.jump, shell.error);
+  if (view.chat) root.append(view.promptBox.el);
+  root.append(shell.status, shell.gauge);
+  if (view.chat) root.append(view.comparePanel.el);
+  el.appendChild(root);
   root.addEventListener("focusout", (event) => {
     // focus left the view for the rest of the page (when the window itself loses focus the
     // active element stays in the view): a saved-output refresh may be drawn now
@@ -209,397 +670,54 @@ function render({ model, el }) {
       if (!root.contains(document.activeElement)) model.send({ action: "leave" });
     }, 0);
   });
+}
 
-  // ----- scroll: follow the stream only while the reader is at the bottom ----------------------
-  let atBottom = store.atBottom;
-  const bottomGap = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight;
-  scroller.addEventListener("scroll", () => {
-    atBottom = bottomGap() < 24;
-    store.atBottom = atBottom;
-    store.scrollTop = scroller.scrollTop;
-    if (atBottom) jump.hidden = true;
-  });
-  jump.addEventListener("click", () => {
-    atBottom = true;
-    store.atBottom = true;
-    scroller.scrollTop = scroller.scrollHeight;
-    jump.hidden = true;
-  });
-
-  function settle(follow) {
-    marks();
-    empty.hidden = parts.size > 0 || !chat;
-    if (!chat) return;
-    if (follow) {
-      scroller.scrollTop = scroller.scrollHeight;
-    } else if (bottomGap() > 24) {
-      jump.hidden = false;
-    }
-  }
-
-  // ----- parts ------------------------------------------------------------------------------
-  function decorate(container) {
-    if (chat) {
-      for (const head of container.querySelectorAll(".lion-msg > .lion-head, [data-slot=head] > .lion-head")) {
-        if (head.querySelector(".lion-copy")) continue;
-        const button = node("button", "lion-copy lion-copy-msg", "Copy");
-        button.type = "button";
-        button.title = "Copy this message as Markdown";
-        button.addEventListener("click", () => {
-          const part = button.closest(".lion-part");
-          if (!part) return;
-          const key = part.getAttribute("data-key");
-          wantClip.set(key, button);
-          model.send({ action: "copy", key });
-        });
-        head.appendChild(button);
-      }
-    }
-    if (chat) {
-      for (const card of container.querySelectorAll(".lion-msg[data-id]")) {
-        const head = card.querySelector(".lion-head");
-        if (!head || head.querySelector(".lion-act")) continue;
-        const key = card.getAttribute("data-id");
-        if (card.classList.contains("lion-assistant")) {
-          head.appendChild(control("Regenerate", "Answer this turn again (on a new alternative)", () =>
-            model.send({ action: "regenerate", key })));
-        } else if (card.classList.contains("lion-user")) {
-          head.appendChild(control("Edit", "Edit this message and send it again (Enter sends, Esc cancels)", () =>
-            editInPlace(card, key)));
-        }
-      }
-    }
-    for (const pre of container.querySelectorAll("pre.lion-code")) {
-      if (pre.querySelector(".lion-copy")) continue;
-      const button = node("button", "lion-copy lion-copy-code", "Copy");
-      button.type = "button";
-      button.title = "Copy this code";
-      button.addEventListener("click", async () => {
-        const code = pre.querySelector("code");
-        flash(button, await copyText((code || pre).textContent));
-      });
-      pre.appendChild(button);
-    }
-  }
-
-  function control(label, title, onClick) {
-    const button = node("button", "lion-act", label);
-    button.type = "button";
-    button.title = title;
-    button.addEventListener("click", onClick);
-    return button;
-  }
-
-  function editInPlace(card, key) {
-    const body = card.querySelector(".lion-body");
-    if (!body || card.querySelector(".lion-edit")) return;
-    const box = node("textarea", "lion-prompt lion-edit");
-    box.value = body.innerText.trim();
-    box.rows = Math.min(8, box.value.split("\n").length + 1);
-    body.hidden = true;
-    body.after(box);
-    box.focus();
-    const done = () => {
-      box.remove();
-      body.hidden = false;
-    };
-    box.addEventListener("keydown", (event) => {
-      event.stopPropagation();
-      if (event.isComposing) return;
-      if (event.key === "Enter" && !event.shiftKey) {
-        event.preventDefault();
-        const text = box.value;
-        done();
-        if (text.trim()) model.send({ action: "edit", key, text });
-      } else if (event.key === "Escape") {
-        event.preventDefault();
-        done();
-      }
-    });
-    box.addEventListener("keyup", (event) => event.stopPropagation());
-  }
-
-  function contextMarks() {
-    // the gauge of what the next turn sends against the window, and the notice where the last
-    // request was cut (kernel state: ctx)
-    // (the notice's HTML and the gauge's words are rendered by the kernel: render/html.py)
-    const ctx = cstate.ctx || {};
-    for (const old of list.querySelectorAll(".lion-ctx-cut-part")) old.remove();
-    if (ctx.cut && ctx.note && parts.get(ctx.cut)) {
-      const note = node("div", "lion-ctx-cut-part");
-      note.innerHTML = cstate.ctx.note; // the kernel rendered it (render/html.py)
-      list.insertBefore(note, parts.get(ctx.cut).el);
-    }
-    gauge.hidden = !ctx.w;
-    if (!ctx.w) return;
-    gauge.textContent = "";
-    const share = Math.min(1, ctx.t / ctx.w);
-    const bar = node("span", "lion-gauge-bar");
-    const fill = node("span", "lion-gauge-fill");
-    fill.style.width = `${Math.round(share * 100)}%`;
-    if (share > 0.75) fill.classList.add("lion-gauge-high");
-    bar.append(fill);
-    gauge.append(bar, node("span", "lion-gauge-text", ctx.text || ""));
-    gauge.title = ctx.text || "";
-  }
-
-  function marks() {
-    // the ‹ n/of › switchers and "continue" of truncated replies (kernel state by message id)
-    if (!chat) return;
-    contextMarks();
-    const alts = cstate.alt_marks || {};
-    const cut = new Set(cstate.cut_marks || []);
-    for (const card of list.querySelectorAll(".lion-msg[data-id]")) {
-      const key = card.getAttribute("data-id");
-      const head = card.querySelector(".lion-head");
-      if (!head) continue;
-      for (const old of head.querySelectorAll(".lion-switch, .lion-cut")) old.remove();
-      if (alts[key]) {
-        const [n, of] = alts[key];
-        const sw = node("span", "lion-switch");
-        const prev = control("‹", "Previous alternative", () => model.send({ action: "switch", key, step: -1 }));
-        const next = control("›", "Next alternative", () => model.send({ action: "switch", key, step: 1 }));
-        sw.append(prev, node("span", "lion-switch-pos", `${n}/${of}`), next,
-          control("Compare", "Compare this alternative with the previous one (shown below)", () =>
-            model.send({ action: "compare", key })));
-        // beside the message's own controls, not before its role label
-        head.insertBefore(sw, head.querySelector(".lion-copy-msg"));
-      }
-      if (cut.has(key)) {
-        // the "truncated" badge is in the card (render/html.py); Continue goes with the
-        // message's other controls, offered only while the reply is not continued
-        const more = control("Continue", "Ask for the rest of this reply", () =>
-          model.send({ action: "continue", key }));
-        more.classList.add("lion-cut");
-        head.appendChild(more);
-      }
-    }
-  }
-
-  function makePart(key, html) {
-    const wrapper = node("div", "lion-part");
-    wrapper.setAttribute("data-key", key);
-    wrapper.innerHTML = html; // sanitized by the kernel
-    decorate(wrapper);
-    return { el: wrapper, html, fp: null };
-  }
-
-  function slot(part, name) {
-    return part.el.querySelector(`[data-slot="${name}"]`);
-  }
-
-  function put(op) {
-    // `tpl`: HTML the page holds as a synced template (Channel.templates), not sent again
-    const html = op.tpl === undefined ? op.html : (model.get("templates") || {})[op.tpl];
-    if (typeof html !== "string") throw new Error(`unknown template ${op.tpl}`);
-    const part = makePart(op.key, html);
-    const old = parts.get(op.replace) || parts.get(op.key);
-    if (old) {
-      old.el.replaceWith(part.el);
-      parts.delete(op.replace);
-    } else {
-      const before = op.before ? parts.get(op.before) : null;
-      list.insertBefore(part.el, before ? before.el : null);
-    }
-    parts.set(op.key, part);
-  }
-
-  function seal(part, op) {
-    const card = part.el.firstElementChild;
-    if (card && op.tag) {
-      const tpl = document.createElement("template");
-      tpl.innerHTML = `${op.tag}</div>`;
-      const model_card = tpl.content.firstElementChild;
-      for (const name of card.getAttributeNames()) card.removeAttribute(name);
-      for (const name of model_card.getAttributeNames()) {
-        card.setAttribute(name, model_card.getAttribute(name));
-      }
-    } else if (card && op.cls) {
-      card.className = op.cls;
-    }
-    slot(part, "head").innerHTML = op.head;
-    if (op.thinking !== undefined) slot(part, "thinking").innerHTML = op.thinking;
-    slot(part, "tail").textContent = "";
-    slot(part, "frozen").insertAdjacentHTML("beforeend", op.add || "");
-    if (op.after !== undefined) slot(part, "tools").innerHTML = op.after;
-    if (op.id) {
-      parts.delete(op.key);
-      part.el.setAttribute("data-key", op.id);
-      parts.set(op.id, part);
-    }
-    part.html = null;
-    part.fp = op.fp === undefined ? null : op.fp;
-    decorate(part.el);
-  }
-
-  function tail(part, op) {
-    // the growing last block: its rendered HTML, or text appended after the rendered start
-    const el = slot(part, "tail");
-    if (op.html !== undefined) {
-      el.innerHTML = op.html;
-      decorate(el);
-      return;
-    }
-    let text = el.querySelector(":scope > .lion-tail-text");
-    if (!op.add) el.textContent = "";
-    if (!text || !op.add) {
-      text = node("span", "lion-tail-text");
-      el.appendChild(text);
-    }
-    text.appendChild(document.createTextNode(op.text));
-  }
-
-  function apply(op) {
-    if (op.op === "put") return put(op);
-    if (op.op === "draft") {
-      if (prompt) prompt.value = op.text;
-      store.draft = op.text;
-      return;
-    }
-    if (op.op === "chrome") {
-      Object.assign(cstate, op.values);
-      chrome();
-      return;
-    }
-    if (op.op === "clip") {
-      const button = wantClip.get(op.key);
-      if (button) {
-        wantClip.delete(op.key);
-        copyText(op.text).then((ok) => flash(button, ok));
-      }
-      return;
-    }
-    const part = parts.get(op.key);
-    if (!part) return;
-    if (op.op === "drop") {
-      part.el.remove();
-      parts.delete(op.key);
-    } else if (op.op === "add") {
-      const frozen = slot(part, "frozen");
-      frozen.insertAdjacentHTML("beforeend", op.html);
-      slot(part, "tail").textContent = "";
-      decorate(frozen);
-      part.html = null;
-    } else if (op.op === "tail") {
-      tail(part, op);
-      part.html = null;
-    } else if (op.op === "slot") {
-      slot(part, op.slot).innerHTML = op.html;
-      decorate(slot(part, op.slot));
-      part.html = null;
-    } else if (op.op === "seal") {
-      seal(part, op);
-    }
-  }
-
-  function fromState() {
-    stateQueued = false;
-    const follow = atBottom;
-    const seen = new Set();
-    let prev = null;
-    for (const [key, html] of model.get("parts") || []) {
-      seen.add(key);
-      let part = parts.get(key);
-      if (part && part.html !== html) {
-        if (part.html === null && part.fp !== null && part.fp === fnv(html)) {
-          part.html = html; // the DOM built from ops already shows this card
-        } else {
-          const fresh = makePart(key, html);
-          part.el.replaceWith(fresh.el);
-          parts.set(key, fresh);
-          part = fresh;
-        }
-      } else if (!part) {
-        part = makePart(key, html);
-        parts.set(key, part);
-      }
-      const want = prev ? prev.el.nextSibling : list.firstChild;
-      if (want !== part.el) list.insertBefore(part.el, want);
-      prev = part;
-    }
-    for (const [key, part] of [...parts]) {
-      if (!seen.has(key)) {
-        part.el.remove();
-        parts.delete(key);
-      }
-    }
-    applied = model.get("seq");
-    store.applied = Math.max(store.applied, applied);
-    healing = false;
-    settle(follow);
-  }
-
-  function queueState() {
-    if (stateQueued) return;
-    stateQueued = true;
-    queueMicrotask(fromState);
-  }
-
-  function onMessage(msg) {
-    if (!msg || typeof msg.seq !== "number") return;
-    if (msg.seq <= applied) return; // already in the synced state
-    if (msg.seq !== applied + 1) {
-      if (!healing) {
-        healing = true;
-        model.send({ action: "resync", have: applied });
-      }
-      return;
-    }
-    const follow = atBottom;
-    try {
-      for (const op of msg.ops) apply(op);
-      applied = msg.seq;
-      store.applied = Math.max(store.applied, applied);
-    } catch (err) {
-      console.warn("lion_nb: could not apply an update; asking for the full state", err);
-      healing = true;
-      model.send({ action: "resync", have: applied });
-    }
-    settle(follow);
-  }
-
-  function fromModel() {
-    loadChrome();
-    chrome();
-    marks();
-  }
-
-  function chrome() {
-    error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
-    status.innerHTML = cstate.status_line;
-    if (chat) {
-      sendButton.disabled = cstate.busy;
-      stopButton.disabled = !cstate.can_stop;
-      const html = cstate.compare_html || "";
-      if (compareBody.__html !== html) {
-        compareBody.innerHTML = html; // sanitized by the kernel (render.compare)
-        compareBody.__html = html;
-      }
-      comparePanel.hidden = !html;
-    }
-  }
-
-  fromState();
-  chrome();
-  if (store.applied > applied) {
+function restore(view) {
+  const { store, shell } = view;
+  if (store.applied > view.applied) {
     // another view of this widget on the page has seen newer updates than the synced state
     // holds (the kernel keeps its state without re-sending it): ask for it
-    healing = true;
-    model.send({ action: "resync", have: applied });
+    resync(view);
   }
-  if (store.scrollTop !== null && !store.atBottom) scroller.scrollTop = store.scrollTop;
-  else settle(true);
+  if (store.scrollTop !== null && !store.atBottom) shell.scroller.scrollTop = store.scrollTop;
+  else settle(view, true);
+  const prompt = view.promptBox && view.promptBox.prompt;
   if (prompt && store.focused) {
     prompt.focus();
     if (store.selection) prompt.setSelectionRange(...store.selection);
   }
+}
 
+function render({ model, el }) {
+  const view = makeView(model);
+  const { title } = view.shell;
+  // the title names the branch shown (the kernel retitles the view when it shows a fork)
+  const retitle = () => {
+    title.textContent = model.get("title") || "";
+    title.hidden = !title.textContent;
+  };
+  retitle();
+  view.loadChrome();
+  assemble(view, el);
+  fromState(view);
+  view.chrome();
+  restore(view);
+  const queueState = () => {
+    if (view.stateQueued) return;
+    view.stateQueued = true;
+    queueMicrotask(() => fromState(view));
+  };
+  const fromModel = () => {
+    view.loadChrome();
+    view.chrome();
+    marks(view);
+  };
   const handlers = [
-    ["msg:custom", onMessage],
+    ["msg:custom", (msg) => onMessage(view, msg)],
     ["change:parts", queueState],
     ["change:seq", queueState],
     ["change:title", retitle],
-    ...CHROME.map((name) => [`change:${name}`, fromModel]),
+    ...view.chromeNames.map((name) => [`change:${name}`, fromModel]),
   ];
   for (const [name, fn] of handlers) model.on(name, fn);
   return () => {

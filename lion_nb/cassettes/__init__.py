@@ -1,9 +1,11 @@
 """Cassettes: record a notebook's model calls once, replay them anywhere (offline, at the
 recorded pace), at the provider seam where every model produces the same typed chunks.
 
-    cassette.py   Cassette (modes, matching, misses), cassette(), use_cassette()
+    cassette.py   Cassette (modes, matching, misses, where it records), cassette(), use_cassette()
     active.py     which cassette is in force (iModel asks it on every call)
+    files.py      the files a cassette reads and writes; sibling(): where "auto" records
     matching.py   a request as the model sees it: the key recordings are found by
+    miss.py       CassetteMiss: not on the cassette, the closest recording, how to record it
     player.py     replaying with the recorded timing, recording a live call
     codec.py      JSON forms of deltas, chunks, responses and errors
     store.py      the JSON-lines file: header, damaged lines, atomic writes, secret scrubbing
@@ -16,7 +18,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["MODES", "Cassette", "CassetteWarning", "Mode", "cassette", "use_cassette"]
+__all__ = [
+    "MODES",
+    "Cassette",
+    "CassetteWarning",
+    "Mode",
+    "cassette",
+    "sibling",
+    "use_cassette",
+]
 
 if TYPE_CHECKING:
     from lion_nb.cassettes.cassette import (
@@ -25,6 +35,7 @@ if TYPE_CHECKING:
         CassetteWarning,
         Mode,
         cassette,
+        sibling,
         use_cassette,
     )
 

@@ -12,6 +12,14 @@ first time it is called; other recordings are kept); ``"replay"`` never calls a 
 without a recording raises ``CassetteMiss``); ``"off"`` calls the models and touches no file.
 Identical requests replay their recordings in recorded order, the last one repeating.
 
+Where recordings go: ``"record"`` writes the file you named. ``"auto"`` never changes a cassette
+that exists (one shipped with a notebook, say): it records new calls into the sibling file
+``sibling(path)`` (``lesson.cassette.jsonl`` -> ``lesson.local.cassette.jsonl``), replays from
+both, and says so with a ``CassetteWarning`` at its first recording there; only a cassette that
+does not exist yet is recorded into directly. ``record_to=`` names the file to record into
+instead. In "auto" mode a miss whose model cannot be used here (not installed, not reached) is
+a ``CassetteMiss`` too, saying the prompt is not on the cassette, rather than the model's error.
+
 ``speed``: 1.0 replays at the recorded pace, 10 ten times faster, None (or 0) at once.
 
 The file is read when the cassette is created and rewritten (atomically) after every recorded
@@ -32,13 +40,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lion_nb.cassettes import active, store
-from lion_nb.cassettes.matching import (
-    describe,
-    differences,
-    fingerprint,
-    last_instruction,
-    request_of,
-)
+from lion_nb.cassettes.files import CassetteFile, sibling
+from lion_nb.cassettes.matching import fingerprint, request_of
+from lion_nb.cassettes.miss import miss_error
 from lion_nb.cassettes.player import (
     LiveComplete,
     LiveStream,
@@ -51,14 +55,15 @@ from lion_nb.cassettes.store import Damaged, Recording
 from lion_nb.errors import CassetteError, CassetteMiss
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
 
-__all__ = ["MODES", "Cassette", "CassetteWarning", "Mode", "cassette", "use_cassette"]
+__all__ = ["MODES", "Cassette", "CassetteWarning", "Mode", "cassette", "sibling", "use_cassette"]
 
 Mode = Literal["auto", "record", "replay", "off"]
 MODES: tuple[Mode, ...] = ("auto", "record", "replay", "off")
 
 
 class CassetteWarning(UserWarning):
-    """A cassette line was skipped (damaged) in "auto" or "record" mode."""
+    """Something about a cassette file to know: a damaged line skipped ("auto" and "record"
+    modes), a write that failed, new calls recorded into the sibling file ("auto")."""
 
 
 def _speed(speed: float | None) -> float | None:
@@ -71,10 +76,19 @@ def _speed(speed: float | None) -> float | None:
 
 class Cassette:
     """One cassette file in one mode. Usable as a (sync or async) context manager, which makes
-    it the cassette of the code inside; ``use_cassette`` makes it the default everywhere."""
+    it the cassette of the code inside; ``use_cassette`` makes it the default everywhere.
+
+    ``record_to`` (modes "auto" and "record"): the file new calls are recorded into; by default
+    ``path`` in "record" mode and in "auto" mode when ``path`` does not exist yet, else
+    ``sibling(path)``. ``recording_to`` says which (None: this cassette records nothing)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], mode: Mode = "auto", speed: float | None = 1.0
+        self,
+        path: str | os.PathLike[str],
+        mode: Mode = "auto",
+        speed: float | None = 1.0,
+        *,
+        record_to: str | os.PathLike[str] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
@@ -88,52 +102,102 @@ class Cassette:
         self._tokens: ContextVar[tuple[Token[object], ...]] = ContextVar(
             f"lion_nb_cassette_tokens_{id(self)}", default=()
         )
-        self._items: list[Recording | Damaged] = []
-        self._by_key: dict[str, list[Recording]] = {}
+        self._named = CassetteFile(path)
+        self._target = self._record_file(record_to)  # where recordings go (None: nowhere)
+        self._files: list[CassetteFile] = []  # what replays come from, in order
+        if self._target is not None and mode == "record":
+            self._files = [self._target]
+        elif mode != "off":
+            self._files = [self._named]
+            if self._target is not None and self._target is not self._named:
+                self._files.append(self._target)
+        self._by_key: dict[str, list[tuple[Recording, str]]] = {}
         self._served: dict[str, int] = {}
+        self._asked = 0  # requests met in this session (a miss's position)
+        self._told = record_to is not None  # where it records was said (the user named it)
         self._rewritten: set[str] = set()  # keys re-recorded in this session ("record")
         self._mine: set[str] = set()  # the lines this cassette wrote
         self._pending: list[Recording] = []  # recorded, not yet on disk (a write failed)
-        if mode != "off":
-            self._load()
+        for file in self._files:
+            self._load(file)
+        self._reindex()
 
-    def _load(self) -> None:
-        self._items = store.read(self.path)
-        damaged = [item for item in self._items if isinstance(item, Damaged)]
+    def _record_file(self, record_to: str | os.PathLike[str] | None) -> CassetteFile | None:
+        """The file this cassette records into: ``record_to``; else in "record" mode the named
+        file, in "auto" mode the named file when it does not exist yet, else its sibling."""
+        if self.mode not in ("auto", "record"):
+            return None
+        target = record_to
+        if target is None:
+            new = self.mode == "record" or not self.path.exists()
+            target = self.shown if new else sibling(self.shown)
+        if self._named.is_(target):
+            return self._named
+        return CassetteFile(target)
+
+    def _load(self, file: CassetteFile) -> None:
+        file.items = store.read(file.path)
+        damaged = [item for item in file.items if isinstance(item, Damaged)]
         if damaged:
             lines = "; ".join(f"line {d.line}: {d.reason}" for d in damaged)
             if self.mode == "replay":
                 raise CassetteError(
-                    f"the cassette {self.shown!r} is damaged ({lines}); fix or remove those "
+                    f"the cassette {file.shown!r} is damaged ({lines}); fix or remove those "
                     "lines, or use mode='auto' to skip them",
-                    path=self.shown,
+                    path=file.shown,
                     line=damaged[0].line,
                 )
             warnings.warn(
                 CassetteWarning(
-                    f"the cassette {self.shown!r} has damaged lines, skipped (and kept as they "
+                    f"the cassette {file.shown!r} has damaged lines, skipped (and kept as they "
                     f"are when the file is rewritten): {lines}"
                 ),
                 stacklevel=4,
             )
-        for item in self._items:
-            if isinstance(item, Recording):
-                self._by_key.setdefault(item.key, []).append(item)
+
+    def _reindex(self) -> None:
+        self._by_key = {}
+        for file in self._files:
+            for item in file.items:
+                if isinstance(item, Recording):
+                    self._by_key.setdefault(item.key, []).append((item, file.shown))
 
     # -- what is on it -------------------------------------------------------------------------
 
     @property
     def recordings(self) -> list[Recording]:
-        """The calls on the cassette, in file order."""
-        return [item for item in self._items if isinstance(item, Recording)]
+        """The calls on the cassette, in file order (the named file's, then those recorded
+        into the sibling file)."""
+        return [rec for rec, _ in self._recordings()]
+
+    def _recordings(self) -> list[tuple[Recording, str]]:
+        return [
+            (item, file.shown)
+            for file in self._files
+            for item in file.items
+            if isinstance(item, Recording)
+        ]
+
+    @property
+    def recording_to(self) -> str | None:
+        """The file new calls are recorded into (as given), or None ("replay", "off")."""
+        return self._target.shown if self._target is not None else None
+
+    @property
+    def replaying_from(self) -> str | None:
+        """The cassette replayed from (as given), or None ("record", "off")."""
+        return self.shown if self.mode in ("auto", "replay") else None
 
     def __len__(self) -> int:
         return len(self.recordings)
 
     def __repr__(self) -> str:
         speed = "at once" if self.speed is None else f"speed={self.speed:g}"
+        into = ""
+        if self.recording_to is not None and self.recording_to != self.shown:
+            into = f", recording to {self.recording_to!r}"
         return (
-            f"Cassette({self.shown!r}, mode={self.mode!r}, {speed}: {len(self)} calls; "
+            f"Cassette({self.shown!r}, mode={self.mode!r}, {speed}{into}: {len(self)} calls; "
             f"{self.replayed} replayed, {self.recorded} recorded in this session)"
         )
 
@@ -159,15 +223,22 @@ class Cassette:
 
     # -- the seam (called by iModel) -----------------------------------------------------------
 
-    def _ref(self, rec: Recording) -> dict[str, Any]:
+    @staticmethod
+    def _ref(rec: Recording, shown: str) -> dict[str, Any]:
         return {
-            "cassette": self.shown,
+            "cassette": shown,
             "call": rec.call,
             "line": rec.line,
             "recorded_at": rec.recorded_at,
         }
 
-    def _lookup(self, matched: dict[str, Any]) -> Recording | None:
+    def _ask(self) -> int:
+        """This request's 0-based place among the requests of this session."""
+        with self._lock:
+            self._asked += 1
+            return self._asked - 1
+
+    def _lookup(self, matched: dict[str, Any]) -> tuple[Recording, str] | None:
         key = fingerprint(matched)
         with self._lock:
             recs = self._by_key.get(key)
@@ -195,15 +266,17 @@ class Cassette:
         rec.response = store.scrub_value(rec.response, secrets)
         rec.error = store.scrub_value(rec.error, secrets)
         rec.recorded_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        target = self._target
+        assert target is not None  # only "auto" and "record" record
         with self._lock:
             self.recorded += 1
             self._pending.append(rec)
             if self.mode == "record":
                 self._rewritten.add(rec.key)
             try:
-                items = store.read(self.path)
+                items = store.read(target.path)
             except CassetteError:
-                items = [i for i in self._items if all(i is not p for p in self._pending)]
+                items = [i for i in target.items if all(i is not p for p in self._pending)]
             # "record" replaces the earlier recordings of what it calls (not its own)
             items = [
                 i
@@ -215,66 +288,61 @@ class Cassette:
                 )
             ]
             items += self._pending
-            self._items = items
-            self._by_key = {}
-            for item in items:
-                if isinstance(item, Recording):
-                    self._by_key.setdefault(item.key, []).append(item)
+            target.items = items
+            self._reindex()
             try:
-                store.write(self.path, items, secrets)
+                store.write(target.path, items, secrets)
             except OSError as exc:  # the reply still reaches the caller; the next save retries
                 warnings.warn(
                     CassetteWarning(
-                        f"could not write the cassette {self.shown!r} ({exc}); this recording "
-                        "is kept in memory and written with the next one"
+                        f"could not write the cassette {target.shown!r} ({exc}); this "
+                        "recording is kept in memory and written with the next one"
                     ),
                     stacklevel=2,
                 )
                 return
             self._mine.update(r.raw for r in self._pending)
             self._pending.clear()
+            told, self._told = self._told, True
+        if not told and target is not self._named:
+            warnings.warn(
+                CassetteWarning(
+                    f"new calls are recorded into {target.shown!r}: mode 'auto' does not "
+                    f"change the existing cassette {self.shown!r} (record_to= names another "
+                    "file; mode='record' re-records the cassette itself)"
+                ),
+                stacklevel=2,
+            )
 
-    def _note(self, matched: dict[str, Any]) -> Callable[[], str] | None:
+    def _unavailable(
+        self, matched: dict[str, Any], position: int
+    ) -> Callable[[BaseException], BaseException] | None:
+        """In "auto" mode: the miss to raise when the model that would record it cannot be
+        used here (the prompt is not on the cassette; the model's own error is its cause)."""
         if self.mode != "auto":
             return None
-        return lambda: f"(the cassette could not replay this call: {self.miss(matched)})"
+        return lambda error: self.miss(matched, position=position, unavailable=error)
 
-    def miss(self, matched: dict[str, Any]) -> CassetteMiss:
-        """The error for a request this cassette cannot replay, naming the nearest recording."""
-        provider, model = matched.get("provider"), matched.get("model")
-        instruction = last_instruction(matched)
-        label = f"{provider}/{model}" if model else str(provider)
-        said = instruction if len(instruction) <= 120 else instruction[:119] + "…"
-        text = (
-            f"no recording in {self.shown!r} (mode {self.mode!r}) of the {label} request whose "
-            f"last instruction is {said!r}. "
-        )
-        nearest: dict[str, Any] | None = None
-        diffs: list[tuple[str, Any, Any]] = []
-        candidates = [(differences(r.request, matched), r) for r in self.recordings]
-        if candidates:
-            same = [c for c in candidates if c[1].request.get("provider") == provider]
-            diffs, rec = min(same or candidates, key=lambda c: len(c[0]))
-            nearest = {"call": rec.call, "line": rec.line}
-            text += (
-                f"The nearest recorded request (call {rec.call}, line {rec.line}) differs in "
-                f"{describe(diffs)}."
-            )
-        elif not self.path.exists():
-            text += "The cassette file does not exist (yet)."
-        else:
-            text += "The cassette has no recordings."
-        if self.mode == "replay":
-            text += " Record it with mode='auto' or 'record' (the model must be available)."
-        return CassetteMiss(
-            text.rstrip(),
-            path=self.shown,
-            provider=provider,
-            model=model,
-            instruction=instruction,
-            request=matched,
-            nearest=nearest,
-            differences=diffs,
+    def miss(
+        self,
+        matched: dict[str, Any],
+        *,
+        position: int = 0,
+        unavailable: BaseException | None = None,
+    ) -> CassetteMiss:
+        """The error for a request this cassette cannot replay (``miss.miss_error``): short,
+        naming the closest recording (the same position in the session first) and what
+        differs, and how to record it. ``position``: the request's 0-based place among this
+        session's requests; ``unavailable``: the error of the model that could not record it
+        ("auto" mode)."""
+        return miss_error(
+            matched,
+            shown=self.shown,
+            mode=self.mode,
+            exists=self.path.exists(),
+            recorded=self._recordings(),
+            position=position,
+            unavailable=unavailable,
         )
 
     async def complete(
@@ -287,14 +355,21 @@ class Cassette:
         if self.mode == "off":
             return await live(request, on_delta)
         matched, secrets = self._matched(model, request)
+        position = self._ask()
         if self.mode != "record":
-            rec = self._lookup(matched)
-            if rec is not None:
-                return await replay_api(rec, on_delta, self.speed, self._ref(rec))
+            found = self._lookup(matched)
+            if found is not None:
+                rec, shown = found
+                return await replay_api(rec, on_delta, self.speed, self._ref(rec, shown))
             if self.mode == "replay":
-                raise self.miss(matched)
+                raise self.miss(matched, position=position)
         return await record_api(
-            live, request, on_delta, matched, lambda r: self._save(r, secrets), self._note(matched)
+            live,
+            request,
+            on_delta,
+            matched,
+            lambda r: self._save(r, secrets),
+            self._unavailable(matched, position),
         )
 
     def stream(
@@ -303,14 +378,20 @@ class Cassette:
         if self.mode == "off":
             return live(request)
         matched, secrets = self._matched(model, request)
+        position = self._ask()
         if self.mode != "record":
-            rec = self._lookup(matched)
-            if rec is not None:
-                return replay_cli(rec, self.speed, self._ref(rec))
+            found = self._lookup(matched)
+            if found is not None:
+                rec, shown = found
+                return replay_cli(rec, self.speed, self._ref(rec, shown))
             if self.mode == "replay":
-                return _raising(self.miss(matched))
+                return _raising(self.miss(matched, position=position))
         return record_cli(
-            live, request, matched, lambda r: self._save(r, secrets), self._note(matched)
+            live,
+            request,
+            matched,
+            lambda r: self._save(r, secrets),
+            self._unavailable(matched, position),
         )
 
 
@@ -320,15 +401,23 @@ async def _raising(error: BaseException) -> AsyncGenerator[Chunk, None]:
 
 
 def cassette(
-    path: str | os.PathLike[str], mode: Mode = "auto", speed: float | None = 1.0
+    path: str | os.PathLike[str],
+    mode: Mode = "auto",
+    speed: float | None = 1.0,
+    *,
+    record_to: str | os.PathLike[str] | None = None,
 ) -> Cassette:
     """A cassette for a ``with`` / ``async with`` block: every model call inside is recorded
-    or replayed (see the module docstring for the modes and ``speed``)."""
-    return Cassette(path, mode=mode, speed=speed)
+    or replayed (see the module docstring for the modes, ``speed`` and ``record_to``)."""
+    return Cassette(path, mode=mode, speed=speed, record_to=record_to)
 
 
 def use_cassette(
-    path: str | os.PathLike[str] | None, mode: Mode = "auto", speed: float | None = 1.0
+    path: str | os.PathLike[str] | None,
+    mode: Mode = "auto",
+    speed: float | None = 1.0,
+    *,
+    record_to: str | os.PathLike[str] | None = None,
 ) -> Cassette | None:
     """Make ``path`` the cassette of every model call from now on (where no ``with
     cassette(...)`` block says otherwise); ``use_cassette(None)`` turns it off. Returns the
@@ -336,6 +425,6 @@ def use_cassette(
     if path is None:
         active.set_default(None)
         return None
-    installed = Cassette(path, mode=mode, speed=speed)
+    installed = Cassette(path, mode=mode, speed=speed, record_to=record_to)
     active.set_default(installed)
     return installed

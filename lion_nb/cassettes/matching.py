@@ -8,8 +8,8 @@ settings (timeouts, retries), machine-local settings (working directory, executa
 environment) and the scripted model's fixtures. Tool-call ids are replaced by their order of
 appearance (``#1``, ``#2`` ...): providers mint them at random, and they are ids, not content.
 
-``fingerprint`` hashes that value; ``differences`` explains, for a miss, how a request differs
-from the nearest recording.
+``fingerprint`` hashes that value; for a miss, ``closest`` finds the recording nearest a request
+(the same position in the session first) and ``differences`` / ``describe`` say how they differ.
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["describe", "differences", "fingerprint", "last_instruction", "request_of"]
+__all__ = [
+    "closest",
+    "describe",
+    "differences",
+    "fingerprint",
+    "last_instruction",
+    "request_of",
+]
 
 EXCLUDED_OPTIONS = frozenset(
     {
@@ -164,6 +171,37 @@ def differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[tuple[str
     return out
 
 
+def _turns(request: dict[str, Any]) -> int:
+    messages = request.get("messages")
+    return len(messages) if isinstance(messages, list) else 0
+
+
+def closest(
+    now: dict[str, Any], recorded: list[dict[str, Any]], position: int = 0
+) -> tuple[int, list[tuple[str, Any, Any]]] | None:
+    """The recorded request nearest ``now``: ``(its index in recorded, differences)``, or None
+    when nothing is recorded. The same position in the session first: the same provider, then
+    as many messages (the same turn of a conversation: editing the second prompt compares it
+    with the recorded second turn, not with the first), then the fewest differences, then the
+    nearest in call order to ``position`` (the call's 0-based place among the session's
+    calls)."""
+    if not recorded:
+        return None
+    provider, turns = now.get("provider"), _turns(now)
+    ranked = []
+    for index, request in enumerate(recorded):
+        diffs = differences(request, now)
+        rank = (
+            request.get("provider") != provider,
+            _turns(request) != turns,
+            len(diffs),
+            abs(index - position),
+        )
+        ranked.append((rank, index, diffs))
+    _, index, diffs = min(ranked, key=lambda r: (r[0], r[1]))
+    return index, diffs
+
+
 def _short(value: Any, limit: int = 80) -> str:
     if isinstance(value, str):
         return repr(value if len(value) <= limit else value[: limit - 1] + "…")
@@ -172,9 +210,14 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def describe(diffs: list[tuple[str, Any, Any]], limit: int = 3) -> str:
-    """The first few differences, readable: ``messages[1].content: recorded 'a', now 'b'``."""
+    """The first few differences, readable: ``messages[1].content: recorded 'a', now 'b'``,
+    ``messages: recorded 2 items, now 4``."""
     parts = []
     for path, old, new in diffs[:limit]:
+        if path.endswith(" (length)"):  # a list of another length: say how many items
+            items = "item" if old == 1 else "items"
+            parts.append(f"{path.removesuffix(' (length)')}: recorded {old} {items}, now {new}")
+            continue
         rec = "(absent)" if old is None else _short(old)
         cur = "(absent)" if new is None else _short(new)
         parts.append(f"{path}: recorded {rec}, now {cur}")

@@ -8,7 +8,9 @@ carries ``replayed`` (which cassette, which call). A recorded error is raised ag
 ``ProviderError`` after the deltas that preceded it.
 
 Recording wraps the live call: the delta sink (API) or the chunk stream (CLI) is observed on its
-way to the caller, each event stamped with its offset from the start of the call.
+way to the caller, each event stamped with its offset from the start of the call. A model that
+cannot be used here (not installed, not reached) is not recorded; in "auto" mode the caller gets
+the cassette's miss instead of the model's error (``Miss``: the prompt is not on the cassette).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ __all__ = ["Clock", "record_api", "record_cli", "replay_api", "replay_cli"]
 LiveComplete = Callable[[ModelRequest, DeltaSink | None], Awaitable[ModelResponse]]
 LiveStream = Callable[[CLIRequest], AsyncGenerator[Chunk, None]]
 Save = Callable[[Recording], None]
-Note = Callable[[], str]  # what to add to "the model is not available" errors
+Miss = Callable[[BaseException], BaseException]  # "not on the cassette", from the model's error
 
 _KINDS: tuple[DeltaKind, ...] = ("text", "thinking", "tool_args")
 _STOP_GRACE_STEPS = 5  # loop turns a stopped recording waits for the caller to stop again
@@ -147,11 +149,14 @@ def _recordable(error: BaseException, events: list[dict[str, Any]]) -> bool:
     return isinstance(error, ProviderError) and not _unavailable(error, events)
 
 
-def _add_note(error: BaseException, events: list[dict[str, Any]], note: Note | None) -> None:
-    """Say that the cassette had no recording of the call, which is why the (unavailable)
-    model was needed."""
-    if note is not None and _unavailable(error, events):
-        error.add_note(note())
+def _instead(
+    error: BaseException, events: list[dict[str, Any]], miss: Miss | None
+) -> BaseException | None:
+    """The cassette's miss to raise instead of ``error`` when the model that would have
+    recorded the call cannot be used here: the call is simply not on the cassette."""
+    if miss is not None and _unavailable(error, events):
+        return miss(error)
+    return None
 
 
 async def record_api(
@@ -160,7 +165,7 @@ async def record_api(
     on_delta: DeltaSink | None,
     matched: dict[str, Any],
     save: Save,
-    note: Note | None = None,
+    miss: Miss | None = None,
 ) -> ModelResponse:
     events: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -189,7 +194,9 @@ async def record_api(
     except BaseException as exc:
         if _recordable(exc, events):
             done(error=encode_error(exc))
-        _add_note(exc, events, note)
+        instead = _instead(exc, events, miss)
+        if instead is not None:
+            raise instead from exc
         raise
     done(response=encode_response(response))
     return response
@@ -200,7 +207,7 @@ async def record_cli(
     request: CLIRequest,
     matched: dict[str, Any],
     save: Save,
-    note: Note | None = None,
+    miss: Miss | None = None,
 ) -> AsyncGenerator[Chunk, None]:
     events: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -219,7 +226,9 @@ async def record_cli(
     except BaseException as exc:
         if _recordable(exc, events):
             error, ended = encode_error(exc), True
-        _add_note(exc, events, note)
+        instead = _instead(exc, events, miss)
+        if instead is not None:
+            raise instead from exc
         raise
     finally:
         try:

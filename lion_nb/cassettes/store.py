@@ -8,14 +8,13 @@
 Keys keep one order (top level as written, nested objects sorted), so re-recording an unchanged
 call changes only its timings. A line that cannot be read is kept as ``Damaged`` (its text
 verbatim, its line number and why): a rewrite puts it back where it was, so nothing is lost.
-Every line passes ``scrub`` before it is written.
+Every line passes ``scrub`` (``lion_nb.secrets.redact``) before it is written.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any, Literal
 
 from lion_nb.cassettes.matching import fingerprint
 from lion_nb.errors import CassetteError
+from lion_nb.secrets import redact, secret_values
 
 __all__ = [
     "FORMAT",
@@ -40,21 +40,6 @@ __all__ = [
 FORMAT = "lion_nb.cassette"
 VERSION = 1
 HEADER = {"format": FORMAT, "version": VERSION}
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|COOKIE|AUTH", re.IGNORECASE)
-_PATTERNS = (  # (cheap test that the pattern can match, pattern, replacement)
-    (
-        lambda t: "://" in t and "@" in t,
-        re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@\"']+:[^/\s@\"']*@"),
-        r"\1[REDACTED]@",
-    ),
-    (
-        lambda t: "earer" in t or "EARER" in t or "asic" in t or "ASIC" in t,
-        re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
-        r"\1 [REDACTED]",
-    ),
-    (lambda t: "sk-" in t, re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "[REDACTED]"),
-)
 
 
 @dataclass(slots=True)
@@ -182,19 +167,13 @@ def read(path: Path) -> list[Recording | Damaged]:
 
 def secrets_from_environment() -> list[str]:
     """Values of environment variables whose names say they hold a credential."""
-    return [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8]
+    return secret_values(os.environ)
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` (a JSON line) without any of ``secrets`` (as written inside a JSON string too),
-    credentials in URLs, bearer tokens or ``sk-...`` keys."""
-    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "[REDACTED]")
-        text = text.replace(secret, "[REDACTED]")
-    for can_match, pattern, replacement in _PATTERNS:
-        if can_match(text):  # a regex scan of every request is the cost of a replay
-            text = pattern.sub(replacement, text)
-    return text
+    """``text`` (a JSON line) without any of ``secrets`` (as written inside a JSON string too)
+    and without anything shaped like a secret: ``lion_nb.secrets.redact``."""
+    return redact(text, secrets)
 
 
 def scrub_value(value: Any, secrets: Iterable[str | None]) -> Any:

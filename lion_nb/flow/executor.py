@@ -9,11 +9,15 @@ Choices the contract leaves open, made here:
 
 * Nodes that run on the same branch run one at a time, in the order they were added: one
   conversation is sequential (two concurrent turns would interleave their messages).
-* ``run()`` runs pending nodes only; completed, failed and skipped nodes keep their state, so
-  adding nodes and running again continues the flow.
-* Cancelling ``run()`` cancels the running nodes (their streams close: CLI process groups end)
-  and settles them as failed with the ``CancelledError``; nodes that had not started stay
-  pending.
+* ``run()`` runs pending nodes, and those a stopped run cancelled before they started;
+  completed, failed, stopped and skipped nodes keep their state, so adding nodes and running
+  again continues the flow.
+* A fork made for a node without ``branch=`` is named after the node (``Operation.title``:
+  its ``name``, else its instruction), not after the branch it was forked from.
+* Cancelling ``run()`` (a stop) cancels the running nodes (their streams close: CLI process
+  groups end) and settles them as ``stopped``; what they streamed stays on their branch as the
+  verb's ``on_stop`` says (``Flow.add`` gives the chat verbs ``on_stop="record"``). Nodes that
+  had not started settle as ``cancelled``. Neither is a failure: no ``error``.
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ class _Run:
             source = parents[0].branch
             if source is None:  # a completed node always ran somewhere
                 raise RuntimeError(f"{parents[0]!r} completed without a branch")
-            return source.fork()
+            return source.fork(name=node.title())
         return self.flow.session.new_branch()
 
     async def node(self, node: Operation) -> None:
@@ -126,8 +130,8 @@ class _Run:
                 self.flow.notify(node)
                 try:
                     response = await self.engine.execute(node, branch)
-                except asyncio.CancelledError as exc:
-                    node.mark_failed(exc)
+                except asyncio.CancelledError:
+                    node.mark_stopped()
                     self.flow.notify(node)
                     raise
                 except Exception as exc:
@@ -150,8 +154,15 @@ async def run_flow(
 ) -> dict[uuid.UUID, Any]:
     bound = _check_bound(max_concurrent)
     runner = make_engine(engine, ray_options)
+    for node in flow.nodes:
+        if node.requeue():  # cancelled by a stopped run: it never ran
+            flow.notify(node)
     pending = [n for n in flow.nodes if n.status is Status.PENDING]
-    await runner.start(flow)
+    try:
+        await runner.start(flow)
+    except asyncio.CancelledError:
+        _cancel_unstarted(flow, pending)
+        raise
     run = _Run(flow, runner, bound)
     tasks = [asyncio.create_task(run.node(n), name=f"lion_nb.flow:{n.operation}") for n in pending]
     try:
@@ -166,6 +177,7 @@ async def run_flow(
         while not all(t.done() for t in tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait(tasks)
+        _cancel_unstarted(flow, pending)
         raise
     finally:
         await runner.close()
@@ -175,3 +187,11 @@ async def run_flow(
     if raise_errors and failed:
         raise FlowError(failed)
     return flow.results()
+
+
+def _cancel_unstarted(flow: Flow, nodes: list[Operation]) -> None:
+    """The run was stopped: its nodes that never started settle as cancelled."""
+    for node in nodes:
+        if node.status is Status.PENDING:
+            node.mark_cancelled()
+            flow.notify(node)

@@ -3,9 +3,17 @@
 ``flow.add(operation, branch=None, depends_on=(), **parameters)`` adds a node and returns it;
 ``await flow.run()`` runs every pending node once its dependencies completed (see
 ``lion_nb.flow.executor``). A node without ``branch=`` runs on a fork of its first dependency's
-branch taken after that dependency finished (so it continues that conversation), or on a new
-branch of the flow's session when it has none. Every branch a flow runs on belongs to its
-session, so ``session.observe(...)`` sees every node's signals.
+branch taken after that dependency finished (so it continues that conversation), named after
+the node (``node_name=``, else its instruction), or on a new branch of the flow's session when
+it has none. Every branch a flow runs on belongs to its session, so ``session.observe(...)``
+sees every node's signals.
+
+Stopping a flow (``flow.cancel()``, FlowView's Stop) keeps what was said: ``add`` gives the
+verbs whose stop ``on_stop`` decides (``communicate``, ``operate``, ``ReAct``) the parameter
+``on_stop="record"`` unless it is given, so a node stopped mid-reply keeps the instruction and
+the partial reply on its branch as a stopped turn (``metadata["stopped"] = True``). The
+parameter travels with the node, so on Ray the worker records the stopped turn too, and it
+lands here with the attempt's live events. Pass ``on_stop="discard"`` for the ADR's default.
 """
 
 from __future__ import annotations
@@ -69,10 +77,14 @@ class Flow:
         operation: str,
         branch: Branch | None = None,
         depends_on: Iterable[NodeRef] | NodeRef = (),
+        *,
+        node_name: str | None = None,
         **parameters: Any,
     ) -> Operation:
         """Add a node running ``operation`` (a facade verb or a name registered on the
-        session) with ``parameters``; it runs after every node in ``depends_on``."""
+        session) with ``parameters``; it runs after every node in ``depends_on``. ``node_name``
+        (e.g. ``"section 2"``; not ``name=``, which stays an operation parameter) is what the
+        view and the fork made for the node call it."""
         if not isinstance(operation, str) or not operation:
             raise TypeError(f"operation must be a name such as 'communicate', not {operation!r}")
         parents = [self._node(ref) for ref in _as_refs(depends_on)]
@@ -86,11 +98,18 @@ class Flow:
                 f"Unknown operation {operation!r}: not a Branch verb and not registered on "
                 "the session (session.register_operation(name, func))"
             )
+        if node_name is not None and not isinstance(node_name, str):
+            raise TypeError(f"node_name= takes a string, not {type(node_name).__name__}")
+        from lion_nb.session.conversation import SENDS_HISTORY
+
+        if operation in SENDS_HISTORY:  # built-in verbs (they resolve first): a stop keeps
+            parameters.setdefault("on_stop", "record")  # what the node streamed
         node = Operation(
             operation,
             parameters,
             branch_id=branch.id if branch is not None else None,
             depends_on=tuple(dict.fromkeys(p.id for p in parents)),
+            name=node_name or None,
         )
         self._nodes[node.id] = node
         if branch is not None:
@@ -105,7 +124,7 @@ class Flow:
                 f"a dependency {first.operation} -> {second.operation} would make a cycle "
                 f"({str(second.id)[:8]} already leads to {str(first.id)[:8]})"
             )
-        if second.status is not Status.PENDING:
+        if second.status not in (Status.PENDING, Status.CANCELLED):
             raise ValueError(f"{second!r} has already run; it cannot gain a dependency")
         if first.id not in second.depends_on:
             second.depends_on = (*second.depends_on, first.id)
@@ -193,11 +212,11 @@ class Flow:
         raise_errors: bool = False,
         ray_options: dict[str, Any] | None = None,
     ) -> dict[uuid.UUID, Any]:
-        """Run every pending node (at most ``max_concurrent`` at once) and return
-        ``{node.id: response}`` once all have settled. ``engine="ray"`` runs each node as a
-        Ray task (``ray_options`` go to ``.options()``, e.g. ``{"num_cpus": 0.5}``). A failed
-        node's dependents are skipped; with ``raise_errors=True`` a ``FlowError`` is raised
-        at the end if any node failed."""
+        """Run every pending node (and those a stopped run cancelled before they started; at
+        most ``max_concurrent`` at once) and return ``{node.id: response}`` once all have
+        settled. ``engine="ray"`` runs each node as a Ray task (``ray_options`` go to
+        ``.options()``, e.g. ``{"num_cpus": 0.5}``). A failed node's dependents are skipped;
+        with ``raise_errors=True`` a ``FlowError`` is raised at the end if any node failed."""
         from lion_nb.flow.executor import run_flow
 
         if self._running is not None and not self._running.done():
@@ -220,7 +239,9 @@ class Flow:
 
     def cancel(self) -> bool:
         """Cancel the ``run()`` in progress (what FlowView's Stop does): running nodes are
-        cancelled and their streams closed. False if the flow is not running."""
+        cancelled, their streams closed, and they settle as ``stopped`` (keeping what their
+        verb kept: ``on_stop``); nodes that had not started settle as ``cancelled``. False if
+        the flow is not running."""
         if not self.is_running:
             return False
         assert self._running is not None

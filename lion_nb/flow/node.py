@@ -4,6 +4,10 @@ A node is an event, not a call: ``invoke(branch)`` settles it to a ``status`` wi
 or an ``error`` and records where (``branch``) and when (``started_at``, ``ended_at``,
 ``duration_ms``) it ran. ``lion_nb.flow`` schedules nodes; a node knows nothing of graphs beyond
 the ids of the nodes it waits for (``depends_on``).
+
+A stop is not a failure: a node cancelled while it ran is ``STOPPED`` (its branch keeps what
+its verb kept: ``on_stop``), one cancelled before it started is ``CANCELLED`` (a later run may
+still run it); neither has an ``error``.
 """
 
 from __future__ import annotations
@@ -21,17 +25,22 @@ from lion_nb.usage import RunUsage, Usage, current_run_usage
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
 
+LABEL_KEYS = ("instruction", "text", "prompt")  # the parameters that say what a node asks
+VERB_OPTIONS = frozenset({"on_stop"})  # options a flow adds for the verb; not what it asks
+
 
 class Status(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+    STOPPED = "stopped"  # cancelled while it ran (the flow was stopped)
+    CANCELLED = "cancelled"  # the flow was stopped before it started
     SKIPPED = "skipped"
 
     @property
     def settled(self) -> bool:
-        return self in (Status.COMPLETED, Status.FAILED, Status.SKIPPED)
+        return self not in (Status.PENDING, Status.RUNNING)
 
 
 class Operation:
@@ -50,11 +59,13 @@ class Operation:
         branch_id: uuid.UUID | None = None,
         depends_on: tuple[uuid.UUID, ...] = (),
         metadata: dict[str, Any] | None = None,
+        name: str | None = None,
     ) -> None:
         if not isinstance(operation, str) or not operation:
             raise TypeError(f"an operation is named by a non-empty string, not {operation!r}")
         self.id = uuid.uuid4()
         self.operation = operation
+        self.name = name
         self.parameters = dict(parameters or {})
         self.branch_id = branch_id
         self.depends_on = tuple(depends_on)
@@ -95,6 +106,27 @@ class Operation:
         self.status = Status.FAILED
         self._finish()
 
+    def mark_stopped(self) -> None:
+        """Cancelled while it ran: not a failure (``error`` stays None)."""
+        self.status = Status.STOPPED
+        self._finish()
+
+    def mark_cancelled(self) -> None:
+        """Cancelled before it started; ``requeue()`` makes it pending again."""
+        if self.status is not Status.PENDING:
+            raise RuntimeError(f"{self!r} has started; it is stopped, not cancelled")
+        self.status = Status.CANCELLED
+        self.ended_at = time.time()
+
+    def requeue(self) -> bool:
+        """A cancelled node (it never ran) becomes pending again, for the next run; returns
+        whether it was cancelled."""
+        if self.status is not Status.CANCELLED:
+            return False
+        self.status = Status.PENDING
+        self.ended_at = None
+        return True
+
     def mark_skipped(self, reason: BaseException) -> None:
         """Not run because a node it depends on did not complete (``reason`` says which)."""
         self.error = reason
@@ -110,6 +142,21 @@ class Operation:
         """Add what one of this node's runs reported (``RunEnd``): calls made inside a run
         are counted by the run, not by the node, so nothing is counted twice."""
         self.usage.add(Usage(input_tokens, output_tokens, total_cost_usd))
+
+    def label(self, limit: int = 80) -> str:
+        """What the node asks, on one line: its instruction (or first parameter other than a
+        verb option), shortened to ``limit`` characters; "" when it has none."""
+        params = {k: v for k, v in self.parameters.items() if k not in VERB_OPTIONS}
+        value = next((params[k] for k in LABEL_KEYS if k in params), None)
+        if value is None and params:
+            value = next(iter(params.values()))
+        text = " ".join(str(value).split()) if value is not None else ""
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def title(self, limit: int = 40) -> str:
+        """What the node is called: its ``name``, else its ``label(limit)``, else its
+        operation. The forks a flow makes for it are named after it."""
+        return self.name or self.label(limit) or self.operation
 
     # ----- running ---------------------------------------------------------------------------
     async def execute(self, branch: Branch) -> Any:
@@ -127,13 +174,13 @@ class Operation:
             current_run_usage.reset(token)
 
     async def invoke(self, branch: Branch) -> Any:
-        """Run on ``branch`` and settle. Cancellation settles the node as failed (with the
-        ``CancelledError``) and propagates."""
+        """Run on ``branch`` and settle. Cancellation settles the node as stopped and
+        propagates."""
         self.mark_running(branch)
         try:
             response = await self.execute(branch)
-        except asyncio.CancelledError as exc:
-            self.mark_failed(exc)
+        except asyncio.CancelledError:
+            self.mark_stopped()
             raise
         except Exception as exc:  # captured by design; inspect .error
             self.mark_failed(exc)
@@ -142,4 +189,5 @@ class Operation:
         return self.response
 
     def __repr__(self) -> str:
-        return f"Operation({self.operation!r}, status={self.status.value})"
+        named = f", name={self.name!r}" if self.name else ""
+        return f"Operation({self.operation!r}{named}, status={self.status.value})"

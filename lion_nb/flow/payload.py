@@ -1,11 +1,11 @@
 """What a node sends to a Ray worker, and how: data, never credentials.
 
 A payload is the branch as data (``Branch.to_dict()``: messages, name, metadata), its models'
-*settings* (provider, model, public base URL, request options minus anything secret-looking:
-``env``, ``headers``, ``api_key``, ``*_key``, ``*_token``, ...), its tools and context providers
-and, for a registered operation, the function itself (Ray's cloudpickle ships notebook-defined
-functions and classes by value). The worker rebuilds the models with keys read from its own
-environment.
+*settings* (``iModel.settings``: provider, model, public base URL, request options without any
+secret-named option, header or ``env`` variable — ``lion_nb.secrets``), its tools and context
+providers and, for a registered operation, the function itself (Ray's cloudpickle ships
+notebook-defined functions and classes by value). The worker rebuilds the models with keys read
+from its own environment.
 
 Encoding uses a cloudpickle pickler that turns every ``iModel`` it meets, wherever it sits in
 the parameters, into its settings, and refuses a ``Branch`` or ``Session`` (pass data, or let the
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import pickle
-import re
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow.errors import NotTransferable
@@ -26,30 +25,11 @@ if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
     from lion_nb.session.branch import Branch
 
-# Option names whose values may be secrets; never sent. ``max_tokens`` etc. are not matched.
-_SECRET = re.compile(
-    r"^(env|headers|api_key|password|secret|token|auth|authorization|cookies?)$"
-    r"|(_key|_token|_secret|_password|_credentials?)$",
-    re.IGNORECASE,
-)
-
-
-def is_secret_option(name: str) -> bool:
-    return bool(_SECRET.search(name))
-
 
 def model_settings(model: iModel | None) -> dict[str, Any] | None:
-    """A model as data: ``to_dict()``'s public fields plus its non-secret request options."""
-    if model is None:
-        return None
-    public = model.to_dict()
-    options = {k: v for k, v in model.request_defaults.items() if not is_secret_option(k)}
-    return {
-        "provider": public["provider"],
-        "model": public["model"],
-        "base_url": public["base_url"],
-        "options": options,
-    }
+    """A model as data: ``iModel.settings``, with the options that are code (a scripted reply
+    function), which cloudpickle carries by value."""
+    return None if model is None else model.settings(plain=False)
 
 
 def rebuild_model(settings: dict[str, Any] | None) -> iModel | None:
@@ -58,12 +38,7 @@ def rebuild_model(settings: dict[str, Any] | None) -> iModel | None:
         return None
     from lion_nb.models.imodel import iModel
 
-    return iModel(
-        provider=settings["provider"],
-        model=settings.get("model"),
-        base_url=settings.get("base_url"),
-        **settings.get("options", {}),
-    )
+    return iModel.from_settings(settings)
 
 
 def _pickler_class() -> type:
@@ -116,7 +91,7 @@ def build_payload(node: Operation, branch: Branch) -> dict[str, bytes | str]:
         raise OperationError(f"Unsupported operation type: {node.operation}")
     registered = None if getattr(func, "__self__", None) is branch else func
     data = branch.to_dict()
-    # the models travel as our settings below; to_dict()'s own copy filters fewer names
+    # the models travel once, below, as settings(plain=False): with their code-valued options
     data["chat_model"] = data["parse_model"] = None
     tools = [(t.name, t.description, t.func) for t in branch.tools] if len(branch.tools) else []
     parts: dict[str, bytes | str] = {

@@ -1,4 +1,6 @@
-"""What ``FlowView`` shows, as plain data: one row per node, totals, the selected transcript.
+"""What ``FlowView`` shows, as plain data: one row per node, totals, the selected transcript,
+and when each node ran (``start_ms`` from the flow's first start, ``run_ms``, ``worker``) for
+the time strip.
 
 ``FlowViewModel(flow)`` follows the flow (node started, settled, usage reported) and, for each
 node that has a branch, that branch's streamed text, so the selected node's transcript shows a
@@ -22,8 +24,6 @@ from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, S
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow
 
-_LABEL_KEYS = ("instruction", "text", "prompt")
-
 
 @dataclass(frozen=True, slots=True)
 class NodeRow:
@@ -38,8 +38,12 @@ class NodeRow:
     cost_usd: float | None
     branch: str | None  # the branch's name, else its short id
     depends_on: tuple[int, ...]  # indexes of the rows it waits for
-    error: str | None
+    error: str | None  # why it failed or was skipped ("Type: message"); None when stopped
     attempts: int  # Ray attempts (0 on the local engine)
+    name: str | None = None  # the node's own name (``flow.add(..., name=)``)
+    title: str = ""  # what the node is called (``Operation.title``): its forks are named so
+    worker: str | None = None  # where it ran: "kernel", "worker <pid>" on Ray
+    start_ms: float | None = None  # when it started, from the flow's first start
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +55,26 @@ class FlowSnapshot:
     output_tokens: int
     cost_usd: float | None
     selected: uuid.UUID | None
+    span_ms: float = 0.0  # from the first start to the last end (or now, while running)
+    stoppable: bool = False  # a run is in progress with nodes still to settle: Stop applies
 
 
-def _label(node: Operation, limit: int = 80) -> str:
-    params = node.parameters
-    value = next((params[k] for k in _LABEL_KEYS if k in params), None)
-    if value is None and params:
-        value = next(iter(params.values()))
-    text = " ".join(str(value).split()) if value is not None else ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def error_text(error: BaseException | None) -> str | None:
+    """``"Type: message"``, or the type alone when the message is empty."""
+    if error is None:
+        return None
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def worker_of(node: Operation) -> str | None:
+    """Where ``node`` ran: its last Ray attempt's worker process, else this kernel."""
+    ray = node.metadata.get("ray")
+    if isinstance(ray, dict):
+        attempts = ray.get("attempts") or ()
+        pid = attempts[-1].get("pid") if attempts else None
+        return f"worker {pid}" if pid is not None else "Ray"
+    return "kernel" if node.started_at is not None else None
 
 
 class FlowViewModel:
@@ -152,17 +167,26 @@ class FlowViewModel:
         return list(node.branch.messages), list(self._live.get(node.id, {}).items())
 
     # ----- reading -----------------------------------------------------------------------
-    def row(self, node: Operation, index: int, positions: dict[uuid.UUID, int]) -> NodeRow:
+    def row(
+        self,
+        node: Operation,
+        index: int,
+        positions: dict[uuid.UUID, int],
+        origin: float | None = None,
+    ) -> NodeRow:
         run_ms = node.duration_ms
         if node.status is Status.RUNNING and node.started_at is not None:
             run_ms = max(0.0, (self.clock() - node.started_at) * 1000.0)
+        start_ms = None
+        if node.started_at is not None and origin is not None:
+            start_ms = max(0.0, (node.started_at - origin) * 1000.0)
         branch = node.branch
         usage = node.usage
         return NodeRow(
             id=node.id,
             index=index,
             operation=node.operation,
-            label=_label(node),
+            label=node.label(),
             status=node.status.value,
             run_ms=run_ms,
             input_tokens=usage.input_tokens,
@@ -170,18 +194,25 @@ class FlowViewModel:
             cost_usd=usage.total_cost_usd,
             branch=(branch.name or str(branch.id)[:8]) if branch is not None else None,
             depends_on=tuple(positions[d] for d in node.depends_on if d in positions),
-            error=f"{type(node.error).__name__}: {node.error}" if node.error else None,
+            error=error_text(node.error),
             attempts=len(node.metadata.get("ray", {}).get("attempts", ())),
+            name=node.name,
+            title=node.title(),
+            worker=worker_of(node),
+            start_ms=start_ms,
         )
 
     def snapshot(self) -> FlowSnapshot:
         nodes = self.flow.nodes
         positions = {n.id: i for i, n in enumerate(nodes, start=1)}
-        rows = tuple(self.row(n, positions[n.id], positions) for n in nodes)
+        starts = [n.started_at for n in nodes if n.started_at is not None]
+        origin = min(starts) if starts else None
+        rows = tuple(self.row(n, positions[n.id], positions, origin) for n in nodes)
         counts = {s.value: 0 for s in Status}
         for r in rows:
             counts[r.status] += 1
         costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+        ends = [(r.start_ms or 0.0) + (r.run_ms or 0.0) for r in rows if r.start_ms is not None]
         return FlowSnapshot(
             title=self.flow.name or "Flow",
             rows=rows,
@@ -190,8 +221,16 @@ class FlowViewModel:
             output_tokens=sum(r.output_tokens or 0 for r in rows),
             cost_usd=sum(costs) if costs else None,
             selected=self.selected,
+            span_ms=max(ends, default=0.0),
+            stoppable=self.stoppable,
         )
 
     @property
     def running(self) -> bool:
         return any(n.status is Status.RUNNING for n in self.flow.nodes)
+
+    @property
+    def stoppable(self) -> bool:
+        """A run is in progress and some node has yet to settle: Stop would change something.
+        False once every node settled, even before ``run()`` has returned."""
+        return self.flow.is_running and any(not n.status.settled for n in self.flow.nodes)

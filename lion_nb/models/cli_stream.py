@@ -16,8 +16,9 @@ Failure policy of ``stream()``:
 - a malformed line is skipped with a warning (the text around it is kept) and counted in the
   result chunk's ``metadata["malformed_lines"]``.
 
-Secrets (``api_key``, and ``env=`` values whose names look secret) are redacted from error
-chunks and stderr tails; environment values are never logged.
+Secrets (``api_key``, and ``env=`` values whose names look secret to
+``lion_nb.secrets.is_secret_name``) and anything shaped like a secret are redacted from error and
+result chunks and stderr tails (``lion_nb.secrets.redact``); environment values are never logged.
 """
 
 from __future__ import annotations
@@ -37,16 +38,15 @@ from lion_nb.errors import (
     ProviderTimeout,
     RateLimitError,
     ServerError,
-    redact,
 )
 from lion_nb.models.base import Chunk, CLIRequest
 from lion_nb.models.cli_process import DEFAULT_GRACE, CLIProcess, merged_env, resolve_executable
 from lion_nb.models.jsonl import JSONLinesDecoder, MalformedLine
+from lion_nb.secrets import is_secret_name, redact, secret_values
 
 logger = logging.getLogger(__name__)
 
 EMPTY_ERROR = "(empty error)"
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 
 class EventMapper(Protocol):
@@ -143,19 +143,21 @@ def error_chunk(error: ProviderError, raw: Any = None, *, benign_eos: bool = Fal
 
 
 def redact_error(error: Exception, secrets: list[str]) -> None:
-    """Scrub secrets from a ProviderError in place (message, args, body, stderr)."""
-    if not secrets or not isinstance(error, ProviderError):
+    """Scrub secrets (and secret shapes) from a ProviderError in place (message, args, body,
+    stderr)."""
+    if not isinstance(error, ProviderError):
         return
-    error.message = redact(error.message, list(secrets))
+    error.message = redact(error.message, secrets)
     error.args = (error.message,)
     if error.body:
-        error.body = redact(error.body, list(secrets))
+        error.body = redact(error.body, secrets)
     if isinstance(error, CLIError) and error.stderr:
-        error.stderr = redact(error.stderr, list(secrets))
+        error.stderr = redact(error.stderr, secrets)
 
 
 def redact_data(value: Any, secrets: list[str]) -> Any:
-    """A copy of ``value`` (a decoded JSON event) with every secret masked in its strings."""
+    """A copy of ``value`` (a decoded JSON event) with every secret, and every string shaped
+    like one, masked in its strings (``lion_nb.secrets.redact``)."""
     if isinstance(value, str):
         return redact(value, secrets)
     if isinstance(value, dict):
@@ -250,13 +252,12 @@ class CLIProviderBase:
 
         The agent runs the user's tools in the user's project, so the ordinary environment
         (PATH, HOME, locale, proxies, virtualenv...) is passed on; a secret-named variable
-        (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL) is passed only when it is the agent's own
+        (``lion_nb.secrets.is_secret_name``: ``*_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``,
+        ``*CREDENTIALS*``, ``*AUTH*``, ``*COOKIE*``...) is passed only when it is the agent's own
         (``vendor_env`` prefixes) or given explicitly through ``env=``.
         """
         overrides: dict[str, str | None] = {
-            k: None
-            for k in os.environ
-            if _SECRET_NAME.search(k) and not k.startswith(self.vendor_env)
+            k: None for k in os.environ if is_secret_name(k) and not k.startswith(self.vendor_env)
         }
         if self.__api_key:
             overrides.update(dict.fromkeys(self.api_key_env, self.__api_key))
@@ -264,16 +265,13 @@ class CLIProviderBase:
         return merged_env(overrides)
 
     def _secrets(self, env: Mapping[str, str]) -> list[str]:
-        """Values to mask: ``api_key`` and every secret-named variable of the child's ``env``
-        and of ``os.environ``. Short
-        values are flags, not keys (TOKENIZERS_PARALLELISM=false): masking them would only
-        garble messages."""
+        """Values to mask: ``api_key``, every secret-named option and every secret-named
+        variable of the child's ``env`` and of ``os.environ`` (``lion_nb.secrets.secret_values``:
+        short values are flags, not keys, and masking them would only garble messages)."""
         secrets = [self.__api_key] if self.__api_key and len(self.__api_key) >= 4 else []
         # the parent's too: a variable withheld from the child may still reach its output
         # (a project file, a tool that reads it elsewhere)
-        merged = {**os.environ, **env}
-        secrets += [v for k, v in merged.items() if len(v) >= 8 and _SECRET_NAME.search(k)]
-        return secrets
+        return secrets + secret_values({**os.environ, **env}) + secret_values(self.options)
 
     async def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         """Run the CLI once and yield its events as ``Chunk``s (see the module docstring).
@@ -358,7 +356,7 @@ class _Run:
         for chunk in chunks:
             if chunk.session_id:
                 self.provider.session_id = chunk.session_id
-            if chunk.type in ("result", "error") and chunk.raw and self.secrets:
+            if chunk.type in ("result", "error") and chunk.raw:
                 # The raw event is persisted (run buffer); where a provider reports a failure,
                 # it may quote the key. Text deltas are not scanned: that would cost every token.
                 chunk.raw = redact_data(chunk.raw, self.secrets)

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from lion_nb.errors import LionError
+
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
 
@@ -103,6 +105,14 @@ def is_cli(model: iModel) -> bool:
 
 def token_counter(model: iModel) -> Callable[[str], int] | None:
     """The provider's offline tokenizer (``count_tokens(text)``) when the provider is
-    constructed already (it is after a live call), else None: counts are then estimates."""
+    constructed already (it is after a live call) and can count, else None: counts are then
+    estimates. A call that failed because the model is not installed (a cassette miss on a
+    machine without it) leaves a provider that cannot load its tokenizer either."""
     counter = getattr(model.provider_or_none, "count_tokens", None)
-    return counter if callable(counter) else None  # type: ignore[no-any-return]
+    if not callable(counter):
+        return None
+    try:
+        counter("")
+    except LionError:
+        return None
+    return counter  # type: ignore[no-any-return]

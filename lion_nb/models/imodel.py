@@ -5,14 +5,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import re
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
+from lion_nb.secrets import public_url, redact_mapping, secret_values
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,6 @@ PROVIDERS: dict[str, ProviderSpec] = {
 }
 
 CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli")
-_SECRET_NAME = re.compile(r"auth|key|token|secret|cookie|passw|credential", re.IGNORECASE)
 
 
 def register_provider(name: str, module: str, cls: str, *, update: bool = False) -> None:
@@ -60,10 +59,11 @@ class iModel:
     """A configured model. ``iModel(provider="openai", model="gpt-4.1-mini")``.
 
     ``api_key`` (or the provider's environment variable) is held privately and never appears in
-    ``repr``, ``to_dict`` or logs. Other keyword arguments are request defaults (temperature,
-    max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``, ``env``, ...);
-    ``context_window=N`` gives the model's window where lion_nb cannot know it (fitting a
-    request, ``ContextWindowError`` before sending, the views' gauge).
+    ``repr``, ``settings()`` or logs; nor does any option, header or ``env`` variable whose name
+    ``lion_nb.secrets.is_secret_name`` calls secret. Other keyword arguments are request
+    defaults (temperature, max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``,
+    ``env``, ...); ``context_window=N`` gives the model's window where lion_nb cannot know it
+    (fitting a request, ``ContextWindowError`` before sending, the views' gauge).
     """
 
     def __init__(
@@ -173,12 +173,10 @@ class iModel:
         return self.provider.stream(request)  # type: ignore[no-any-return]
 
     def secret_values(self) -> list[str | None]:
-        """Every credential this model holds (key, secret headers, secret-named variables of a
-        CLI's ``env``): what a cassette must never write. Not shown anywhere else."""
-        values: list[str | None] = [self.__api_key]
-        headers = self.request_defaults.get("headers") or {}
-        env = self.request_defaults.get("env") or {}
-        values += [str(v) for k, v in {**headers, **env}.items() if v and _SECRET_NAME.search(k)]
+        """Every credential this model holds (key, and the values of secret-named options,
+        headers and ``env`` variables): what ``redact`` is given before anything leaves (a
+        cassette, saved settings). Not shown anywhere else."""
+        values: list[str | None] = [self.__api_key, *secret_values(self.request_defaults)]
         if self._provider is not None and hasattr(self._provider, "secret_values"):
             values += self._provider.secret_values()
         return values
@@ -206,38 +204,61 @@ class iModel:
         kw.update(overrides)
         return iModel(**kw)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Settings without credentials (and without env values, which may hold secrets)."""
-        safe = {
+    def settings(self, *, plain: bool = True) -> dict[str, Any]:
+        """The one serialised form of this model, without credentials: ``{"provider",
+        "model", "base_url", "options"?}``; ``from_settings`` rebuilds the model from it (the
+        key comes from the environment again, or is passed in). Snapshots, exports and Ray
+        payloads save this.
+
+        Left out: ``api_key``, the ``user:password@`` of the base URL, and every option, header
+        or ``env`` variable with a secret name (``lion_nb.secrets.is_secret_name``); strings
+        kept pass through ``lion_nb.secrets.redact``. ``plain=True``: only plain JSON data;
+        ``plain=False`` also keeps values that are code or objects (a scripted reply function),
+        for a transport that pickles them (Ray)."""
+        cleaned = redact_mapping(self.request_defaults, self.secret_values(), drop=True)
+        options = {
             k: v
-            for k, v in self.request_defaults.items()
-            if k not in ("env", "api_key", "headers") and _jsonable(v)
+            for k, v in cleaned.items()
+            if k != "api_key" and v != {} and (_plain(v) or not plain)  # {}: all of it secret
         }
         return {
             "provider": self.provider_name,
             "model": self.model,
-            "base_url": _public_url(self.base_url),
-            **({"options": safe} if safe else {}),
+            "base_url": public_url(self.base_url),
+            **({"options": options} if options else {}),
         }
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], **overrides: Any) -> iModel:
+        """The model ``settings()`` describes; ``overrides`` (e.g. ``api_key=``) win."""
+        kw: dict[str, Any] = {
+            "provider": settings["provider"],
+            "model": settings.get("model"),
+            "base_url": settings.get("base_url"),
+            **(settings.get("options") or {}),
+        }
+        kw.update(overrides)
+        return cls(**kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``settings()`` (kept for compatibility)."""
+        return self.settings()
 
     def __repr__(self) -> str:
         model = f", model={self.model!r}" if self.model else ""
-        url = f", base_url={_public_url(self.base_url)!r}" if self.base_url else ""
+        url = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
         return f"iModel(provider={self.provider_name!r}{model}{url})"
 
 
-def _public_url(url: str | None) -> str | None:
-    """``url`` without its ``user:password@`` part: credentials are never shown or saved."""
-    if not url or "@" not in url:
-        return url
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
-def _jsonable(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool | type(None) | list | tuple)
+def _plain(value: Any) -> bool:
+    """Plain JSON data all the way down."""
+    if isinstance(value, str | int | float | bool | type(None)):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
 
 
 def local_model_available() -> bool:

@@ -13,7 +13,8 @@ second, different beginning.
 Credentials: the key comes from ``api_key`` or the environment variable ``api_key_env``. A key
 read from the environment is not sent to a loopback server (it belongs to the hosted API; pass
 ``api_key=`` for a local server that wants one). Every error leaving ``complete`` is scrubbed of
-the key and of credential-like header values.
+the key, of the values of secret-named headers and options, and of anything shaped like a
+secret (``lion_nb.secrets``).
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ import json
 import logging
 import os
 import random
-import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -42,7 +42,6 @@ from lion_nb.errors import (
     ProviderTimeout,
     RateLimitError,
     ServerError,
-    redact,
 )
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.chat_format import (
@@ -52,6 +51,7 @@ from lion_nb.models.chat_format import (
     response_format,
 )
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
+from lion_nb.secrets import public_url, redact, secret_values
 
 __all__ = ["DEFAULT_BASE_URL", "LOCAL_OPTIONS", "OpenAIProvider"]
 
@@ -64,7 +64,6 @@ LOCAL_OPTIONS = frozenset({"timeout", "max_retries", "stream", "stream_options"}
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body worth reading
 _JSON_BODY_LIMIT = 64 * 1024 * 1024  # a non-streamed reply larger than this is hostile
 _DRAIN_LIMIT = 64 * 1024  # bytes read after [DONE] so the connection can be reused
-_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -126,7 +125,7 @@ class OpenAIProvider:
         parts = urlsplit(self.base_url)
         self._loopback = _is_loopback(parts.hostname)
         # Shown in messages: without any user:password@ part of the URL.
-        self._shown_url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        self._shown_url = public_url(self.base_url) or self.base_url
 
     def __repr__(self) -> str:
         model = f"model={self.model!r}, " if self.model else ""
@@ -178,8 +177,7 @@ class OpenAIProvider:
 
     def _secrets(self) -> list[str | None]:
         env = os.environ.get(self.api_key_env) if self.api_key_env else None
-        values = [v for k, v in self._headers.items() if _SECRET_HEADER.search(k)]
-        return [self.__api_key, env, *values]
+        return [self.__api_key, env, *secret_values(self._headers), *secret_values(self.defaults)]
 
     def build_body(self, request: ModelRequest) -> tuple[dict[str, Any], float | None]:
         """The JSON body for ``request`` and the timeout for this call."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lion_nb.errors import CassetteMiss
 from lion_nb.render.escape import escape
 
 __all__ = [
+    "cassette_badge_html",
     "error_html",
     "fork_note_html",
     "forked_html",
@@ -23,15 +25,45 @@ def title_html(title: str) -> str:
     return f'<div class="lion-title">{escape(title)}</div>'
 
 
-def status_html(state: str, text: str) -> str:
-    """A view's status line; ``state`` (idle, running, done, stopped, failed...) styles it."""
-    return f'<div class="lion-view-status lion-view-{escape(state)}">{escape(text)}</div>'
+def status_html(state: str, text: str, *, badge: str = "") -> str:
+    """A view's status line; ``state`` (idle, running, done, stopped, failed...) styles it.
+    ``badge``: HTML from this package put after the text (``cassette_badge_html``)."""
+    return f'<div class="lion-view-status lion-view-{escape(state)}">{escape(text)}{badge}</div>'
+
+
+def cassette_badge_html(replaying: str | None, recording: str | None) -> str:
+    """The mark of a live view while a cassette is in force: the file its replies are replayed
+    from and the one new calls are recorded to (None: it does not); empty when neither."""
+    if replaying and recording:
+        text = (
+            f"replaying from and recording to {recording}"
+            if replaying == recording
+            else f"replaying from {replaying} · recording new calls to {recording}"
+        )
+    elif replaying:
+        text = f"replaying from {replaying}"
+    elif recording:
+        text = f"recording to {recording}"
+    else:
+        return ""
+    state = "recording" if recording else "replaying"
+    return (
+        f' <span class="lion-badge lion-cassette-badge lion-cassette-{state}" '
+        f'title="a cassette is in force (lion_nb.cassette)">{escape(text)}</span>'
+    )
 
 
 def error_html(error: BaseException) -> str:
-    """An error a view caught, as an alert box: its type and message."""
+    """An error a view caught, as an alert box: its type and message. A ``CassetteMiss`` (a
+    prompt that is not on the cassette) is one short message under a plain heading."""
     name = type(error).__name__
     text = str(error) or repr(error)
+    if isinstance(error, CassetteMiss):
+        return (
+            '<div class="lion-msg lion-error lion-view-error lion-cassette-miss" role="alert">'
+            '<div class="lion-head"><span class="lion-role">Not on the cassette</span></div>'
+            f'<div class="lion-body">{escape(text)}</div></div>'
+        )
     return (
         f'<div class="lion-msg lion-error lion-view-error" role="alert">'
         f'<div class="lion-head"><span class="lion-role">Error</span>'

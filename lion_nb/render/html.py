@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -43,6 +44,8 @@ from lion_nb.render.text import (
 from lion_nb.turns import continuations, is_truncated, last_cut
 
 __all__ = [
+    "CardParts",
+    "assistant_parts",
     "body_html",
     "card_html",
     "css_style_tag",
@@ -55,7 +58,6 @@ __all__ = [
     "live_tools_html",
     "message_html",
     "pending_prompt_html",
-    "split_card",
     "streaming_html",
     "thinking_html",
     "transcript_cards",
@@ -252,20 +254,29 @@ def live_shell_html(
 _BODY_OPEN = '<div class="lion-body lion-md">'
 
 
-def split_card(card: str, body: str) -> tuple[str, str, str, str] | None:
-    """A recorded assistant card whose Markdown body is ``body``, in the pieces a live card's
-    slots hold: ``(opening tag, head, thinking, what follows the body)``; None when the card is
-    not shaped so (no Markdown body, or another one)."""
-    at = card.find(_BODY_OPEN)
-    start = at + len(_BODY_OPEN)
-    if at < 0 or not card.startswith(body + "</div>", start):
-        return None
-    open_end = card.index(">") + 1
-    prelude = card[open_end:at]
-    cut = prelude.find('<details class="lion-thinking"')
-    head, thinking = (prelude, "") if cut < 0 else (prelude[:cut], prelude[cut:])
-    after = card[start + len(body) + len("</div>") : -len("</div>")]
-    return card[:open_end], head, thinking, after
+@dataclass(frozen=True, slots=True)
+class CardParts:
+    """A recorded assistant card as the pieces a live card's slots hold, each rendered here:
+    ``classes`` and ``attrs`` of the card element (data, not markup), ``head``, ``thinking``,
+    ``body`` (the Markdown body's blocks; None: the card has no Markdown body) and ``after``
+    (what follows the body). ``html()`` is ``message_html`` of the message, exactly."""
+
+    classes: tuple[str, ...]
+    attrs: dict[str, str]
+    head: str
+    thinking: str
+    body: str | None
+    after: str
+
+    def html(self) -> str:
+        inner = self.head + self.thinking
+        inner += (
+            body_html(self.body)
+            if self.body
+            else '<div class="lion-body lion-empty">(no text)</div>'
+        )
+        ident = "".join(f' {name}="{escape(value)}"' for name, value in self.attrs.items())
+        return f'<div class="{escape(" ".join(self.classes))}"{ident}>{inner}{self.after}</div>'
 
 
 def live_thinking_html(text: str, limit: int) -> str:
@@ -305,7 +316,9 @@ def _card(message: Any, head: str, body: str, extra_cls: str = "") -> str:
     return card_html(str(message.role), head + body, classes=classes, message_id=message.id)
 
 
-def _assistant(message: Any, continued_by: Any = None) -> str:
+def assistant_parts(message: Any, continued_by: Any = None) -> CardParts:
+    """An assistant message's card as its named pieces (``CardParts.html()`` is the card): what
+    a live card is sealed with, slot by slot, without cutting rendered HTML apart."""
     meta = message.metadata or {}
     stopped = bool(meta.get("stopped"))
     replayed = meta.get("replayed")
@@ -319,17 +332,25 @@ def _assistant(message: Any, continued_by: Any = None) -> str:
         replayed=replayed if isinstance(replayed, dict) else None,
         marks=truncated_badge_html(continued_by) if is_truncated(message) else "",
     )
-    body = thinking_html(thinking_text(message))
-    if message.response:
-        body += f'<div class="lion-body lion-md">{render_markdown(message.response)}</div>'
-    else:
-        body += '<div class="lion-body lion-empty">(no text)</div>'
+    after = ""
     if meta.get("result") is not None:
-        body += (
+        after = (
             '<details class="lion-result"><summary>Parsed result</summary>'
             f"{_json_pre(meta['result'])}</details>"
         )
-    return _card(message, head, body, " lion-stopped-msg" if stopped else "")
+    classes = ("lion-msg", "lion-assistant", *(("lion-stopped-msg",) if stopped else ()))
+    return CardParts(
+        classes=classes,
+        attrs={"data-id": str(message.id), "data-role": "assistant"},
+        head=head,
+        thinking=thinking_html(thinking_text(message)),
+        body=render_markdown(message.response) if message.response else None,
+        after=after,
+    )
+
+
+def _assistant(message: Any, continued_by: Any = None) -> str:
+    return assistant_parts(message, continued_by).html()
 
 
 def _instruction(message: Any) -> str:

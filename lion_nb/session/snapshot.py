@@ -1,6 +1,6 @@
 """Branch <-> plain data (JSON-safe dicts), and forking. Credentials are never written:
-models are stored as their settings (``iModel.to_dict``) and rebuilt with keys from the
-environment (or passed in again) when loaded."""
+models are stored as their settings (``iModel.settings``) and rebuilt by
+``iModel.from_settings`` with keys from the environment (or passed in again) when loaded."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def branch_to_dict(branch: Branch) -> dict[str, Any]:
         "name": branch.name,
         "user": branch.user,
         "metadata": branch.metadata,
-        "chat_model": branch._chat_model.to_dict() if branch._chat_model else None,
-        "parse_model": branch._parse_model.to_dict() if branch._parse_model else None,
+        "chat_model": branch._chat_model.settings() if branch._chat_model else None,
+        "parse_model": branch._parse_model.settings() if branch._parse_model else None,
         "tools": sorted(branch._tools.tools) if branch._tools else [],
         "messages": MESSAGE_LIST.dump_python(
             list(branch.messages),  # type: ignore[arg-type]
@@ -37,12 +37,7 @@ def _model_from(data: dict[str, Any] | None) -> Any:
         return None  # a scripted model's replies are code, not data
     from lion_nb.models.imodel import iModel
 
-    return iModel(
-        provider=data["provider"],
-        model=data.get("model"),
-        base_url=data.get("base_url"),
-        **data.get("options", {}),
-    )
+    return iModel.from_settings(data)
 
 
 def branch_from_dict(cls: type[Branch], data: dict[str, Any], **overrides: Any) -> Branch:

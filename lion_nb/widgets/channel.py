@@ -1,34 +1,14 @@
 """The ordered delta channel from the kernel to a view's front end (``widgets/lion_nb.js``).
 
-Every update is one custom comm message ``{"seq": n, "ops": [...]}``; ``n`` counts up by one per
-message, so the page applies them in order and notices a gap. The operations, each addressing a
-*part* of the view by its key (a message id, ``live:<id>``, ``pending:<id>``, a round...):
-
-- ``{"op": "put", "key": k, "html": h, "before": b, "replace": r}``: show part ``k`` with the
-  sanitized HTML ``h`` before part ``b`` (None: at the end), or in place of part ``r`` / of its
-  own old self. ``"tpl": name`` instead of ``"html"``: the HTML is the view's synced template
-  ``name`` (``Channel.templates``), which the page holds already;
-- ``{"op": "drop", "key": k}``;
-- ``{"op": "add", "key": k, "html": h}``: finished Markdown blocks of a streaming card, appended
-  (each is rendered once, by the kernel);
-- ``{"op": "tail", "key": k, "html": h}`` or ``{"op": "tail", "key": k, "text": t, "add": bool}``:
-  the growing last block, as re-rendered HTML while it is small, else as new text (``textContent``);
-- ``{"op": "slot", "key": k, "slot": name, "html": h}``: a slot of a streaming card (head,
-  thinking or tool previews);
-- ``{"op": "seal", "key": k, ...}``: a streaming card becomes the recorded card (see
-  ``LiveMessage.seal_op``);
-- ``{"op": "clip", "key": k, "text": t}``: the text a copy control asked for.
-
-The complete state is synced widget state as well (``parts`` and ``seq``): custom messages are
-not replayed to a view that attaches later (a reload, a second view, a late front end). The
-kernel syncs it when the view comes to rest (a run ended, nothing streams) and whenever a page
-asks (``{"action": "resync"}`` after it saw a gap). A page that sees ``seq`` jump renders the
-synced parts and continues from their ``seq``.
+Every update is one custom comm message ``{"seq": n, "ops": [...]}``. The ops, the page actions,
+the synced trait names, the sequence/resync rule and the envelope budget are defined once, in
+``lion_nb.widgets.protocol`` (its docstring is the reference; a test checks the module against
+it).
 
 Updates are coalesced: structural changes go out at once; streamed text at most ``max_rate``
 times a second (the first at once, so the first token shows within one round trip). Each
-message costs ~550 bytes of envelope on the wire (Jupyter's header, parent header and
-signature), more than most ops it carries, so ops that can wait a moment are *held*
+message costs ~550 bytes of envelope (``protocol.ENVELOPE_BYTES``), more than most ops it
+carries, so ops that can wait a moment are *held*
 (``push(..., hold=s)``): a Send's prompt card waits up to ``hold`` seconds for the reply's first
 text and goes in one message with it.
 """
@@ -40,6 +20,8 @@ import json
 import time
 from collections.abc import Callable
 from typing import Any
+
+from lion_nb.widgets.protocol import message
 
 __all__ = ["Channel", "fingerprint"]
 
@@ -201,7 +183,7 @@ class Channel:
             ops = [self._by_template(op) for op in ops]
         self._last = self._clock()
         self.seq += 1
-        content = {"seq": self.seq, "ops": ops}
+        content = message(self.seq, ops)
         self.messages += 1
         self.sent_bytes += len(json.dumps(content, separators=(",", ":")))
         self._send(content)

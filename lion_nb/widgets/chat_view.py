@@ -7,7 +7,8 @@ The view renders from the branch's signals and never calls a provider: Send (the
 in the prompt box, or ``view.send(text)``) starts the branch verb as a background task the view
 owns, so a Stop click (or Esc) reaches the kernel while the model streams (a click during an
 awaiting cell is deferred until the cell ends). Runs started elsewhere (``await
-branch.communicate(...)`` in a cell) show up live as well.
+branch.communicate(...)`` in a cell) show up live as well. While a cassette is in force the status
+line says so: "replaying from …" / "recording to …" (``render.chrome.cassette_badge_html``).
 
 What a turn means lives below the view: Send runs the verb through the branch's
 ``session.conversation.Conversation`` (regenerate, edit, continue, clear and the alternatives
@@ -37,7 +38,8 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.render.chrome import error_html, status_html
+from lion_nb.cassettes import active as cassettes
+from lion_nb.render.chrome import cassette_badge_html, error_html, status_html
 from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
@@ -173,7 +175,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             "(Shift+Enter: new line, Esc: stop).",
             height=f"{height}px" if isinstance(height, int) else height,
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
-            status_line=status_html("idle", "ready"),
+            status_line=_status_line("idle", "ready"),
             templates={"live": live_shell(model_label(branch))},
         )
         self.branch = branch
@@ -305,7 +307,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
 
     def _show_stopping(self) -> None:
         if not self.closed:
-            self.set_chrome(status_line=status_html("stopping", "stopping…"))
+            self.set_chrome(status_line=_status_line("stopping", "stopping…"))
 
     def rendered_html(self) -> str:
         """The transcript's HTML as the page shows it, in order, with its marks (truncated,
@@ -381,9 +383,9 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             # the run began): nothing else replaces the saved output
             self.refresh_static()
         if outcome == "stopped" and not self.runs.run_began:
-            self.set_chrome(status_line=status_html("stopped", "stopped"))
+            self.set_chrome(status_line=_status_line("stopped", "stopped"))
         elif outcome == "failed" and not self.runs.runs:
-            self.set_chrome(status_line=status_html("failed", "failed"))
+            self.set_chrome(status_line=_status_line("failed", "failed"))
 
     def _set_running(self) -> None:
         self.set_chrome(busy=self.runs.running, can_stop=self.runs.driving)
@@ -401,7 +403,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         status = self.runs.on_signal(signal)
         if status is not None:
             self.last_status = status
-            self.set_chrome(status_line=status_html(*status))
+            self.set_chrome(status_line=_status_line(*status))
         if isinstance(signal, StreamDelta):
             self.transcript.on_delta(signal)
         elif isinstance(signal, CallStart):
@@ -450,6 +452,14 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"
+
+
+def _status_line(state: str, text: str) -> str:
+    """The status line, marked with the cassette in force where it is set (the run's context:
+    replaying from / recording to which file), so a cassette is never at work unseen."""
+    tape = cassettes.current()
+    badge = "" if tape is None else cassette_badge_html(tape.replaying_from, tape.recording_to)
+    return status_html(state, text, badge=badge)
 
 
 def _marks_change(message: Any) -> bool:

@@ -86,15 +86,15 @@ class ConversationControls:
         """Show ``branch`` in this view (an alternative, or any branch)."""
         return self.conversation.show(branch)
 
-    def clear(self) -> Branch:
+    def clear(self, *, said: str = "cleared") -> Branch:
         """Show a fresh branch with the same system message; the old one stays an
-        alternative."""
+        alternative. ``said``: how the status line begins."""
         shown = self.branch
         fresh = self.conversation.clear()
         if fresh is not shown:  # the last run's status no longer describes what is shown
             self.set_chrome(  # type: ignore[attr-defined]
                 status_line=status_html(
-                    "idle", "cleared: the conversation so far is kept (‹ › on your next message)"
+                    "idle", f"{said}: the conversation so far is kept (‹ › on your next message)"
                 )
             )
         return fresh
@@ -194,8 +194,28 @@ class ConversationControls:
         self.close_compare()
 
     def _action_clear(self, _content: dict[str, Any]) -> None:
+        """Clear; while a reply streams: stop it first, then clear, and say so."""
         if not self.running:  # type: ignore[attr-defined]
             self.clear()
+            return
+        running = (self._control_task, self.runs.task)  # type: ignore[attr-defined]
+        tasks = [t for t in running if t is not None and not t.done()]
+        self.stop()  # type: ignore[attr-defined]
+        said = status_html("stopping", "stopping the reply, then clearing…")
+        self.set_chrome(status_line=said)  # type: ignore[attr-defined]
+
+        async def then_clear() -> None:
+            if tasks:
+                await asyncio.wait(tasks, timeout=10.0)
+            for _ in range(100):  # the run's own end (its RunEnd) may follow the task's
+                if not self.running:  # type: ignore[attr-defined]
+                    break
+                await asyncio.sleep(0.02)
+            if self.running or self.closed:  # type: ignore[attr-defined]
+                return
+            self.clear(said="stopped the reply, then cleared")
+
+        asyncio.get_running_loop().create_task(then_clear())
 
     # ----- machinery ------------------------------------------------------------------------
     async def _controlled(self, make: Callable[[], Awaitable[Any]]) -> Any:

@@ -1,6 +1,8 @@
 """``FlowView``: a flow's nodes, live. One row per node (status, run time, tokens, cost); a row's
-button opens that node's transcript (its branch, with the reply being written); **Stop** cancels
-the flow's ``run()`` wherever it was started (``flow.cancel()``).
+button opens that node's transcript (its branch, with the reply being written); a time strip
+shows which node ran when, where and for how long; **Stop** cancels the flow's ``run()``
+wherever it was started (``flow.cancel()``): running nodes settle as "stopped" (keeping what
+they streamed), unstarted ones as "cancelled". Stop is enabled only while something can stop.
 
     view = FlowView(flow)
     view                                   # then, in this or another cell:
@@ -8,7 +10,8 @@ the flow's ``run()`` wherever it was started (``flow.cancel()``).
 
 The state is ``lion_nb.flow.view_model.FlowViewModel``; every piece of HTML comes from
 ``lion_nb.render.flow``. A row is re-rendered only when its node changed, at most
-``1 / refresh_interval`` times a second; run times of running nodes tick every ``tick`` seconds.
+``1 / refresh_interval`` times a second; run times of running nodes (and the strip) tick every
+``tick`` seconds while the flow runs.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from lion_nb.render.flow import (
     flow_text,
     node_detail_html,
     row_cells_html,
+    strip_html,
 )
 from lion_nb.widgets.live import WidgetKit
 from lion_nb.widgets.viewbase import StaticFallback, Throttle
@@ -63,17 +67,26 @@ class FlowView(StaticFallback, ipywidgets.VBox):
         self.tick = tick
         self._kit = WidgetKit()
         self._style = self._kit.html(self.style_html())
-        self._header = self._kit.html("")
-        self._list = ipywidgets.VBox(_dom_classes=("lion-flow-list",))
-        self._stop = ipywidgets.Button(description="Stop", tooltip="cancel the flow's run()")
+        self._header = self._kit.html("", classes=("lion-flow-head-box",))
+        self._stop = ipywidgets.Button(
+            description="Stop",
+            tooltip="cancel the flow's run()",
+            disabled=True,
+            layout=ipywidgets.Layout(width="auto", flex="0 0 auto"),
+            _dom_classes=("lion-flow-stop",),
+        )
         self._stop.on_click(lambda _: self.stop())
+        self._stopping = False  # Stop was clicked; the run has not settled yet
+        self._top = ipywidgets.HBox((self._header, self._stop), _dom_classes=("lion-flow-top",))
+        self._list = ipywidgets.VBox(_dom_classes=("lion-flow-list",))
+        self._strip = self._kit.html("", classes=("lion-flow-strip-box",))
         self._detail = self._kit.html("", classes=("lion-flow-detail-box",))
         self._rows: dict[uuid.UUID, _Row] = {}
         self._dirty: set[uuid.UUID] = set()
         self._detail_dirty = True
         self._ticker: asyncio.TimerHandle | None = None
         super().__init__(
-            children=(self._style, self._header, self._list, self._stop, self._detail),
+            children=(self._style, self._top, self._list, self._strip, self._detail),
             _dom_classes=("lion-view", "lion-flow-view"),
         )
         self._refresh = Throttle(self._flush, refresh_interval)
@@ -93,7 +106,9 @@ class FlowView(StaticFallback, ipywidgets.VBox):
             self._detail_dirty = True
         self._refresh.request()
         node = next((n for n in self.flow.nodes if n.id == node_id), None)
-        if node is not None and node.status.settled and not self.model.running:
+        # the saved output follows the end of the run, not each pause between nodes (each
+        # refresh makes Lab draw the view anew)
+        if node is not None and node.status.settled and not self.model.stoppable:
             self.refresh_static()
 
     def _open(self, node_id: uuid.UUID) -> None:
@@ -101,7 +116,12 @@ class FlowView(StaticFallback, ipywidgets.VBox):
 
     def stop(self) -> bool:
         """Cancel the flow's run in progress; False if it is not running."""
-        return self.flow.cancel()
+        stopped = self.flow.cancel()
+        if stopped:
+            self._stopping = True
+            self._stop.disabled = True
+            self._stop.description = "Stopping…"
+        return stopped
 
     def _flush(self) -> None:
         if self.closed:
@@ -115,7 +135,11 @@ class FlowView(StaticFallback, ipywidgets.VBox):
         dirty, self._dirty = self._dirty, set()
         if self.model.running:
             dirty.update(r.id for r in snapshot.rows if r.status == "running")  # run time ticks
+        if not snapshot.stoppable:
+            self._stopping = False
         with self.hold_sync():
+            self._stop.disabled = self._stopping or not snapshot.stoppable
+            self._stop.description = "Stopping…" if self._stopping else "Stop"
             for node_id in dirty:
                 row = rows.get(node_id)
                 if row is not None:
@@ -125,6 +149,7 @@ class FlowView(StaticFallback, ipywidgets.VBox):
             if new:
                 self._list.children = tuple(self._rows[r.id].box for r in snapshot.rows)
             self._header.value = flow_header_html(snapshot)
+            self._strip.value = strip_html(snapshot)
             if self._detail_dirty:
                 self._detail_dirty = False
                 for widget in self._rows.values():
@@ -137,7 +162,8 @@ class FlowView(StaticFallback, ipywidgets.VBox):
         self._schedule_tick()
 
     def _schedule_tick(self) -> None:
-        if self._ticker is not None or not self.model.running:
+        # while the flow runs (not only while a node runs): Stop is disabled once run() ends
+        if self._ticker is not None or not (self.model.running or self.flow.is_running):
             return
         try:
             loop = asyncio.get_running_loop()
@@ -166,7 +192,8 @@ class FlowView(StaticFallback, ipywidgets.VBox):
     def _owned_widgets(self) -> Iterable[Any]:
         for row in self._rows.values():
             yield from row.widgets()
-        yield from (self._style, self._header, self._list, self._stop, self._detail)
+        yield from (self._style, self._header, self._stop, self._top, self._list)
+        yield from (self._strip, self._detail)
         yield from (self._kit.layout, self._kit.style)
 
     def __repr__(self) -> str:

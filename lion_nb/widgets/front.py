@@ -6,10 +6,10 @@ the chat view, a prompt box and buttons the page draws itself. The kernel decide
 the module turns ordered ops into DOM updates, keys into page actions, and owns focus, draft and
 scroll. Model text reaches the DOM only as HTML sanitized here or as ``textContent``.
 
-Page -> kernel messages have one shape: ``{"action": name, ...}``, with ``"key"`` (a part's key)
-for per-message actions. Built in: ``resync`` (the page saw a gap in ``seq``), ``copy`` (a copy
-control: the kernel answers with a ``clip`` op), ``leave`` (focus left the view: a saved-output
-refresh waiting for that may go now). A view adds its own with ``_action_<name>`` methods.
+The ops, the page actions, the synced trait names and the sequence rule are defined once, in
+``widgets.protocol``; the page is given the names it needs as the synced trait ``protocol``.
+Built in here: the ``resync``, ``copy`` and ``leave`` actions; a view handles its own with
+``_action_<name>`` methods (each one named in ``protocol.ACTIONS``).
 
 The static fallback (``viewbase.StaticFallback``) is refreshed only at the end of a cell (the
 one that ran, or the next one the user runs) or when the user leaves the view: never by a timer
@@ -32,21 +32,10 @@ import traitlets
 
 from lion_nb.render.html import lion_css
 from lion_nb.widgets.channel import Channel
+from lion_nb.widgets.protocol import ACTIONS, CHROME, PAGE
 from lion_nb.widgets.viewbase import StaticFallback
 
 __all__ = ["CHROME", "Front", "front_module"]
-
-# the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
-CHROME = (
-    "status_line",
-    "error_box",
-    "busy",
-    "can_stop",
-    "alt_marks",
-    "cut_marks",
-    "ctx",
-    "compare_html",
-)
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +86,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)
     templates = traitlets.Dict().tag(sync=True)
+    # the protocol's names the page needs (``protocol.PAGE``): ops, actions, chrome traits
+    protocol = traitlets.Dict(PAGE).tag(sync=True)
 
     _leave_pending = False
 
@@ -188,6 +179,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # ----- page actions ----------------------------------------------------------------------
     def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict) or not isinstance(content.get("action"), str):
+            return
+        if content["action"] not in ACTIONS:
             return
         handler = getattr(self, f"_action_{content['action']}", None)
         if handler is None:

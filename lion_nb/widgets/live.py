@@ -14,9 +14,10 @@ Re-sending the accumulated reply per token is quadratic (23 MB of comm traffic f
 The text comes from the signals' snapshots (``viewmodels.stream.StreamText``): a delta only says
 that the part grew, and the snapshot is read when an update is sent, so a message first seen
 half-way through shows from its start. When the message is recorded, ``seal_op`` turns the live
-card into the recorded card (``render.html.message_html``) by sending only what the page does not
-have yet (its head, the last block, what follows the body); when the recorded card cannot be
-reached that way, the whole card is sent instead.
+card into the recorded card, given as the pieces ``render.html.assistant_parts`` renders
+separately (no HTML is cut apart on either side), by sending only what the page does not have yet
+(its classes and attributes as data, its head, the last block, what follows the body); when the
+recorded card cannot be reached that way, the whole card is sent instead.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from lion_nb.render.html import (
+    CardParts,
     Status,
     head_html,
     live_card_classes,
     live_shell_html,
     live_thinking_html,
     live_tools_html,
-    split_card,
 )
 from lion_nb.render.markdown import MarkdownStream
 from lion_nb.signals import StreamDelta
@@ -92,7 +93,7 @@ class LiveMessage:
     and HTML rendered only when the channel sends an update). ``shell_html()`` is the card as
     first placed; ``html()`` what the page shows now (the synced state of a streaming part).
     ``finish(status)`` ends it without a recorded message (stopped or failed run) and keeps the
-    partial text; ``seal_op(card, key)`` turns it into the recorded card."""
+    partial text; ``seal_op(parts, key)`` turns it into the recorded card."""
 
     def __init__(
         self,
@@ -120,6 +121,9 @@ class LiveMessage:
         self._tail_shown = ""  # the tail as the page shows it: HTML, or source text
         self._tail_is_text = False
         self._tail_src = ""  # the tail source the page has (text mode)
+        self._text_at = 0  # where in ``_tail_src`` the page's text begins (HTML before it)
+        self._fed = 0  # characters of text fed to the Markdown stream
+        self._tail_end = 0  # ``_fed`` when the page's tail was last brought up to date
         self._slots: dict[str, str] = {}
         self.updates = 0
         self.first_update: float | None = None
@@ -144,7 +148,9 @@ class LiveMessage:
 
     def _take_text(self) -> None:
         if self._text.pending > 0:
-            blocks = self._md.feed(self._text.take())
+            delta = self._text.take()
+            self._fed += len(delta)
+            blocks = self._md.feed(delta)
             self._frozen.extend(blocks)
             self._new_blocks.extend(blocks)
 
@@ -162,13 +168,24 @@ class LiveMessage:
         self._take_text()
         ops: list[Op] = []
         if self._new_blocks:
-            ops.append({"op": "add", "key": self.key, "html": "".join(self._new_blocks)})
+            add: Op = {"op": "add", "key": self.key, "html": "".join(self._new_blocks)}
             self._new_blocks = []
-            self._tail_shown, self._tail_is_text, self._tail_src = "", False, ""
-            # the screen changes with the blocks; a new tail is sent now only while short
-            # (else with the next update, if its block is not finished by then: sending the
-            # text of a block that finishes within an update would send it twice)
-            if len(self._md.tail_text()) <= self.config.tail_html_chars:
+            shown, kept = self._kept_tail()
+            if kept:  # the page keeps the text it shows of the next block
+                add["keep"] = len(kept.encode("utf-16-le")) // 2  # in JavaScript's units
+                self._tail_shown, self._tail_is_text, self._tail_src = "", True, kept
+            else:
+                self._tail_shown, self._tail_is_text, self._tail_src = "", False, ""
+            self._text_at = 0
+            ops.append(add)
+            # a block is often finished only once the next one has grown long (a paragraph
+            # ends when the line after it does): the page keeps what it shows of the next
+            # one, else that text went and came back an update later (the "text shrinks and
+            # comes back" glitch). The new tail is sent now while short or when the page
+            # could not keep what it showed; else with the next update, if its block is not
+            # finished by then (sending the text of a block that finishes within an update
+            # would send it twice)
+            if len(self._md.tail_text()) <= self.config.tail_html_chars or (shown and not kept):
                 ops.extend(self._tail_ops())
         else:
             ops.extend(self._tail_ops())
@@ -182,17 +199,33 @@ class LiveMessage:
                 self.first_update = self._clock()
         return ops
 
+    def _kept_tail(self) -> tuple[bool, str]:
+        """Blocks were just finished: does the page show some of the new tail (the next
+        block), and what of it can it keep instead of being sent it again (text it shows as
+        text, not the rendered start of its tail)."""
+        old, new = self._tail_src, self._md.tail_text()
+        n = self._tail_end - (self._fed - len(new))  # chars of the new tail the page has
+        if n <= 0 or not new:
+            return False, ""
+        if not self._tail_is_text or n > len(old) - self._text_at:
+            return True, ""
+        kept = old[-n:]
+        return True, (kept if new.startswith(kept) else "")
+
     def _tail_ops(self) -> list[Op]:
         """The growing last block: re-rendered while short; past ``tail_html_chars``, only
         the text that arrived since (the page shows it as text after the rendered start,
         until the block is finished and sent rendered)."""
         src = self._md.tail_text()
+        self._tail_end = self._fed
         if len(src) > self.config.tail_html_chars and src.startswith(self._tail_src):
             new = src[len(self._tail_src) :]
+            if not self._tail_is_text:  # the page's tail: the rendered start, then text
+                self._text_at = len(self._tail_src)
             self._tail_src, self._tail_is_text = src, True
             return [{"op": "tail", "key": self.key, "text": new, "add": True}] if new else []
         if self._tail_is_text:  # the block was rewritten (rare): its text, whole
-            self._tail_src = src
+            self._tail_src, self._text_at = src, 0
             return [{"op": "tail", "key": self.key, "text": src, "add": False}]
         html_ = self._md.tail_html() if src else ""
         self._tail_src = src
@@ -254,11 +287,12 @@ class LiveMessage:
         self._channel.push(op)
         return [op]
 
-    def seal_op(self, card: str, new_key: str) -> Op:
-        """The op that turns this live card into ``card`` (the recorded message's card, whose
-        part key becomes ``new_key``): only its head, what the page lacks of the body and what
-        follows the body, when the card's body is the blocks already sent plus the rest; else
-        the whole card."""
+    def seal_op(self, card: CardParts, new_key: str) -> Op:
+        """The op that turns this live card into the recorded message's card, given as its
+        named pieces (``render.html.assistant_parts``; its part key becomes ``new_key``): the
+        card's classes and attributes, its head, thinking, what the page lacks of the body and
+        what follows the body, when the body is the blocks already sent plus the rest; else a
+        ``put`` of the whole card."""
         self._take_text()
         last = self._md.finish()
         rest = "".join(self._new_blocks + last)  # what the page has not been sent
@@ -266,20 +300,20 @@ class LiveMessage:
         self._new_blocks = []
         self.done = True
         self._channel.forget(self.key)
-        pieces = split_card(card, "".join(self._frozen))
-        if pieces is None:
-            return {"op": "put", "key": new_key, "html": card, "replace": self.key}
-        tag, head, thinking, after = pieces
+        html_ = card.html()
+        if card.body != "".join(self._frozen):
+            return {"op": "put", "key": new_key, "html": html_, "replace": self.key}
         return {
             "op": "seal",
             "key": self.key,
             "id": new_key,
-            "tag": tag,
-            "head": head,
-            "thinking": thinking,
+            "cls": " ".join(card.classes),
+            "attrs": card.attrs,
+            "head": card.head,
+            "thinking": card.thinking,
             "add": rest,
-            "after": after,
-            "fp": fingerprint(card),
+            "after": card.after,
+            "fp": fingerprint(html_),
         }
 
     def cancel(self) -> None:

@@ -90,6 +90,10 @@ class ParseView(Front):
         if branch is not None:
             self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self._render()
+        # the comm opened (in ``Front.__init__``) with empty parts, and the ops just pushed
+        # reach no page yet (custom messages are not replayed to a view drawn later): send
+        # the state, or a finished result, which sends nothing more, stays an empty box
+        self.sync_state(send=True)
         self._ready = True
 
     # ----- the view model's state ------------------------------------------------------------

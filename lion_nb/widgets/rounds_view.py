@@ -75,7 +75,7 @@ class ReActRoundsView(Front):
                 self._mark(rnd)
         self._unsubscribe: Callable[[], None] = branch.subscribe(_SIGNALS, self._on_signal)
         self._refresh.flush()
-        self.sync_state()
+        self.sync_state(send=True)  # the comm opened with empty parts (as ParseView)
         self._ready = True
 
     # ----- live --------------------------------------------------------------------------

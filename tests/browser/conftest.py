@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -290,3 +291,243 @@ def interrupt_kernel(lab: JupyterLab) -> None:
         lab.url(f"api/kernels/{kernel['id']}/interrupt"), method="POST", data=b""
     )
     urllib.request.urlopen(request, timeout=10).close()
+
+
+# ----- other front ends: Notebook 7, Voilà, marimo ----------------------------------------------
+@dataclass
+class Server:
+    """A front end's server on 127.0.0.1, started by the tests (``url(path)`` adds the token
+    when it has one)."""
+
+    name: str
+    port: int
+    token: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str = "") -> str:
+        url = f"{self.base}/{path.lstrip('/')}"
+        if not self.token:
+            return url
+        return url + ("&" if "?" in url else "?") + f"token={self.token}"
+
+
+def _front_env(home: Path) -> dict[str, str]:
+    repo = Path(__file__).resolve().parents[2]
+    return {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "HOME": str(home),  # marimo's config and caches, nothing of the user's
+        "XDG_CONFIG_HOME": str(home / "xdg-config"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])),
+    }
+
+
+def _wait_http(server: Server, path: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"{server.name} exited early:\n{server.log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(server.url(path), timeout=2) as response:
+                if response.status < 500:
+                    return
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500:
+                return
+            time.sleep(0.3)
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{server.name} did not start:\n{server.log.read_text()[-3000:]}")
+
+
+@contextlib.contextmanager
+def _serve(
+    name: str, argv: list[str], root: Path, home: Path, port: int, token: str, ready: str
+) -> Iterator[Server]:
+    """Start ``argv`` in its own process group in ``root``; stop it (the whole group) after."""
+    log = root.parent / f"{name}.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_front_env(home),
+            cwd=root,
+            start_new_session=True,
+        )
+    server = Server(name, port, token, root, process, log)
+    try:
+        _wait_http(server, ready)
+        yield server
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 15)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, 9)
+            process.wait(timeout=5)
+
+
+def _needs_chromium() -> None:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="session")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Jupyter Notebook 7 (``jupyter notebook --no-browser``); ``root`` holds the notebooks."""
+    _needs_chromium()
+    pytest.importorskip("notebook")
+    root, home = tmp_path_factory.mktemp("nb7-root"), tmp_path_factory.mktemp("nb7-home")
+    port, token = _free_port(), secrets.token_hex(16)
+    argv = [
+        sys.executable,
+        "-m",
+        "notebook",
+        "--no-browser",
+        "--allow-root",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--JupyterNotebookApp.news_url=None",
+        "--JupyterNotebookApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    with _serve("notebook7", argv, root, home, port, token, "api/status") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def voila_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the Voilà tests write their notebooks (before the first page is asked for)."""
+    return tmp_path_factory.mktemp("voila-root")
+
+
+@pytest.fixture(scope="session")
+def voila(voila_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Voilà serving ``voila_root`` as apps (``voila <dir> --no-browser``): each page
+    ``voila/render/<name>.ipynb`` runs its notebook in a kernel of its own."""
+    _needs_chromium()
+    pytest.importorskip("voila")
+    home = tmp_path_factory.mktemp("voila-home")
+    port = _free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "voila",
+        str(voila_root),
+        "--no-browser",
+        "--Voila.ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--VoilaConfiguration.show_tracebacks=True",
+    ]
+    with _serve("voila", argv, voila_root, home, port, "", "") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def marimo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("marimo-root")
+
+
+@pytest.fixture(scope="session")
+def marimo(marimo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``marimo edit <dir> --headless --no-token`` with ``auto_instantiate = true`` (cells run
+    when a notebook opens) in a config of its own; pages: ``?file=<name>.py``."""
+    _needs_chromium()
+    pytest.importorskip("marimo")
+    home = tmp_path_factory.mktemp("marimo-home")
+    config = home / "xdg-config" / "marimo" / "marimo.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        '[runtime]\nauto_instantiate = true\n\n[server]\nbrowser = "default"\n\n'
+        "[completion]\ncopilot = false\n"
+    )
+    port = _free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "edit",
+        str(marimo_root),
+        "--headless",
+        "--no-token",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--skip-update-check",
+    ]
+    with _serve("marimo", argv, marimo_root, home, port, "", "") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def plain_browser() -> Iterator[Any]:
+    """chromium as ``browser`` gives it, without a JupyterLab server (the other front ends)."""
+    _needs_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-dev-shm-usage",
+            ],
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def front_page(plain_browser: Any) -> Iterator[Any]:
+    """A fresh page as ``page`` gives it (dialogs, console errors and requests off the loopback
+    host recorded in ``page.watched``), for a front end other than JupyterLab."""
+    context = plain_browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    watched = Watched()
+
+    def route(route_: Any) -> None:
+        host = urlparse(route_.request.url).hostname or ""
+        if route_.request.url.startswith(("data:", "blob:", "about:")) or host in LOOPBACK:
+            route_.continue_()
+        else:
+            watched.external_requests.append(route_.request.url)
+            route_.abort()
+
+    def on_dialog(dialog: Any) -> None:
+        watched.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    pg.on("dialog", on_dialog)
+    pg.on("console", lambda m: watched.console_errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda exc: watched.console_errors.append(f"pageerror: {exc}"))
+    context.route("**/*", route)
+    pg.watched = watched
+    pg.set_default_timeout(30_000)
+    try:
+        yield pg
+    finally:
+        context.close()

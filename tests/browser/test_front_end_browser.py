@@ -323,3 +323,113 @@ def test_reload_after_save_shows_the_transcript(page, jupyter_lab):
         for out in cell.get("outputs", [])
     )
     assert "w49" in html  # the saved output holds the transcript (end of the cell that ran)
+
+
+PARAGRAPHS = """
+import lion_nb
+from lion_nb import Branch, iModel
+# long one-line paragraphs, as a model writes them: a paragraph is finished only when the
+# line after it is, so the next one has grown long by then (the text-shrink glitch)
+words = [f"p{{p}}w{{i}} " + ("\\n\\n" if i == 59 else "") for p in range(6) for i in range(60)]
+branch = Branch(chat_model=iModel(provider="scripted", replies=[
+    {{"chunks": words, "delay": {delay}}}, {{"chunks": words * 4, "delay": 0.02}}, "after"]))
+view = lion_nb.view(branch, title="shrink", height=300)
+view
+"""
+
+SHRINK_SAMPLER = """
+() => {
+  // the visible text of the reply being streamed, every animation frame (whitespace aside)
+  const list = document.querySelector('.lion-front .lion-transcript');
+  const s = {last: -1, shrinks: [], samples: 0, done: false};
+  window.__lionShrink = s;
+  function tick() {
+    const body = list.querySelector('.lion-live.lion-streaming-msg .lion-body');
+    if (body) {
+      const n = body.textContent.replace(/\\s+/g, '').length;
+      if (n < s.last) s.shrinks.push([s.last, n]);
+      s.last = n;
+      s.samples++;
+    } else {
+      s.last = -1;
+    }
+    if (!s.done) requestAnimationFrame(tick);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
+@pytest.mark.parametrize("delay", [0.004, 0.02])
+def test_the_visible_text_never_shrinks_while_a_reply_streams(page, jupyter_lab, delay):
+    nb = write_notebook(jupyter_lab, f"shrink_{delay}.ipynb", [PARAGRAPHS.format(delay=delay)])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    prompt = page.locator(".lion-front .lion-prompt")
+    prompt.wait_for()
+    page.evaluate(SHRINK_SAMPLER)
+    prompt.click()
+    prompt.fill("stream please")
+    prompt.press("Enter")
+    page.wait_for_function(
+        "document.querySelector('.lion-front .lion-transcript').textContent.includes('p5w59')"
+        " && !document.querySelector('.lion-front .lion-live')",
+        timeout=120_000,
+    )
+    page.evaluate("() => { window.__lionShrink.done = true; }")
+    shrink = page.evaluate("() => window.__lionShrink")
+    assert shrink["samples"] > 5, shrink
+    assert shrink["shrinks"] == [], shrink  # [before, after] of each frame the text shrank
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
+def test_screen_readers_hear_blocks_status_and_named_controls(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "a11y.ipynb", [PARAGRAPHS.format(delay=0.01)])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    root = page.locator(".lion-front")
+    prompt = root.locator(".lion-prompt")
+    prompt.wait_for()
+    # the reply region is a polite live region; the status line a status
+    assert root.locator(".lion-transcript[aria-live=polite]").count() == 1
+    assert root.locator(".lion-view-statusline[role=status]").count() == 1
+    prompt.click()
+    prompt.fill("first")
+    prompt.press("Enter")
+    # while it streams, the growing tail is busy (announced a finished block at a time)
+    root.locator(".lion-streaming-msg [data-slot=tail][aria-busy=true]").wait_for(timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('.lion-front .lion-transcript').textContent.includes('p5w59')"
+        " && !document.querySelector('.lion-front .lion-live')",
+        timeout=120_000,
+    )
+    assert root.locator("[aria-busy=true]").count() == 0
+    # every control is named with what it acts on; the visible text stays short
+    assert root.locator(".lion-assistant .lion-copy-msg").get_attribute("aria-label") == (
+        "Copy reply 1"
+    )
+    assert root.locator(".lion-assistant .lion-copy-msg").inner_text() == "Copy"
+    regen = root.locator(".lion-assistant .lion-act:has-text('Regenerate')")
+    assert regen.get_attribute("aria-label") == "Regenerate reply 1"
+    edit = root.locator(".lion-user .lion-act:has-text('Edit')")
+    assert edit.get_attribute("aria-label") == "Edit message 1"
+    assert page.get_by_role("button", name="Copy message 1", exact=True).count() == 1
+    # a second alternative: the switcher's names are words, not glyphs
+    regen.click()
+    root.locator(".lion-switch-pos:has-text('2/2')").wait_for(timeout=60_000)
+    assert root.get_by_role("button", name="Previous alternative", exact=True).count() == 1
+    assert root.get_by_role("button", name="Next alternative", exact=True).count() == 1
+    assert root.locator(".lion-switch .lion-act:has-text('‹')").count() == 1
+    page.wait_for_function("!document.querySelector('.lion-front .lion-live')", timeout=120_000)
+    # Clear while a reply streams: it stops first, then clears, and the status line says so
+    prompt.fill("second")
+    prompt.press("Enter")
+    root.locator(".lion-streaming-msg").wait_for(timeout=30_000)
+    root.locator("button.lion-clear").click()
+    status = root.locator(".lion-view-statusline")
+    page.wait_for_function(
+        "document.querySelector('.lion-front .lion-view-statusline').textContent"
+        ".includes('stopped the reply, then cleared')",
+        timeout=30_000,
+    )
+    assert "stopped the reply, then cleared" in status.inner_text()
+    assert root.locator(".lion-streaming-msg").count() == 0
+    assert page.watched.console_errors == [], page.watched.console_errors

@@ -32,8 +32,10 @@ async def test_replay_mode_miss_names_provider_model_instruction_and_nearest(
             "Capital of Franc?"
         )
     text = str(info.value)
+    assert text.startswith("This prompt is not on the cassette") and "\n" not in text
     assert "scripted/tiny" in text and "'Capital of Franc?'" in text
-    assert "call 1, line 2" in text
+    assert "closest recording (call 1, line 2)" in text
+    assert "use mode='auto' where the model is available: new calls go to 'c.local.jsonl'" in text
     assert "messages[1].content: recorded 'Capital of France?', now 'Capital of Franc?'" in text
     assert info.value.differences == [
         ("messages[1].content", "Capital of France?", "Capital of Franc?")
@@ -52,20 +54,22 @@ async def test_a_miss_against_an_empty_cassette_says_so(tmp_path: Path) -> None:
     assert not (tmp_path / "none.jsonl").exists()
 
 
-async def test_auto_mode_says_why_an_unavailable_model_was_needed(tmp_path: Path) -> None:
+async def test_auto_mode_without_the_model_says_the_prompt_is_not_on_the_cassette(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "c.jsonl"
     with lion_nb.cassette(path, mode="record"):
         await Branch(chat_model=scripted("A.")).communicate("a")
+    before = path.read_bytes()
     unknown = iModel(provider="local", model="no-such-model")  # cannot run on any machine
-    with (
-        lion_nb.cassette(path, mode="auto"),
-        pytest.raises(lion_nb.errors.ConfigurationError) as info,
-    ):
+    with lion_nb.cassette(path, mode="auto"), pytest.raises(CassetteMiss) as info:
         await Branch(chat_model=unknown).communicate("b")
-    assert "unknown local model" in str(info.value)
-    (note,) = info.value.__notes__
-    assert note.startswith("(the cassette could not replay this call: no recording in")
-    assert "'b'" in note
+    text = str(info.value)
+    assert text.startswith("This prompt is not on the cassette") and "'b'" in text
+    assert "Recording it needs local/no-such-model, which cannot be used here: unknown" in text
+    assert isinstance(info.value.__cause__, lion_nb.errors.ConfigurationError)  # the model's own
+    assert path.read_bytes() == before
+    assert not (tmp_path / "c.local.jsonl").exists()  # "not installed" is never recorded
 
 
 async def test_cli_miss_in_replay_mode_starts_nothing(tmp_path: Path) -> None:
@@ -78,13 +82,83 @@ async def test_cli_miss_in_replay_mode_starts_nothing(tmp_path: Path) -> None:
 async def test_auto_mode_replays_hits_and_records_misses(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     model = scripted("one", "two")
-    with lion_nb.cassette(path, mode="auto"):
+    with lion_nb.cassette(path, mode="auto"):  # a new cassette: recorded into the file itself
         assert await Branch(chat_model=model).communicate("a") == "one"
-    with lion_nb.cassette(path, mode="auto") as tape:
+    # an existing cassette: recorded into it only when named as the file to record to
+    with lion_nb.cassette(path, mode="auto", record_to=path) as tape:
         assert await Branch(chat_model=model).communicate("a") == "one"  # hit: no call
         assert await Branch(chat_model=model).communicate("b") == "two"  # miss: recorded
     assert len(model.provider.requests) == 2
     assert (tape.replayed, tape.recorded, len(tape)) == (1, 1, 2)
+    assert len(path.read_text().splitlines()) == 3
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "07_cassettes.cassette.jsonl"
+
+
+async def test_auto_mode_records_into_a_sibling_and_never_changes_a_shipped_cassette(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "07_cassettes.cassette.jsonl"
+    path.write_bytes(SHIPPED.read_bytes())
+    before = path.read_bytes()
+    tape = lion_nb.cassette(path, mode="auto", speed=None)
+    assert tape.recording_to == str(tmp_path / "07_cassettes.local.cassette.jsonl")
+    assert "recording to" in repr(tape)
+    with tape, pytest.warns(CassetteWarning, match="new calls are recorded into .*local"):
+        assert await Branch(chat_model=scripted("New.")).communicate("A new prompt") == "New."
+    assert path.read_bytes() == before  # byte-identical
+    local = tmp_path / "07_cassettes.local.cassette.jsonl"
+    lines = local.read_text().splitlines()
+    assert len(lines) == 2 and "A new prompt" in lines[1]
+    # the next session replays it from the sibling; "replay" reads only the named file
+    with lion_nb.cassette(path, mode="auto", speed=None) as again:
+        assert await Branch(chat_model=absent()).communicate("A new prompt") == "New."
+    assert (again.replayed, again.recorded, len(again)) == (1, 0, len(tape))
+    with lion_nb.cassette(path, mode="replay"), pytest.raises(CassetteMiss):
+        await Branch(chat_model=absent()).communicate("A new prompt")
+    assert path.read_bytes() == before
+
+
+async def test_record_to_names_the_file_recordings_go_to(tmp_path: Path) -> None:
+    path, mine = tmp_path / "c.jsonl", tmp_path / "mine.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        await Branch(chat_model=scripted("A.")).communicate("a")
+    before = path.read_bytes()
+    with lion_nb.cassette(path, record_to=mine) as tape:  # no warning: the user named it
+        assert await Branch(chat_model=absent()).communicate("a") == "A."
+        assert await Branch(chat_model=scripted("B.")).communicate("b") == "B."
+    assert tape.recording_to == str(mine) and path.read_bytes() == before
+    assert len(mine.read_text().splitlines()) == 2
+
+
+def test_the_sibling_of_a_cassette() -> None:
+    assert lion_nb.cassettes.sibling("data/x.cassette.jsonl") == "data/x.local.cassette.jsonl"
+    assert lion_nb.cassettes.sibling("c.jsonl") == "c.local.jsonl"
+    assert lion_nb.cassettes.sibling("tape") == "tape.local"
+
+
+async def test_a_miss_names_the_recording_at_the_same_position_in_the_session(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        branch = Branch(system=SYSTEM, chat_model=scripted("A1.", "A2.", "A3."))
+        for prompt in ("first question", "second question", "third question"):
+            await branch.communicate(prompt)
+    edited = Branch(system=SYSTEM, chat_model=absent())
+    with lion_nb.cassette(path, mode="replay", speed=None), pytest.raises(CassetteMiss) as info:
+        await edited.communicate("first question")
+        await edited.communicate("second question, edited")
+    miss = info.value
+    assert miss.nearest is not None and miss.nearest["call"] == 2  # not call 1
+    assert miss.differences == [
+        ("messages[3].content", "second question", "second question, edited")
+    ]
+    text = str(miss)
+    assert "closest recording (call 2, line 3) differs in messages[3].content: recorded" in text
+    assert len(text) - len(str(path)) < 350 and "\n" not in text  # short: a sentence a point
+    assert miss._render_traceback_() == [f"CassetteMiss: {text}"]  # IPython: no traceback
 
 
 async def test_record_mode_calls_again_and_rewrites_only_what_it_calls(tmp_path: Path) -> None:

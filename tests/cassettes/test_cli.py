@@ -77,9 +77,10 @@ async def test_a_recorded_cli_error_replays_as_the_same_error(tmp_path: Path) ->
 async def test_a_missing_executable_is_not_recorded(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
     model = claude(tmp_path / "no-such-cli", {}, tmp_path)
-    with lion_nb.cassette(path, mode="auto"), pytest.raises(CLINotFound) as info:
+    with lion_nb.cassette(path, mode="auto"), pytest.raises(CassetteMiss) as info:
         await Branch(chat_model=model).run_and_collect("hi")
-    assert "could not replay this call" in info.value.__notes__[0]
+    assert "not on the cassette" in str(info.value) and "cannot be used here" in str(info.value)
+    assert isinstance(info.value.__cause__, CLINotFound)
     assert not path.exists()  # "not installed" is this machine's state, not the model's reply
     with lion_nb.cassette(path, mode="replay"), pytest.raises(CassetteMiss):
         await Branch(chat_model=model).run_and_collect("hi")

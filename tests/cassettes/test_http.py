@@ -67,9 +67,10 @@ async def test_round_trip_replays_with_the_server_stopped(tmp_path: Path) -> Non
 async def test_an_unreachable_server_is_not_recorded(tmp_path: Path) -> None:
     path = tmp_path / "http.jsonl"
     model = http_model("http://127.0.0.1:9/v1")  # nothing listens on port 9
-    with lion_nb.cassette(path, mode="auto"), pytest.raises(ConnectionLost) as info:
+    with lion_nb.cassette(path, mode="auto"), pytest.raises(CassetteMiss) as info:
         await Branch(chat_model=model).communicate("hi")
-    assert "could not replay this call" in info.value.__notes__[0]
+    assert "not on the cassette" in str(info.value) and "cannot be used here" in str(info.value)
+    assert isinstance(info.value.__cause__, ConnectionLost)
     assert not path.exists()  # "cannot connect" is this machine's state, not the model's answer
 
 

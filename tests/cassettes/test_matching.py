@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lion_nb import iModel
-from lion_nb.cassettes.matching import describe, differences, fingerprint, request_of
+from lion_nb.cassettes.matching import closest, describe, differences, fingerprint, request_of
 from lion_nb.models.base import CLIRequest, ModelRequest
 
 
@@ -99,5 +99,28 @@ def test_differences_name_the_path_and_both_values() -> None:
     ]
     assert describe(diffs) == (
         "messages[0].content: recorded 'Capital of France?', now 'Capital of Spain?'; "
-        "messages (length): recorded 1, now 2; options.temperature: recorded 0, now (absent)"
+        "messages: recorded 1 item, now 2; options.temperature: recorded 0, now (absent)"
     )
+
+
+def test_the_closest_recording_is_the_one_at_the_same_position_first() -> None:
+    def turn(*prompts: str) -> dict:
+        messages = [{"role": "system", "content": "S"}]
+        for i, prompt in enumerate(prompts):
+            if i:
+                messages.append({"role": "assistant", "content": f"A{i}"})
+            messages.append({"role": "user", "content": prompt})
+        return {"provider": "local", "model": None, "messages": messages}
+
+    recorded = [turn("one"), turn("one", "two"), turn("one", "two", "three")]
+    # the second prompt edited: compared with the second call, not the first (1 difference too)
+    assert closest(turn("one", "TWO"), recorded) == (
+        1,
+        [("messages[3].content", "two", "TWO")],
+    )
+    assert closest(turn("ONE"), recorded) == (0, [("messages[1].content", "one", "ONE")])
+    other = {**turn("one"), "provider": "openai"}
+    assert closest(turn("one"), [other, recorded[1]])[0] == 1  # the same provider first
+    same = [turn("x"), turn("y")]  # equally close: the nearest in call order
+    assert closest(turn("z"), same, position=1)[0] == 1
+    assert closest(turn("z"), []) is None

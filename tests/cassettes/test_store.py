@@ -60,7 +60,7 @@ async def test_auto_mode_skips_damaged_lines_and_a_rewrite_keeps_them(tmp_path: 
     lines.insert(2, wrong_shape)
     path.write_text("\n".join(lines) + "\n")
     with pytest.warns(CassetteWarning, match=r"line 3: 'kind' must be 'api' or 'cli'"):
-        tape = lion_nb.cassette(path, mode="auto")
+        tape = lion_nb.cassette(path, mode="auto", record_to=path)  # rewrite this very file
     with tape:
         assert await Branch(chat_model=scripted()).communicate("b") == "B."  # still replays
         assert await Branch(chat_model=scripted("C.")).communicate("c") == "C."  # recorded
@@ -87,7 +87,10 @@ async def test_a_failed_write_keeps_the_old_file_and_the_reply(tmp_path: Path, m
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", no_disk)
-    with pytest.warns(CassetteWarning, match="kept in memory"), lion_nb.cassette(path, mode="auto"):
+    with (
+        pytest.warns(CassetteWarning, match="kept in memory"),
+        lion_nb.cassette(path, mode="auto", record_to=path),
+    ):
         assert await Branch(chat_model=scripted("B.")).communicate("b") == "B."
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["c.jsonl"]  # no temporary file left
@@ -128,7 +131,7 @@ async def test_a_rewrite_keeps_what_this_version_does_not_know(tmp_path: Path) -
     lines[1] = json.dumps(noted, ensure_ascii=False)
     # and a second cassette pasted below the first, header included
     path.write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
-    await record(path, ("b", "B."), mode="auto")
+    await record(path, ("b", "B."))
     after = path.read_text(encoding="utf-8").splitlines()
     assert after[1] == lines[1]  # verbatim
     assert [json.loads(line).get("call") for line in after[1:]] == [1, 2]

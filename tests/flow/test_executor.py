@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+from flow.waiting import until
 from helpers_core import scripted
 from models.cli_helpers import make_fake_cli, recording
 
@@ -15,7 +16,7 @@ from lion_nb.flow.errors import DependencyFailed, FlowError
 from lion_nb.flow.node import Status
 from lion_nb.models.cli_process import group_alive
 from lion_nb.session.session import Session
-from lion_nb.signals import RunEnd, RunStart
+from lion_nb.signals import RunEnd, RunStart, StreamDelta
 
 
 def echo_count(request) -> str:
@@ -217,9 +218,8 @@ async def test_cancelling_run_cancels_nodes_and_ends_cli_process_groups(tmp_path
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not group_alive(pgid)  # gone by the time run() has returned
-    assert running.status is Status.FAILED
-    assert isinstance(running.error, asyncio.CancelledError)
-    assert after.status is Status.PENDING  # never started: a later run() may still run it
+    assert running.status is Status.STOPPED and running.error is None
+    assert after.status is Status.CANCELLED  # never started: a later run() may still run it
 
 
 @pytest.mark.parametrize(
@@ -237,3 +237,90 @@ async def test_bad_run_arguments_are_refused_before_anything_runs(kw, error, mat
     with pytest.raises(error, match=match):
         await flow.run(**kw)
     assert node.status is Status.PENDING and len(b.messages) == 0
+
+
+class Replies:
+    """A scripted model's reply: slow (many chunks) until ``fast`` is set."""
+
+    def __init__(self) -> None:
+        self.fast = False
+
+    def __call__(self, request) -> dict:
+        if self.fast:
+            return {"text": f"done: {request.messages[-1]['content']}"}
+        return {"chunks": ["tok "] * 400, "delay": 0.01}
+
+
+async def test_stopping_a_flow_keeps_what_running_nodes_streamed_and_cancels_the_rest():
+    replies = Replies()
+    session = Session()
+    model = scripted(default_reply=replies)
+    a = session.new_branch(chat_model=model, name="a")
+    b = session.new_branch(chat_model=model, name="b")
+    flow = Flow(session)
+    first = flow.add("communicate", instruction="one", branch=a)
+    quiet = flow.add("communicate", instruction="two", branch=b, on_stop="discard")
+    waits = flow.add("communicate", instruction="three", depends_on=[first])
+    queued = flow.add("communicate", instruction="four", branch=a)  # a's lock: after first
+    deltas: list = []
+    a.observe(StreamDelta, handler=deltas.append)
+    task = asyncio.create_task(flow.run(max_concurrent=2))
+    await until(lambda: len(deltas) >= 3 and quiet.status is Status.RUNNING, what="streaming")
+    assert flow.cancel() is True
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    # running nodes: "stopped", not failed; no CancelledError kept as an error
+    assert (first.status, quiet.status) == (Status.STOPPED, Status.STOPPED)
+    assert first.error is None and quiet.error is None and first.duration_ms is not None
+    # the flow gave communicate on_stop="record": the stopped turn stays; "discard" opts out
+    assert [(m.role, m.metadata.get("stopped", False)) for m in a.messages] == [
+        ("user", False),
+        ("assistant", True),
+    ]
+    assert a.messages[1].text.startswith("tok tok tok")
+    assert list(b.messages) == []
+    # never started (waiting for a dependency, or for its branch): "cancelled"
+    assert (waits.status, queued.status) == (Status.CANCELLED, Status.CANCELLED)
+    assert waits.error is None and waits.started_at is None and queued.branch is None
+    assert not any(n.status is Status.FAILED for n in flow)
+
+    # a later run runs what was cancelled; a node after a stopped one is skipped
+    replies.fast = True
+    await flow.run()
+    assert queued.status is Status.COMPLETED and queued.response == "done: four"
+    assert waits.status is Status.SKIPPED and "which stopped" in str(waits.error)
+    assert (first.status, quiet.status) == (Status.STOPPED, Status.STOPPED)
+
+
+async def test_nodes_waiting_for_a_slot_when_the_flow_stops_are_cancelled():
+    model = scripted(default_reply=Replies())
+    flow = Flow()
+    nodes = [flow.add("communicate", instruction=str(n), branch=Branch(chat_model=model)) for n in range(3)]  # fmt: skip
+    task = asyncio.create_task(flow.run(max_concurrent=1))
+    await until(lambda: nodes[0].status is Status.RUNNING, what="the first node running")
+    assert flow.cancel() is True
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [n.status for n in nodes] == [Status.STOPPED, Status.CANCELLED, Status.CANCELLED]
+    assert all(n.branch is None and n.error is None for n in nodes[1:])
+
+
+async def test_forks_are_named_after_their_node():
+    session = Session()
+    template = session.new_branch(name="template", chat_model=scripted(default_reply=echo_count))
+    flow = Flow(session)
+    outline = flow.add("communicate", instruction="Outline a talk", branch=template.fork())
+    named = flow.add(
+        "communicate", instruction="Write section 2", depends_on=[outline], node_name="section 2"
+    )
+    unnamed = flow.add("communicate", instruction="Write section 3", depends_on=[outline])
+    long = flow.add("communicate", instruction="Write " + "very " * 20, depends_on=[outline])
+    await flow.run()
+    assert outline.branch.name == "template (fork)"  # the branch it was given
+    assert named.branch.name == "section 2"
+    assert unnamed.branch.name == "Write section 3"  # its instruction, when it has no name
+    assert long.branch.name.startswith("Write very") and len(long.branch.name) == 40
+    assert not any("(fork) (fork)" in (n.branch.name or "") for n in flow)
+    with pytest.raises(TypeError, match="node_name= takes a string"):
+        flow.add("communicate", instruction="x", node_name=3)

@@ -18,7 +18,8 @@ def test_add_returns_the_node_with_its_parameters_and_dependencies():
     first = flow.add("communicate", instruction="Outline a talk on tides", branch=b)
     second = flow.add("communicate", depends_on=first, instruction="Write the introduction")
     assert isinstance(first, Operation) and first.status is Status.PENDING
-    assert first.parameters == {"instruction": "Outline a talk on tides"}
+    # a chat verb's node keeps what it streamed when the flow is stopped (on_stop="record")
+    assert first.parameters == {"instruction": "Outline a talk on tides", "on_stop": "record"}
     assert first.branch_id == b.id and second.branch_id is None
     assert second.depends_on == (first.id,) and flow.dependencies(second) == [first]
     assert flow.dependents(first) == [second] and flow.nodes == [first, second]
@@ -123,3 +124,19 @@ def test_repr_counts_statuses():
     flow.add("chat")
     assert repr(flow) == "<Flow talk pending=1>"
     assert repr(Flow()) == "<Flow empty>"
+
+
+def test_node_name_names_the_node_and_name_stays_an_operation_parameter():
+    session = Session()
+
+    async def greet(branch, name: str) -> str:
+        return f"hello {name}"
+
+    session.register_operation("greet", greet)
+    flow = Flow(session)
+    node = flow.add("greet", branch=session.new_branch(), name="Ann", node_name="greeting")
+    assert node.parameters == {"name": "Ann"} and node.name == "greeting"
+    assert node.title() == "greeting" and node.label() == "Ann"
+    kept = flow.add("ReAct", instruction="x", on_stop="discard")  # given: not overridden
+    assert kept.parameters == {"instruction": "x", "on_stop": "discard"}
+    assert "on_stop" not in flow.add("chat", instruction="x").parameters  # records nothing

@@ -36,7 +36,7 @@ async def test_failure_is_captured_and_execute_raises():
         await Operation("teleport").execute(branch)
 
 
-async def test_cancellation_settles_the_node_as_failed_and_propagates():
+async def test_cancellation_settles_the_node_as_stopped_not_failed_and_propagates():
     branch = Branch(chat_model=scripted({"text": "slow reply", "delay": 5}))
     node = Operation("communicate", {"instruction": "x"})
     task = asyncio.create_task(node.invoke(branch))
@@ -45,8 +45,8 @@ async def test_cancellation_settles_the_node_as_failed_and_propagates():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert node.status is Status.FAILED and isinstance(node.error, asyncio.CancelledError)
-    assert node.duration_ms is not None
+    assert node.status is Status.STOPPED and node.error is None
+    assert node.duration_ms is not None and node.status.settled
 
 
 def test_transitions_and_names():
@@ -57,7 +57,16 @@ def test_transitions_and_names():
     assert node.status is Status.SKIPPED and node.duration_ms is None
     with pytest.raises(RuntimeError, match="already settled"):
         node.mark_running(None)
-    assert [s.value for s in Status] == ["pending", "running", "completed", "failed", "skipped"]
+    assert [s.value for s in Status] == [
+        "pending",
+        "running",
+        "completed",
+        "failed",
+        "stopped",
+        "cancelled",
+        "skipped",
+    ]
+    assert [s.value for s in Status if not s.settled] == ["pending", "running"]
 
 
 def test_run_usage_adds_up():
@@ -69,3 +78,27 @@ def test_run_usage_adds_up():
         2,
         0.5,
     )
+
+
+def test_label_and_title_say_what_a_node_asks_and_what_it_is_called():
+    asks = Operation("communicate", {"instruction": "Write\nsection  2", "on_stop": "record"})
+    assert asks.label() == "Write section 2" and asks.title() == "Write section 2"
+    named = Operation("communicate", {"instruction": "Write section 2"}, name="section 2")
+    assert named.title() == "section 2" and named.label() == "Write section 2"
+    assert "name='section 2'" in repr(named)
+    bare = Operation("chat", {"on_stop": "record"})  # a verb option is not what it asks
+    assert bare.label() == "" and bare.title() == "chat"
+    assert len(Operation("chat", {"text": "x" * 100}).title()) == 40
+
+
+def test_cancelled_is_settled_until_requeued_and_only_an_unstarted_node_is_cancelled():
+    node = Operation("chat")
+    node.mark_cancelled()
+    assert node.status is Status.CANCELLED and node.status.settled and node.error is None
+    assert node.requeue() is True and node.status is Status.PENDING and node.ended_at is None
+    assert node.requeue() is False
+    node.mark_running(None)
+    with pytest.raises(RuntimeError, match="stopped, not cancelled"):
+        node.mark_cancelled()
+    node.mark_stopped()
+    assert node.status is Status.STOPPED and node.requeue() is False

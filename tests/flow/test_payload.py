@@ -10,7 +10,7 @@ from helpers_core import scripted
 from lion_nb import Branch, iModel
 from lion_nb.flow.errors import NotTransferable
 from lion_nb.flow.node import Operation
-from lion_nb.flow.payload import build_payload, decode, encode, is_secret_option, model_settings
+from lion_nb.flow.payload import build_payload, decode, encode, model_settings
 from lion_nb.flow.worker import _build
 from lion_nb.session.session import Session
 
@@ -110,10 +110,15 @@ def test_an_untravelling_tool_is_named():
         build_payload(Operation("communicate", {"instruction": "x"}), branch)
 
 
-def test_secret_option_names():
-    for name in ("env", "headers", "api_key", "OPENAI_API_KEY", "access_token", "client_secret"):
-        assert is_secret_option(name), name
-    for name in ("max_tokens", "temperature", "api_key_env", "cli_path", "timeout", "delay"):
-        assert not is_secret_option(name), name
+def test_settings_are_the_models_own():
+    # one serialiser (iModel.settings), with the code-valued options cloudpickle carries
+    def reply(request):
+        return "computed"
+
+    model = iModel(provider="scripted", default_reply=reply, api_key_env="MY_KEY", cli_path="x")
+    assert model_settings(model) == {
+        **model.settings(),
+        "options": {**model.settings()["options"], "default_reply": reply},
+    }
     assert model_settings(None) is None
     assert decode(encode({"a": 1}, "x")) == {"a": 1}

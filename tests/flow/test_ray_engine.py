@@ -286,7 +286,7 @@ async def test_cancelling_a_ray_flow_ends_the_workers_cli_process_group(tmp_path
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not group_alive(pgid)
-    assert node.status is Status.FAILED and isinstance(node.error, asyncio.CancelledError)
+    assert node.status is Status.STOPPED and node.error is None  # a stop, not a failure
     # what the cancelled attempt recorded before it stopped stays, as on the local engine
     assert [(m.role, m.text) for m in agent.messages] == [("user", "go")]
 

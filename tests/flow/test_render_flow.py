@@ -35,9 +35,10 @@ def test_a_row_shows_status_time_tokens_and_cost():
                  "after 1", "main"):  # fmt: skip
         assert part in html, part
     assert "attempts" not in html and "2 Ray attempts" in row_html(row(attempts=2))
-    assert ">completed</span> · <code" in html  # readable without the stylesheet
+    assert ">completed</span></span> · <span" in html  # readable without the stylesheet
     assert (
-        '2.</span> <span class="lion-flow-status lion-flow-completed">completed</span> · ' in html
+        '2.</span> <span class="lion-flow-status lion-flow-completed">completed</span></span> · '
+        in html
     )
 
 
@@ -70,3 +71,96 @@ def test_run_times_and_text():
     )
     assert "1 completed · 1 failed" in flow_html(snap)
     assert node_detail_html(None, []) == ""
+
+
+def _fields(cells: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """A row's top level: its elements as (class, text), and the text between them."""
+    from html.parser import HTMLParser
+
+    class Top(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depth, self.fields, self.between = 0, [], []
+
+        def handle_starttag(self, tag, attrs):
+            if self.depth == 0:
+                self.fields.append([dict(attrs).get("class", ""), ""])
+            self.depth += 1
+
+        def handle_endtag(self, tag):
+            self.depth -= 1
+
+        def handle_data(self, data):
+            if self.depth == 0:
+                self.between.append(data)
+            else:
+                self.fields[-1][1] += data
+
+    top = Top()
+    top.feed(cells)
+    return [(c, t) for c, t in top.fields], top.between
+
+
+def test_every_field_of_a_row_is_one_nowrap_span_and_rows_wrap_only_between_fields():
+    from lion_nb.render.flow import row_cells_html
+    from lion_nb.render.html import lion_css
+
+    cells = row_cells_html(row(attempts=3, run_ms=552.0, branch="template (fork)"))
+    fields, between = _fields(cells)
+    assert [c.split()[0] for c in (cls for cls, _ in fields)] == ["lion-flow-f"] * 7
+    assert set(between) == {" · "}  # the only place a row can wrap
+    assert [t for _, t in fields] == [
+        "2. completed", "communicate Outline", "after 1", "template (fork)", "3 Ray attempts",
+        "552 ms", "1,200 in · 34 out · $0.0123",
+    ]  # fmt: skip
+    assert ".lion-flow-f { white-space: nowrap; }" in lion_css()
+    fields, _ = _fields(row_cells_html(row(error="E: x")))
+    assert fields[-1] == ("lion-flow-error", "E: x")  # the error goes on its own line
+
+
+def test_a_stopped_node_says_stopped_and_a_named_fork_is_not_repeated():
+    html = row_html(row(status="stopped", error=None, name="section 2", title="section 2",
+                        branch="section 2"))  # fmt: skip
+    assert "lion-flow-stopped" in html and "failed" not in html and "Error" not in html
+    assert html.count("section 2") == 1  # its name; the fork named after it adds nothing
+    assert '<b class="lion-flow-name">section 2</b>' in html
+    given = row_html(row(title="Outline", branch="template (fork)"))
+    assert (
+        '<span class="lion-flow-f lion-flow-branch" title="branch">template (fork)</span>' in given
+    )
+    assert "lion-flow-cancelled" in row_html(row(status="cancelled", run_ms=None))
+
+
+def _snap(*rows: NodeRow, span_ms: float = 2000.0) -> FlowSnapshot:
+    return FlowSnapshot(title="talk", rows=rows, counts={}, input_tokens=0, output_tokens=0,
+                        cost_usd=None, selected=None, span_ms=span_ms)  # fmt: skip
+
+
+def test_the_time_strip_has_one_lane_per_node_and_a_bar_for_each_that_ran():
+    from lion_nb.render.flow import strip_html
+
+    snap = _snap(
+        row(index=1, title="Outline", start_ms=0.0, run_ms=500.0, worker="kernel"),
+        row(index=2, id=uuid.UUID(int=2), title="section 2", status="stopped", start_ms=500.0,
+            run_ms=1500.0, worker="worker 4242"),
+        row(index=3, id=uuid.UUID(int=3), title="later", status="cancelled", start_ms=None,
+            run_ms=None, worker=None),
+    )  # fmt: skip
+    html = strip_html(snap)
+    assert html.count('class="lion-flow-lane ') == 3 and html.count('class="lion-flow-bar ') == 2
+    assert 'class="lion-flow-bar lion-flow-completed" style="left:0.00%;width:25.00%"' in html
+    assert 'class="lion-flow-bar lion-flow-stopped" style="left:25.00%;width:75.00%"' in html
+    assert '<span class="lion-flow-nobar">cancelled</span>' in html
+    assert "+500 ms · 1.5 s · worker 4242" in html and "1. Outline" in html
+    assert ">2.0 s</span>" in html  # the axis: the whole span
+    assert html in flow_html(snap)  # the static block shows the picture too
+    assert strip_html(_snap()) == ""
+    tiny = strip_html(_snap(row(start_ms=2000.0, run_ms=0.0)))
+    assert 'style="left:99.40%;width:0.60%"' in tiny  # an instant still shows, inside the strip
+
+
+def test_the_time_strip_escapes_node_text():
+    from lion_nb.render.flow import strip_html
+
+    html = strip_html(_snap(row(title=EVIL, worker=EVIL, status=EVIL, start_ms=0.0)))
+    assert "<img" not in html and "&lt;img" in html

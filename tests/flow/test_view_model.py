@@ -54,7 +54,15 @@ async def test_one_row_per_node_with_status_time_tokens_cost_and_dependencies():
     assert second.depends_on == (1,) and second.status == "completed" and second.branch != "main"
     assert third.status == "failed" and third.error == "RuntimeError: broken <row>"
     assert fourth.status == "skipped" and fourth.depends_on == (3,) and "skipped" in fourth.error
-    assert snap.counts == {"pending": 0, "running": 0, "completed": 2, "failed": 1, "skipped": 1}
+    assert snap.counts == {
+        "pending": 0,
+        "running": 0,
+        "completed": 2,
+        "failed": 1,
+        "stopped": 0,
+        "cancelled": 0,
+        "skipped": 1,
+    }
     assert (snap.input_tokens, snap.output_tokens) == (30, 10)
     assert snap.cost_usd == pytest.approx(0.005) and snap.title == "talk"
 
@@ -114,3 +122,52 @@ async def test_a_retracted_message_leaves_the_selected_transcript_and_redraws():
     assert changed == [node.id]
     assert [m.text for m in model.transcript()[0]] == ["s", "a"]
     model.detach()
+
+
+async def test_a_stopped_flow_reads_stopped_and_cancelled_never_failed_and_stop_applies_only_while_running():
+    b = Branch(name="main", chat_model=scripted({"chunks": ["tok "] * 300, "delay": 0.01}))
+    flow = Flow(name="talk")
+    first = flow.add("communicate", instruction="Outline", branch=b)
+    flow.add("communicate", instruction="Intro", depends_on=[first])
+    flow.add("communicate", instruction="Outro", depends_on=[first])
+    model = FlowViewModel(flow)
+    assert model.stoppable is False  # not running
+    task = asyncio.create_task(flow.run())
+    await until(lambda: first.status.value == "running")
+    assert model.stoppable is True
+    flow.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    snap = model.snapshot()
+    assert [r.status for r in snap.rows] == ["stopped", "cancelled", "cancelled"]
+    assert [r.error for r in snap.rows] == [None, None, None]  # no "CancelledError:"
+    assert {k: v for k, v in snap.counts.items() if v} == {"stopped": 1, "cancelled": 2}
+    assert snap.stoppable is False and model.stoppable is False
+
+
+def test_an_error_with_an_empty_message_reads_as_its_type_alone():
+    from lion_nb.flow.view_model import error_text
+
+    assert error_text(None) is None
+    assert error_text(TimeoutError()) == "TimeoutError"
+    assert error_text(RuntimeError("broken")) == "RuntimeError: broken"
+
+
+async def test_rows_say_when_and_where_each_node_ran_and_what_it_is_called():
+    b = Branch(name="main", chat_model=scripted(default_reply={"text": "ok", "delay": 0.05}))
+    flow = Flow()
+    first = flow.add("communicate", instruction="Outline", branch=b)
+    second = flow.add("communicate", instruction="Write section 2", depends_on=[first], node_name="section 2")  # fmt: skip
+    never = flow.add("communicate", instruction="never", depends_on=[first])
+    model = FlowViewModel(flow)
+    assert [r.start_ms for r in model.snapshot().rows] == [None, None, None]
+    assert model.snapshot().span_ms == 0.0
+    flow.add_edge(second, never)
+    await flow.run()
+    one, two, three = model.snapshot().rows
+    assert one.start_ms == 0.0 and one.worker == "kernel" and one.title == "Outline"
+    assert two.start_ms >= one.run_ms - 1 and two.name == "section 2" and two.title == "section 2"
+    assert two.branch == "section 2"  # the fork named after its node
+    assert three.start_ms >= two.start_ms + two.run_ms - 1
+    snap = model.snapshot()
+    assert snap.span_ms == pytest.approx(three.start_ms + three.run_ms)

@@ -77,3 +77,45 @@ def outputs(monkeypatch: pytest.MonkeyPatch) -> SavedOutputs:
     monkeypatch.setattr(viewbase, "_shell", lambda: out.shell)  # as if inside IPython
     monkeypatch.setattr(viewbase, "_CELLS", viewbase._Cells())
     return out
+
+
+# ----- a widget's comm without a kernel: what a page drawing the view would get -----------
+class _RecordingComm:
+    """A widget's comm without a kernel: what it was opened with and each message sent."""
+
+    def __init__(self, *, data: dict, **_: object) -> None:
+        self.comm_id = f"comm-{id(self)}"
+        self.opened = data
+        self.sent: list[dict] = []
+        self.kernel = object()  # ipywidgets sends nothing on a comm without a kernel
+
+    def on_msg(self, _callback: object) -> None: ...
+
+    def send(self, data: dict | None = None, **_: object) -> None:
+        self.sent.append(data or {})
+
+    def close(self, *_: object, **__: object) -> None: ...
+
+
+def page_state(comm: _RecordingComm) -> dict:
+    """The widget state a page drawing the view now would hold: the comm's opening state with
+    every update message applied (custom messages are not replayed to a view drawn later)."""
+    state = dict(comm.opened["state"])
+    for msg in comm.sent:
+        if msg.get("method") == "update":
+            state.update(msg["state"])
+    return state
+
+
+@pytest.fixture
+def comms(monkeypatch: pytest.MonkeyPatch) -> list[_RecordingComm]:
+    import comm
+
+    made: list[_RecordingComm] = []
+
+    def create_comm(**kwargs: object) -> _RecordingComm:
+        made.append(_RecordingComm(**kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(comm, "create_comm", create_comm)
+    return made

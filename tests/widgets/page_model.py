@@ -4,6 +4,8 @@ without a browser (the browser tests check the module itself)."""
 
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +108,9 @@ class Page:
 
     def _add(self, op: dict[str, Any], part: Part) -> None:
         part.slots["frozen"] += op["html"]
-        part.slots["tail"] = ""
+        tail, keep = part.slots["tail"], op.get("keep", 0)  # keep: UTF-16 code units
+        units = tail.encode("utf-16-le")
+        part.slots["tail"] = units[len(units) - 2 * keep :].decode("utf-16-le") if keep else ""
 
     def _tail(self, op: dict[str, Any], part: Part) -> None:
         if "html" in op:
@@ -128,8 +132,12 @@ class Page:
         part.slots["tail"] = ""
         if "after" in op:
             part.slots["tools"] = op["after"]
-        if op.get("tag"):
-            part.tag = op["tag"]
+        if "attrs" in op:  # the recorded card's classes and attributes, as data
+            attrs = {"class": op["cls"], **op["attrs"]}
+            ident = "".join(f' {k}="{html.escape(v)}"' for k, v in attrs.items())
+            part.tag = f"<div{ident}>"
+        elif "cls" in op:  # the card's new classes (its other attributes stay)
+            part.tag = re.sub(r'class="[^"]*"', f'class="{html.escape(op["cls"])}"', part.tag)
         if op.get("id"):
             self.order[self.order.index(key)] = op["id"]
             self.parts[op["id"]] = self.parts.pop(key)

@@ -12,6 +12,7 @@ from lion_nb import Branch, iModel
 from lion_nb.errors import ParseError
 from lion_nb.render.parse_tree import attempts_html, errors_html
 from lion_nb.widgets.parse_view import ParseView
+from tests.widgets.conftest import page_state
 
 # ----- the tree ------------------------------------------------------------------------------
 
@@ -231,3 +232,15 @@ async def test_the_saved_output_is_refreshed_when_a_parse_settles(outputs) -> No
     assert "greater than 0" in outputs.of(failing)["text/html"]
     view.close()
     failing.close()
+
+
+# ----- what a page is sent -------------------------------------------------------------------
+def test_a_page_drawing_a_finished_result_gets_its_parts(comms) -> None:
+    """ParseView(result) was an empty box in JupyterLab: its state was set after its comm
+    opened, without an update message, and its ops went out before any page drew it."""
+    view = ParseView(Order.model_validate(ORDER))
+    (comm,) = [c for c in comms if c.opened["state"].get("kind") == "parse"]
+    state = page_state(comm)
+    assert state["parts"] == view.state_parts() != []
+    assert "Alice" in dict(state["parts"])["tree"]
+    view.close()

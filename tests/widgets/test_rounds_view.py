@@ -290,3 +290,15 @@ async def test_plain_runs_on_the_branch_are_not_rounds() -> None:
     assert len(view.state_parts()) - 1 == 3  # the ReAct run's head and its two rounds
     assert "communicate" not in view.static_text() and "just chatting" not in view.static_html()
     view.close()
+
+
+def test_a_page_drawing_the_view_gets_its_parts(comms) -> None:
+    """As ParseView: the state set after the comm opened reaches a page drawn later."""
+    from tests.widgets.conftest import page_state
+
+    view = ReActRoundsView(Branch(name="drawn later"), title="ROUNDS-TITLE-MARK")
+    (comm,) = [c for c in comms if c.opened["state"].get("kind") == "rounds"]
+    state = page_state(comm)
+    assert state["parts"] == view.state_parts() != []
+    assert "ROUNDS-TITLE-MARK" in dict(state["parts"])["header"]
+    view.close()

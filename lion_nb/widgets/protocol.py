@@ -1,0 +1,286 @@
+"""The protocol between a live view's kernel side and its front end (``widgets/lion_nb.js``):
+the one reference for its names. A test (``tests/widgets/test_protocol.py``) reads the module's
+op handlers and page actions and checks they are exactly these.
+
+**Messages, kernel -> page.** Every update is one custom comm message ``{"seq": n, "ops":
+[...]}`` (``message``); ``n`` counts up by one per message. Each op addresses a *part* of the
+view by its key (a message id, ``live:<id>``, ``pending:<id>``, a round...), except ``chrome``,
+``draft`` and ``clip``. One ``TypedDict`` per op, below; ``OPS`` names them.
+
+**Sequence and resync.** The page applies a message only when its ``seq`` is the next one; one
+already covered by the synced state (``seq <= applied``) is ignored; a gap means messages were
+missed: the page sends ``{"action": "resync", "have": applied}`` once and ignores the stream
+until the kernel sends the complete state (the synced traits ``parts`` and ``seq``, plus the
+``CHROME`` traits), which it renders and continues from. The complete state is also what a view
+that attaches later renders (a reload, a second view, a late front end): custom messages are
+not replayed. The kernel syncs it (without sending) when the view comes to rest, and sends it
+when a page asks or the saved output is refreshed.
+
+**Envelope budget.** Each message costs ~``ENVELOPE_BYTES`` of envelope on the wire (Jupyter's
+header, parent header and signature), more than most ops it carries: updates are coalesced
+(structural ops at once, streamed text at most ``max_rate`` times a second), ops that can wait
+are held a moment to share a message, and the traffic of a streamed reply stays within
+``BYTES_BUDGET_RATIO`` x its final HTML plus ``BYTES_BUDGET_PER_S`` per streaming second
+(``benchmarks/bench_widget_traffic.py`` measures it).
+
+**Actions, page -> kernel.** ``{"action": name, ...}``, with ``"key"`` (a part's key) for
+per-message actions; the widget handles ``name`` with its ``_action_<name>`` method (``Front``:
+resync, copy, leave; the chat view the rest). ``ACTIONS`` names them.
+
+**What the page is given.** The synced trait ``protocol`` (``Front.protocol``) is ``PAGE``:
+the op names, the action names and the chrome trait names, so the module holds no second list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "ACTIONS",
+    "BYTES_BUDGET_PER_S",
+    "BYTES_BUDGET_RATIO",
+    "CHROME",
+    "ENVELOPE_BYTES",
+    "OPS",
+    "PAGE",
+    "message",
+]
+
+ENVELOPE_BYTES = 550  # a comm message's envelope (header, parent header, signature)
+BYTES_BUDGET_RATIO = 1.5  # a streamed reply's traffic: <= 1.5 x its final HTML ...
+BYTES_BUDGET_PER_S = 16 * 1024  # ... + 16 KB per streaming second
+
+
+# ----- ops: kernel -> page -----------------------------------------------------------------------
+class PutOp(TypedDict):
+    """Show part ``key``: sanitized HTML ``html`` (or ``tpl``: the name of a synced template,
+    ``Front.templates``, the page holds already) before part ``before`` (None: at the end), or
+    in place of part ``replace`` / of its own old self."""
+
+    op: Literal["put"]
+    key: str
+    html: NotRequired[str]
+    tpl: NotRequired[str]
+    before: NotRequired[str | None]
+    replace: NotRequired[str]
+
+
+class DropOp(TypedDict):
+    """Remove part ``key``."""
+
+    op: Literal["drop"]
+    key: str
+
+
+class AddOp(TypedDict):
+    """Finished Markdown blocks of a streaming card, appended to its ``frozen`` slot (each
+    rendered once, by the kernel); the card's tail is emptied but for the last ``keep``
+    characters (UTF-16 code units) of its text: the start of the next block, not sent again."""
+
+    op: Literal["add"]
+    key: str
+    html: str
+    keep: NotRequired[int]
+
+
+class TailOp(TypedDict):
+    """The growing last block of a streaming card: its re-rendered HTML while it is small
+    (``html``), else the text that arrived (``text``; ``add``: after what it shows, else
+    instead of it), set as ``textContent``."""
+
+    op: Literal["tail"]
+    key: str
+    html: NotRequired[str]
+    text: NotRequired[str]
+    add: NotRequired[bool]
+
+
+class SlotOp(TypedDict):
+    """Slot ``slot`` of a streaming card (``head``, ``thinking``, ``tools``) becomes ``html``."""
+
+    op: Literal["slot"]
+    key: str
+    slot: Literal["head", "thinking", "tools"]
+    html: str
+
+
+class SealOp(TypedDict):
+    """A streaming card becomes the recorded card (``LiveMessage.seal_op``,
+    ``LiveMessage.finish``), from pieces the kernel rendered separately
+    (``render.html.assistant_parts``): the card element's classes ``cls`` and attributes
+    ``attrs`` (data, not markup), its ``head``, ``thinking``, the blocks the page lacks
+    (``add``), what follows the body (``after``); the part is renamed ``id``; ``fp`` is the
+    ``fingerprint`` of the whole recorded card, so the synced state need not be re-sent."""
+
+    op: Literal["seal"]
+    key: str
+    cls: str
+    head: str
+    add: str
+    attrs: NotRequired[dict[str, str]]
+    thinking: NotRequired[str]
+    after: NotRequired[str]
+    id: NotRequired[str]
+    fp: NotRequired[int]
+
+
+class ChromeOp(TypedDict):
+    """New values of some ``CHROME`` traits (already the kernel's state)."""
+
+    op: Literal["chrome"]
+    values: dict[str, Any]
+
+
+class DraftOp(TypedDict):
+    """The prompt box's text (a failed send gives the prompt back)."""
+
+    op: Literal["draft"]
+    text: str
+
+
+class ClipOp(TypedDict):
+    """The text the copy control of part ``key`` asked for (``copy``)."""
+
+    op: Literal["clip"]
+    key: str
+    text: str
+
+
+Op = PutOp | DropOp | AddOp | TailOp | SlotOp | SealOp | ChromeOp | DraftOp | ClipOp
+
+OPS: dict[str, type] = {
+    "put": PutOp,
+    "drop": DropOp,
+    "add": AddOp,
+    "tail": TailOp,
+    "slot": SlotOp,
+    "seal": SealOp,
+    "chrome": ChromeOp,
+    "draft": DraftOp,
+    "clip": ClipOp,
+}
+
+
+# ----- actions: page -> kernel -------------------------------------------------------------------
+class ResyncAction(TypedDict):
+    """The page saw a gap in ``seq`` (it has applied ``have``): send the complete state."""
+
+    action: Literal["resync"]
+    have: int
+
+
+class CopyAction(TypedDict):
+    """A message's copy control: the kernel answers with a ``clip`` op."""
+
+    action: Literal["copy"]
+    key: str
+
+
+class LeaveAction(TypedDict):
+    """Focus left the view: a saved-output refresh waiting for that may go now."""
+
+    action: Literal["leave"]
+
+
+class SendAction(TypedDict):
+    """Send ``text`` (Enter or Send)."""
+
+    action: Literal["send"]
+    text: str
+
+
+class StopAction(TypedDict):
+    """Stop the running reply (Esc or Stop)."""
+
+    action: Literal["stop"]
+
+
+class ClearAction(TypedDict):
+    """Start afresh (a running reply is stopped first)."""
+
+    action: Literal["clear"]
+
+
+class RegenerateAction(TypedDict):
+    """Answer the turn of reply ``key`` again, on a new alternative."""
+
+    action: Literal["regenerate"]
+    key: str
+
+
+class EditAction(TypedDict):
+    """Send prompt ``key`` again as ``text``, on a new alternative."""
+
+    action: Literal["edit"]
+    key: str
+    text: str
+
+
+class ContinueAction(TypedDict):
+    """Ask for the rest of the truncated reply ``key``."""
+
+    action: Literal["continue"]
+    key: str
+
+
+class SwitchAction(TypedDict):
+    """Show the previous (``step`` -1) or next (1) alternative at message ``key``."""
+
+    action: Literal["switch"]
+    key: str
+    step: int
+
+
+class CompareAction(TypedDict):
+    """Open the comparison of the alternative at ``key`` with the previous one."""
+
+    action: Literal["compare"]
+    key: str
+
+
+class CompareCloseAction(TypedDict):
+    """Close the comparison."""
+
+    action: Literal["compare_close"]
+
+
+ACTIONS: dict[str, type] = {
+    "resync": ResyncAction,
+    "copy": CopyAction,
+    "leave": LeaveAction,
+    "send": SendAction,
+    "stop": StopAction,
+    "clear": ClearAction,
+    "regenerate": RegenerateAction,
+    "edit": EditAction,
+    "continue": ContinueAction,
+    "switch": SwitchAction,
+    "compare": CompareAction,
+    "compare_close": CompareCloseAction,
+}
+
+
+# ----- synced traits -----------------------------------------------------------------------------
+# the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
+CHROME = (
+    "status_line",
+    "error_box",
+    "busy",
+    "can_stop",
+    "alt_marks",
+    "cut_marks",
+    "ctx",
+    "compare_html",
+)
+
+# what the page is given (the synced trait ``protocol``): the names it needs, from here only
+PAGE: dict[str, list[str]] = {
+    "ops": list(OPS),
+    "actions": list(ACTIONS),
+    "chrome": list(CHROME),
+}
+
+
+def message(seq: int, ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """One update as it goes on the comm."""
+    return {"seq": seq, "ops": ops}
