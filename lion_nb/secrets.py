@@ -1,7 +1,7 @@
 """The one owner of what counts as a secret, and of taking secrets out of what leaves.
 
-Every exit asks here: reprs and saved settings (``iModel.settings``), provider errors, CLI
-stderr and raw events, run buffers, cassettes, exports and Ray payloads.
+Every exit asks here: reprs and saved settings (``iModel.settings``: snapshots, Ray payloads),
+provider errors, CLI stderr and raw events (what a run buffer keeps), cassettes and exports.
 
 ``is_secret_name(name)`` reads a name (an option, a header, an environment variable) as words
 (``OPENAI_API_KEY``, ``x-api-key``, ``apiKey`` -> ``openai api key``, ...). It is secret when a
@@ -47,8 +47,7 @@ REDACTED = "[REDACTED]"
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _ANYWHERE = ("secret", "passw", "passphrase", "credential", "cookie", "bearer", "apikey")
 _WORD = frozenset(
-    {"auth", "oauth", "authorization", "authorisation", "jwt", "sessionid", "sessid"}
-    | {"phpsessid", "jsessionid"}
+    "auth oauth authorization authorisation jwt sessionid sessid phpsessid jsessionid".split()
 )
 _LAST_KEY = ("accesskey", "privatekey", "signingkey", "authkey", "sessionkey")
 _NOT_A_VALUE = frozenset(

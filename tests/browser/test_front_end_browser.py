@@ -332,7 +332,8 @@ from lion_nb import Branch, iModel
 # line after it is, so the next one has grown long by then (the text-shrink glitch)
 words = [f"p{{p}}w{{i}} " + ("\\n\\n" if i == 59 else "") for p in range(6) for i in range(60)]
 branch = Branch(chat_model=iModel(provider="scripted", replies=[
-    {{"chunks": words, "delay": {delay}}}, {{"chunks": words * 4, "delay": 0.02}}, "after"]))
+    {{"chunks": words, "delay": {delay}}}, "REGENERATED",
+    {{"chunks": words * 4, "delay": 0.02}}, "after"]))
 view = lion_nb.view(branch, title="shrink", height=300)
 view
 """

@@ -127,7 +127,14 @@ def test_chat_view_in_notebook7(front_page, notebook7):
     )
     # Notebook 7 has no kernel status text: Run All until the first cell shows it ran
     # (a Run All while the kernel still starts is dropped)
+    dialogs: list[str] = []
     for _attempt in range(6):
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count() and dialog.first.is_visible():
+            # e.g. the kernel picker while the kernel is slow to start: take its default
+            dialogs.append(dialog.first.inner_text())
+            screenshot(page, "front_notebook7_dialog")
+            dialog.first.locator(".jp-mod-accept").first.click()
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         try:
@@ -144,6 +151,7 @@ def test_chat_view_in_notebook7(front_page, notebook7):
         view.wait_for(timeout=90_000)
     finally:
         screenshot(page, "front_notebook7_ran")
+        print("notebook7 dialogs:", dialogs)
     exercise_chat(page, view, "notebook7")
     # the saved form: focus leaves the view (its saved output is refreshed), then File > Save
     page.locator(".jp-Cell .jp-InputArea").first.click()

@@ -135,3 +135,14 @@ def test_an_action_outside_the_protocol_is_not_handled() -> None:
     view._on_page(view, {"action": "wobble"}, [])
     assert not Probe.called  # not in protocol.ACTIONS: the page may not ask for it
     view.close()
+
+
+def test_sealing_is_an_op_on_named_parts_not_string_surgery() -> None:
+    import lion_nb.render.html as render_html
+
+    assert not hasattr(render_html, "split_card")  # no rendered card is cut apart
+    source = JS.read_text()
+    assert "</div>" not in source and "<div" not in source  # the page parses no card markup
+    fields = get_type_hints(protocol.SealOp)
+    assert {"cls", "attrs", "head", "thinking", "add", "after"} <= set(fields)
+    assert "tag" not in fields
