@@ -135,16 +135,17 @@ def test_chat_view_in_notebook7(front_page, notebook7):
             dialogs.append(dialog.first.inner_text())
             screenshot(page, "front_notebook7_dialog")
             dialog.first.locator(".jp-mod-accept").first.click()
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         try:
+            page.get_by_role("menuitem", name="Run", exact=True).click(timeout=10_000)
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10_000)
             page.wait_for_function(
                 "() => /\\[(\\*|\\d+)\\]/.test("
                 "document.querySelector('.jp-Cell .jp-InputPrompt')?.textContent || '')",
                 timeout=15_000,
             )
             break
-        except Exception:  # playwright's TimeoutError: the kernel was not ready yet
+        except Exception:  # playwright's TimeoutError: a dialog, or the kernel was not ready
+            page.keyboard.press("Escape")  # a menu left open
             continue
     view = page.locator(".jp-OutputArea-output .lion-view").first
     try:
