@@ -102,15 +102,28 @@ def test_stop_in_jupyterlab_reads_stopped_and_cancelled_and_the_strip_shows_the_
     assert stop.is_enabled()
     # Lab skips drawing what is off screen (content-visibility): measure the strip in view
     view.locator(".lion-flow-strip-box").scroll_into_view_if_needed()
-    page.wait_for_timeout(200)
     first = _bars(view)
+    for _ in range(100):  # laid out once in view (a busy machine draws it late)
+        if all(b["width"] > 0 for b in first):
+            break
+        page.wait_for_timeout(100)
+        first = _bars(view)
     page.wait_for_timeout(1500)
     later = _bars(view)
     running = [i for i, b in enumerate(later) if "lion-flow-running" in b["cls"]]
     assert len(running) == 2
-    # the strip rescales as time passes: the outline's bar shrinks, the running ones widen
-    assert all(later[i]["width"] > first[i]["width"] for i in running), (first, later)
-    assert later[0]["width"] < first[0]["width"], (first, later)
+
+    def rescaled(bars: list[dict[str, Any]]) -> bool:
+        # the strip rescales as time passes: the outline's bar shrinks, the running ones widen
+        grew = all(bars[i]["width"] > first[i]["width"] for i in running)
+        return grew and bars[0]["width"] < first[0]["width"]
+
+    for _ in range(50):
+        if rescaled(later):
+            break
+        page.wait_for_timeout(200)
+        later = _bars(view)
+    assert rescaled(later), (first, later)
     texts = _row_texts(view)
     assert "running" in texts[1] and "running" in texts[2] and "pending" in texts[3]
     screenshot(page, "flow_running")
