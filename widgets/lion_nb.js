@@ -132,9 +132,6 @@ function makeShell(model, kind) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   const scroller = node("div", "lion-scroll");
   const list = node("div", "lion-transcript");
-  // replies are announced a finished block at a time: the growing tail is aria-busy
-  list.setAttribute("aria-live", "polite");
-  list.setAttribute("aria-relevant", "additions");
   const empty = node("div", "lion-placeholder");
   empty.append(
     node("div", "lion-placeholder-title", model.get("title") || "lion_nb"),
@@ -360,6 +357,10 @@ function messageMarks(view) {
     const key = card.getAttribute("data-id");
     const head = card.querySelector(".lion-head");
     if (!head) continue;
+    // drawn again only when they change (a live region would announce them each time)
+    const want = `${alts[key] || ""}|${cut.has(key)}`;
+    if (head.__marks === want) continue;
+    head.__marks = want;
     for (const old of head.querySelectorAll(".lion-switch, .lion-cut")) old.remove();
     if (alts[key]) {
       // beside the message's own controls, not before its role label
@@ -381,11 +382,17 @@ function contextMarks(view) {
   // the kernel: render/html.py)
   const { list, gauge } = view.shell;
   const ctx = view.cstate.ctx || {};
-  for (const old of list.querySelectorAll(".lion-ctx-cut-part")) old.remove();
-  if (ctx.cut && ctx.note && view.parts.get(ctx.cut)) {
-    const note = node("div", "lion-ctx-cut-part");
-    note.innerHTML = view.cstate.ctx.note; // the kernel rendered it (render/html.py)
-    list.insertBefore(note, view.parts.get(ctx.cut).el);
+  const at = ctx.cut && ctx.note ? view.parts.get(ctx.cut) : null;
+  const old = list.querySelectorAll(".lion-ctx-cut-part");
+  const same = at && old.length === 1 && old[0].__note === ctx.note && old[0].nextSibling === at.el;
+  if (!same) {
+    for (const el of old) el.remove();
+    if (at) {
+      const note = node("div", "lion-ctx-cut-part");
+      note.innerHTML = view.cstate.ctx.note; // the kernel rendered it (render/html.py)
+      note.__note = ctx.note;
+      list.insertBefore(note, at.el);
+    }
   }
   gauge.hidden = !ctx.w;
   if (!ctx.w) return;
@@ -409,7 +416,12 @@ function makeTranscript(view) {
       addTurnControls(view, container);
     }
     addCodeCopy(container);
-    // a reply being streamed: its growing tail is busy (announced once its block is finished)
+    // a reply being streamed is a polite live region, announced a finished block at a time:
+    // its growing tail is busy until the block is finished (never read token by token)
+    for (const body of container.querySelectorAll(".lion-streaming-msg .lion-body")) {
+      body.setAttribute("aria-live", "polite");
+      body.setAttribute("aria-relevant", "additions");
+    }
     for (const tail of container.querySelectorAll(".lion-streaming-msg [data-slot=tail]")) {
       tail.setAttribute("aria-busy", "true");
     }

@@ -175,8 +175,9 @@ def test_regenerate_names_the_branch_shown_and_compare_follows(page, jupyter_lab
     panel = root.locator(".lion-compare-panel")
     panel.wait_for(timeout=10_000)
     assert "SECOND" in panel.inner_text()
-    root.locator(".lion-assistant .lion-act:has-text('Regenerate')").click()
-    root.locator(".lion-assistant:has-text('THIRD')").wait_for(timeout=30_000)
+    root.locator(".lion-transcript .lion-assistant .lion-act:has-text('Regenerate')").click()
+    # the transcript's card (the panel, which follows the view, shows the same card)
+    root.locator(".lion-transcript .lion-assistant:has-text('THIRD')").wait_for(timeout=30_000)
     panel.locator(":text('THIRD')").first.wait_for(timeout=10_000)  # it followed the view
     screenshot(page, "turn_regenerate_titled_compare")
     shown = kernel_execute(jupyter_lab, "print(view.compare_html)")

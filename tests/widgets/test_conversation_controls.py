@@ -122,3 +122,26 @@ async def test_a_truncated_reply_is_marked_before_any_turn_from_the_view() -> No
     assert view.branch.messages[-1].text == "THE-REST"
     view.close()
     attached.close()
+
+
+async def test_clear_while_a_reply_streams_stops_it_then_clears_and_says_so() -> None:
+    view = view_on("FIRST", {"chunks": ["tok "] * 400, "delay": 0.01})
+    await view.asend("hello")
+    first = view.branch
+    view.send("a long one")
+    for _ in range(200):  # until the reply streams
+        await asyncio.sleep(0.01)
+        if view.transcript.live:
+            break
+    assert view.running
+    view._on_page(view, {"action": "clear"}, [])
+    assert "then clearing" in view.chrome_value("status_line")
+    for _ in range(500):  # a busy machine: bounds, not timings
+        await asyncio.sleep(0.01)
+        if view.branch is not first and not view.running:
+            break
+    await asyncio.sleep(0.05)
+    assert view.branch is not first and not view.running
+    assert "stopped the reply, then cleared" in view.status_line
+    assert "tok tok" not in view.rendered_html()  # the fresh branch: nothing of the old turn
+    view.close()
