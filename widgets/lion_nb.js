@@ -557,7 +557,11 @@ function makeScroll(view) {
     scroll.atBottom = true;
     store.atBottom = true;
     scroller.scrollTop = scroller.scrollHeight;
+    store.scrollTop = scroller.scrollTop;
     jump.hidden = true;
+    // the hidden button would drop the focus out of the view (a "leave", which refreshes the
+    // saved output): typing goes on in the prompt box instead
+    if (view.promptBox) view.promptBox.prompt.focus({ preventScroll: true });
   });
   return scroll;
 }
@@ -692,7 +696,13 @@ function restore(view) {
     resync(view);
   }
   if (store.scrollTop !== null && !store.atBottom) shell.scroller.scrollTop = store.scrollTop;
-  else settle(view, true);
+  else {
+    settle(view, true);
+    // a view drawn anew may not be laid out yet: follow the bottom again once it is
+    requestAnimationFrame(() => {
+      if (view.scroll.atBottom) shell.scroller.scrollTop = shell.scroller.scrollHeight;
+    });
+  }
   const prompt = view.promptBox && view.promptBox.prompt;
   if (prompt && store.focused) {
     prompt.focus();

@@ -124,8 +124,9 @@ def jupyter_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab
             process.wait(timeout=5)
 
 
-@pytest.fixture(scope="module")  # playwright keeps an event loop running: not past the module
-def browser(jupyter_lab: JupyterLab) -> Iterator[Any]:
+@contextlib.contextmanager
+def _chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, driven by playwright (which cannot download its own)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -146,6 +147,12 @@ def browser(jupyter_lab: JupyterLab) -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture(scope="module")  # playwright keeps an event loop running: not past the module
+def browser(jupyter_lab: JupyterLab) -> Iterator[Any]:
+    with _chromium() as chromium:
+        yield chromium
 
 
 @dataclass
@@ -479,26 +486,8 @@ def marimo(marimo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 def plain_browser() -> Iterator[Any]:
     """chromium as ``browser`` gives it, without a JupyterLab server (the other front ends)."""
     _needs_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-dev-shm-usage",
-            ],
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with _chromium() as chromium:
+        yield chromium
 
 
 @pytest.fixture
