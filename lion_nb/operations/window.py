@@ -244,9 +244,10 @@ def window_error(
             window=plan.window,
             tokens=plan.tokens,
         )
+    kept = "nothing was sent or recorded" if cause is None else "nothing was recorded"
     return ContextWindowError(
         f"the request ({how} {plan.full_tokens:,} tokens) does not fit the "
-        f"{plan.window:,}-token context window of {label}; nothing was sent or recorded."
+        f"{plan.window:,}-token context window of {label}; {kept}."
         f"{said} Pass {FIX} to send the system message and only the most recent turns that "
         "fit (the chat view does), or start afresh (branch.clear_messages(), view.clear()).",
         window=plan.window,
