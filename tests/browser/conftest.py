@@ -41,7 +41,11 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
 @dataclass
-class JupyterLab:
+class Server:
+    """A front end's server on 127.0.0.1, started by the tests (``url(path)`` adds the token
+    when it has one)."""
+
+    name: str
     port: int
     token: str
     root: Path
@@ -52,29 +56,24 @@ class JupyterLab:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def url(self, path: str = "") -> str:
+        url = f"{self.base}/{path.lstrip('/')}"
+        if not self.token:
+            return url
+        return url + ("&" if "?" in url else "?") + f"token={self.token}"
+
+
+class JupyterLab(Server):
+    """The JupyterLab server the browser tests share; ``url()`` is Lab itself."""
+
     def url(self, path: str = "lab") -> str:
-        sep = "&" if "?" in path else "?"
-        return f"{self.base}/{path.lstrip('/')}{sep}token={self.token}"
+        return super().url(path)
 
 
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_ready(lab: JupyterLab, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if lab.process.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited early:\n{lab.log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(lab.url("api/status"), timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"JupyterLab did not start:\n{lab.log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -111,9 +110,9 @@ def jupyter_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab
         process = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True
         )
-    lab = JupyterLab(port, token, root, process, log)
+    lab = JupyterLab("JupyterLab", port, token, root, process, log)
     try:
-        _wait_ready(lab)
+        _wait_http(lab, "api/status", 60)
         yield lab
     finally:
         process.terminate()
@@ -301,27 +300,6 @@ def interrupt_kernel(lab: JupyterLab) -> None:
 
 
 # ----- other front ends: Notebook 7, Voilà, marimo ----------------------------------------------
-@dataclass
-class Server:
-    """A front end's server on 127.0.0.1, started by the tests (``url(path)`` adds the token
-    when it has one)."""
-
-    name: str
-    port: int
-    token: str
-    root: Path
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, path: str = "") -> str:
-        url = f"{self.base}/{path.lstrip('/')}"
-        if not self.token:
-            return url
-        return url + ("&" if "?" in url else "?") + f"token={self.token}"
 
 
 def _front_env(home: Path) -> dict[str, str]:
