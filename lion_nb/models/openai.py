@@ -50,16 +50,15 @@ from lion_nb.models.chat_format import (
     format_tool_choice,
     response_format,
 )
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, env_key, key_env_names
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.secrets import public_url, redact, secret_values
 
-__all__ = ["DEFAULT_BASE_URL", "LOCAL_OPTIONS", "OpenAIProvider"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIProvider"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-LOCAL_OPTIONS = frozenset({"timeout", "max_retries", "stream", "stream_options"})
-"""Options lion_nb interprets itself; they are never copied into the request body."""
 
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body worth reading
 _JSON_BODY_LIMIT = 64 * 1024 * 1024  # a non-streamed reply larger than this is hostile
@@ -93,7 +92,7 @@ class OpenAIProvider:
         api_key: str | None = None,
         *,
         base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY",
         timeout: float | None = 60.0,
         max_retries: int = 2,
         http_client: httpx.AsyncClient | None = None,
@@ -110,7 +109,8 @@ class OpenAIProvider:
         # server (and some other local servers) accept; OpenAI's own API wants json_schema.
         self.json_mode = json_mode
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_env = api_key_env
+        self.key_env = key_env_names(api_key_env)
+        self.api_key_env = self.key_env[0] if self.key_env else None  # named in messages
         self.timeout = timeout
         self.max_retries = max(0, int(max_retries))
         self.defaults = {k: v for k, v in defaults.items() if v is not None}
@@ -167,8 +167,8 @@ class OpenAIProvider:
     def _api_key(self) -> str | None:
         if self.__api_key:
             return self.__api_key
-        if self.api_key_env and not self._loopback:
-            return os.environ.get(self.api_key_env) or None
+        if not self._loopback:
+            return env_key(self.key_env)
         return None
 
     def secret_values(self) -> list[str | None]:
@@ -176,15 +176,15 @@ class OpenAIProvider:
         return self._secrets()
 
     def _secrets(self) -> list[str | None]:
-        env = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return [self.__api_key, env, *secret_values(self._headers), *secret_values(self.defaults)]
+        env = [os.environ.get(name) for name in self.key_env]
+        return [self.__api_key, *env, *secret_values(self._headers), *secret_values(self.defaults)]
 
     def build_body(self, request: ModelRequest) -> tuple[dict[str, Any], float | None]:
         """The JSON body for ``request`` and the timeout for this call."""
         options = {**self.defaults, **{k: v for k, v in request.options.items() if v is not None}}
         timeout = options.get("timeout", self.timeout)
         body: dict[str, Any] = {"model": self.model} if self.model else {}
-        body.update({k: v for k, v in options.items() if k not in LOCAL_OPTIONS})
+        body.update({k: v for k, v in options.items() if k not in COMMON_LOCAL_OPTIONS})
         body["messages"] = request.messages
         if request.tools:
             body["tools"] = [format_tool(tool) for tool in request.tools]
