@@ -42,6 +42,7 @@ from lion_nb.errors import ConfigurationError, ProviderError, RateLimitError, Se
 from lion_nb.models.base import DeltaSink, ModelRequest
 from lion_nb.models.chat_format import format_tool
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
+from lion_nb.models.registry import GEMINI_OPTIONS
 from lion_nb.models.sse import SSEEvent
 from lion_nb.usage import Usage
 
@@ -69,10 +70,8 @@ _THINKING = {
     "thinking_level": "thinkingLevel",
     "include_thoughts": "includeThoughts",
 }
-OPTIONS = frozenset(
-    {*_GENERATION, *_THINKING, "safety_settings", "cached_content", "generation_config"}
-)
-"""The request options ``GeminiProvider`` takes (besides transport: timeout, max_retries)."""
+OPTIONS = GEMINI_OPTIONS
+"""The request options ``GeminiProvider`` takes (its registry entry's list)."""
 
 _FINISH = {
     "STOP": "stop",
@@ -444,15 +443,16 @@ def _usage(data: dict[str, Any]) -> Usage:
         value = data.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    prompt, candidates, thoughts = (
-        count("promptTokenCount"),
-        count("candidatesTokenCount"),
-        count("thoughtsTokenCount"),
+    candidates, thoughts = count("candidatesTokenCount"), count("thoughtsTokenCount")
+    output = None
+    if candidates is not None or thoughts is not None:
+        output = (candidates or 0) + (thoughts or 0)
+    return Usage(
+        input_tokens=count("promptTokenCount"),
+        output_tokens=output,
+        cache_read_tokens=count("cachedContentTokenCount"),
+        reasoning_tokens=thoughts,
     )
-    output = (
-        None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
-    )
-    return Usage(prompt, output)
 
 
 def _stream_error(error: dict[str, Any], text: str) -> ProviderError:

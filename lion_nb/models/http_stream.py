@@ -34,6 +34,7 @@ from lion_nb.errors import (
     ServerError,
 )
 from lion_nb.models.base import DeltaKind, DeltaSink, ModelRequest, ModelResponse, ToolCall
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, env_key, key_env_names
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.secrets import public_url, redact, secret_values
 from lion_nb.usage import Usage
@@ -273,9 +274,10 @@ class HTTPStreamProvider:
         """Refuse, by name, an option this API does not take (instead of sending it)."""
         unknown = sorted(k for k in options if k not in self.options | TRANSPORT_OPTIONS)
         if unknown:
+            own = sorted(self.options - COMMON_LOCAL_OPTIONS)
             raise ConfigurationError(
                 f"{type(self).__name__} does not understand {', '.join(map(repr, unknown))}; "
-                f"its options are {', '.join(sorted(self.options))}"
+                f"its options are {', '.join(own)}"
             )
 
     def merged_options(self, request: ModelRequest) -> tuple[dict[str, Any], float | None]:
@@ -315,11 +317,7 @@ class HTTPStreamProvider:
     def _api_key(self) -> str | None:
         if self.__api_key:
             return self.__api_key
-        if self._loopback:
-            return None
-        import os
-
-        return next((os.environ[n] for n in self.key_env if os.environ.get(n)), None)
+        return None if self._loopback else env_key(self.key_env)
 
     def secret_values(self) -> list[str | None]:
         """The credentials this provider may send (for redaction by cassettes and errors)."""
@@ -504,12 +502,6 @@ def _scrub(error: ProviderError, secrets: list[str | None]) -> ProviderError:
 
 
 # -- until models/http_errors.py (the shared classification) lands ----------------------------
-
-
-def key_env_names(value: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def classify_status(

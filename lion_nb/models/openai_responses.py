@@ -39,6 +39,7 @@ from lion_nb.errors import ConfigurationError, ProviderError, RateLimitError, Se
 from lion_nb.models.base import DeltaSink, ModelRequest
 from lion_nb.models.chat_format import format_tool
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, RESPONSES_OPTIONS
 from lion_nb.models.sse import SSEEvent
 from lion_nb.usage import Usage
 
@@ -46,29 +47,10 @@ __all__ = ["DEFAULT_BASE_URL", "OPTIONS", "OpenAIResponsesProvider"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-_PASSED = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "max_output_tokens",
-        "store",
-        "parallel_tool_calls",
-        "truncation",
-        "user",
-        "metadata",
-        "service_tier",
-        "previous_response_id",
-        "include",
-        "prompt_cache_key",
-        "safety_identifier",
-        "max_tool_calls",
-        "top_logprobs",
-        "reasoning",
-        "text",
-    }
-)
-OPTIONS = frozenset({*_PASSED, "max_tokens", "reasoning_effort", "reasoning_summary", "verbosity"})
-"""The request options ``OpenAIResponsesProvider`` takes (besides timeout, max_retries)."""
+OPTIONS = RESPONSES_OPTIONS
+"""The request options ``OpenAIResponsesProvider`` takes (its registry entry's list)."""
+_RENAMED = frozenset({"max_tokens", "reasoning_effort", "reasoning_summary", "verbosity"})
+_PASSED = OPTIONS - COMMON_LOCAL_OPTIONS - _RENAMED
 
 _REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "codex")
 _RATE_CODES = frozenset({"rate_limit_exceeded", "rate_limit", "too_many_requests"})
@@ -338,7 +320,14 @@ def _usage(data: dict[str, Any]) -> Usage:
     def count(value: Any) -> int | None:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    return Usage(count(data.get("input_tokens")), count(data.get("output_tokens")))
+    cached = (data.get("input_tokens_details") or {}).get("cached_tokens")
+    reasoning = (data.get("output_tokens_details") or {}).get("reasoning_tokens")
+    return Usage(
+        input_tokens=count(data.get("input_tokens")),
+        output_tokens=count(data.get("output_tokens")),
+        cache_read_tokens=count(cached),
+        reasoning_tokens=count(reasoning),
+    )
 
 
 def _error(error: dict[str, Any], text: str) -> ProviderError:

@@ -24,8 +24,10 @@ from lion_nb.errors import ConfigurationError
 
 __all__ = [
     "COMMON_LOCAL_OPTIONS",
+    "GEMINI_OPTIONS",
     "MODEL_FACTS",
     "PROVIDERS",
+    "RESPONSES_OPTIONS",
     "ApiSpec",
     "ProviderKind",
     "ProviderSpec",
@@ -77,7 +79,7 @@ _CLAUDE_WINDOWS = (
     ("opus", 200_000),
     ("haiku", 200_000),
 )
-_GEMINI_WINDOWS = (("gemini-2.5", 1_048_576), ("gemini-2.0", 1_048_576))
+_GEMINI_WINDOWS = (("gemini-3", 1_048_576), ("gemini-2.5", 1_048_576), ("gemini-2.0", 1_048_576))
 _OPEN_WINDOWS = (("smollm2", 8_192),)
 
 
@@ -200,6 +202,59 @@ _ANTHROPIC_OPTIONS = frozenset(
     }
 )
 
+# Request options of the Gemini API (models/gemini.py maps each into the request).
+GEMINI_OPTIONS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "max_output_tokens",
+        "stop",
+        "stop_sequences",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "candidate_count",
+        "response_mime_type",
+        "thinking_budget",
+        "thinking_level",
+        "include_thoughts",
+        "safety_settings",
+        "cached_content",
+        "generation_config",
+        *COMMON_LOCAL_OPTIONS,
+    }
+)
+
+# Request options of OpenAI's Responses API (models/openai_responses.py).
+RESPONSES_OPTIONS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_output_tokens",
+        "reasoning",
+        "reasoning_effort",
+        "reasoning_summary",
+        "verbosity",
+        "text",
+        "store",
+        "parallel_tool_calls",
+        "truncation",
+        "user",
+        "metadata",
+        "service_tier",
+        "previous_response_id",
+        "include",
+        "prompt_cache_key",
+        "safety_identifier",
+        "max_tool_calls",
+        "top_logprobs",
+        *COMMON_LOCAL_OPTIONS,
+    }
+)
+
 # The embedded model's options (models/local.py refuses the same names).
 _LOCAL_OPTIONS = frozenset(
     {
@@ -233,7 +288,12 @@ PROVIDERS: dict[str, ProviderSpec] = {
         key_env=("OPENAI_API_KEY",),
         default_api="chat",
         apis=(
-            ("responses", ApiSpec("lion_nb.models.openai_responses", "OpenAIResponsesProvider")),
+            (
+                "responses",
+                ApiSpec(
+                    "lion_nb.models.openai_responses", "OpenAIResponsesProvider", RESPONSES_OPTIONS
+                ),
+            ),
         ),
         prices="openai",
     ),
@@ -251,6 +311,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         "GeminiProvider",
         windows=_GEMINI_WINDOWS,
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        options=GEMINI_OPTIONS,
         prices="google",
     ),
     "ollama": ProviderSpec(

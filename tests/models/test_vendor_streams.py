@@ -1,0 +1,372 @@
+"""Gemini and the OpenAI Responses API, end to end against loopback servers speaking each
+vendor's documented streaming format (tests/servers/vendor_servers.py): text, thinking, tool
+calls, structured output, the finish reason, usage, refused requests, mid-stream failures and
+options the API does not take."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from lion_nb import Branch, iModel
+from lion_nb.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+from lion_nb.models.base import ModelRequest
+from lion_nb.models.gemini import gemini_schema
+from lion_nb.signals import RunEnd, RunFailed, StreamDelta
+from tests.servers import ErrorReply, Reply
+from tests.servers.chat_server import ChatServer
+from tests.servers.vendor_servers import start_gemini_server, start_responses_server
+
+KEY = "test-key-0123456789abcdefSECRET"
+
+
+@dataclass
+class Vendor:
+    name: str
+    start: Callable[[], ChatServer]
+    provider: str
+    model: str
+    options: dict[str, Any]
+    key_env: str
+
+    def imodel(self, server: ChatServer, **kw: Any) -> iModel:
+        kw.setdefault("api_key", KEY)
+        return iModel(
+            provider=self.provider,
+            model=self.model,
+            base_url=server.base_url,
+            **{**self.options, **kw},
+        )
+
+
+GEMINI = Vendor("gemini", start_gemini_server, "gemini", "gemini-2.5-flash", {}, "GEMINI_API_KEY")
+RESPONSES = Vendor(
+    "responses",
+    start_responses_server,
+    "openai",
+    "gpt-5-mini",
+    {"api": "responses"},
+    "OPENAI_API_KEY",
+)
+
+
+@pytest.fixture(params=[GEMINI, RESPONSES], ids=lambda v: v.name)
+def vendor(request: pytest.FixtureRequest) -> Vendor:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def server(vendor: Vendor) -> Iterator[ChatServer]:
+    with vendor.start() as s:
+        yield s
+
+
+def watch(branch: Branch) -> list[Any]:
+    seen: list[Any] = []
+    branch.observe(StreamDelta, RunEnd, RunFailed, handler=seen.append)
+    return seen
+
+
+async def test_text_streams_and_the_request_is_the_vendors_own(vendor, server) -> None:
+    server.script(Reply("Hello there, friend", chunk_size=5))
+    model = vendor.imodel(server)
+    branch = Branch(system="Be brief.", chat_model=model)
+    seen = watch(branch)
+    reply = await branch.communicate("Say hello")
+    await model.aclose()
+
+    assert reply == "Hello there, friend"
+    deltas = [s.delta for s in seen if isinstance(s, StreamDelta) and s.kind == "text"]
+    assert deltas == ["Hello", " ther", "e, fr", "iend"]  # as the server sent them
+    last = branch.messages[-1]
+    assert last.metadata["finish_reason"] == "stop"
+    assert last.metadata["model"] == vendor.model
+    request = server.requests[-1]
+    if vendor is GEMINI:
+        assert request.path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        assert request.headers["x-goog-api-key"] == KEY
+        assert request.body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+        assert request.body["contents"] == [{"role": "user", "parts": [{"text": "Say hello"}]}]
+    else:
+        assert request.path == "/v1/responses"
+        assert request.headers["authorization"] == f"Bearer {KEY}"
+        assert request.body["instructions"] == "Be brief."
+        assert request.body["input"] == [{"role": "user", "content": "Say hello"}]
+        assert request.body["stream"] is True
+
+
+async def test_thinking_is_kept_apart_and_streamed_as_thinking(vendor, server) -> None:
+    server.script(Reply("42.", reasoning="Six times seven.", chunk_size=4))
+    model = vendor.imodel(server)
+    branch = Branch(chat_model=model)
+    seen = watch(branch)
+    assert await branch.communicate("6*7?") == "42."
+    await model.aclose()
+
+    thinking = [s for s in seen if isinstance(s, StreamDelta) and s.kind == "thinking"]
+    assert [s.delta for s in thinking] == ["Six ", "time", "s se", "ven."]
+    assert thinking[-1].snapshot == "Six times seven."
+    assert branch.messages[-1].metadata["thinking"] == "Six times seven."
+    assert branch.messages[-1].response == "42."
+    if vendor is GEMINI:  # a thinking model is asked to include its thoughts
+        assert server.requests[-1].body["generationConfig"]["thinkingConfig"] == {
+            "includeThoughts": True
+        }
+    else:  # a reasoning model is asked for its summary
+        assert server.requests[-1].body["reasoning"] == {"summary": "auto"}
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def test_tool_calls_become_action_requests_and_results_go_back(vendor, server) -> None:
+    server.script(
+        Reply(tool_calls=[{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "call_a"}]),
+        Reply("The sum is 5."),
+    )
+    model = vendor.imodel(server)
+    branch = Branch(chat_model=model, tools=[add])
+    seen = watch(branch)
+    await branch.operate(instruction="2+3?", actions=True)
+    await branch.communicate("And so?")
+    await model.aclose()
+
+    roles = [m.role for m in branch.messages]
+    assert roles[:4] == ["user", "assistant", "action_request", "action_response"]
+    request, response = branch.messages[2], branch.messages[3]
+    assert request.function == "add" and request.arguments == {"a": 2, "b": 3}
+    assert response.output == 5
+    assert branch.messages[1].metadata["finish_reason"] == "tool_calls"
+    args = [s for s in seen if isinstance(s, StreamDelta) and s.kind == "tool_args"]
+    assert args and args[-1].name == "add" and json.loads(args[-1].snapshot) == {"a": 2, "b": 3}
+    first, second = server.requests[0].body, server.requests[1].body
+    if vendor is GEMINI:
+        declaration = first["tools"][0]["functionDeclarations"][0]
+        assert declaration["name"] == "add" and declaration["description"] == "Add two integers."
+        assert declaration["parameters"]["required"] == ["a", "b"]
+        model_turn = next(c for c in second["contents"] if c["role"] == "model")
+        assert {"functionCall": {"name": "add", "args": {"a": 2, "b": 3}}} in model_turn["parts"]
+        responses = [p for c in second["contents"] for p in c["parts"] if "functionResponse" in p]
+        assert responses == [{"functionResponse": {"name": "add", "response": {"result": 5}}}]
+    else:
+        tool = first["tools"][0]
+        assert (tool["type"], tool["name"]) == ("function", "add")
+        assert tool["parameters"]["required"] == ["a", "b"]
+        call = next(i for i in second["input"] if i.get("type") == "function_call")
+        assert (call["call_id"], call["name"], json.loads(call["arguments"])) == (
+            "call_a",
+            "add",
+            {"a": 2, "b": 3},
+        )
+        output = next(i for i in second["input"] if i.get("type") == "function_call_output")
+        assert output == {"type": "function_call_output", "call_id": "call_a", "output": "5"}
+
+
+class Answer(BaseModel):
+    city: str
+    population: int | None = None
+
+
+async def test_structured_output_asks_for_the_schema(vendor, server) -> None:
+    server.script(Reply(json.dumps({"city": "Paris", "population": 2})))
+    model = vendor.imodel(server)
+    branch = Branch(chat_model=model)
+    result = await branch.operate(instruction="Capital of France?", response_format=Answer)
+    await model.aclose()
+
+    assert result == Answer(city="Paris", population=2)
+    body = server.requests[-1].body
+    if vendor is GEMINI:
+        config = body["generationConfig"]
+        assert config["responseMimeType"] == "application/json"
+        schema = config["responseSchema"]
+        assert schema["properties"]["population"] == {
+            "type": "integer",
+            "nullable": True,
+            "title": "Population",
+            "default": None,
+        }
+        assert "additionalProperties" not in json.dumps(schema)
+    else:
+        fmt = body["text"]["format"]
+        assert fmt["type"] == "json_schema" and fmt["schema"]["properties"]["city"]
+        assert fmt["strict"] is False
+
+
+def test_gemini_schema_inlines_references_and_drops_what_the_api_rejects() -> None:
+    schema = {
+        "$defs": {"Pet": {"type": "object", "properties": {"kind": {"const": "cat"}}}},
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "pets": {"type": "array", "items": {"$ref": "#/$defs/Pet"}},
+            "age": {"type": ["integer", "null"]},
+            "size": {"enum": [1, 2]},
+        },
+    }
+    assert gemini_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "pets": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"kind": {"enum": ["cat"]}}},
+            },
+            "age": {"type": "integer", "nullable": True},
+            "size": {"enum": [1, 2]},
+        },
+    }
+    with pytest.raises(ConfigurationError, match="unresolved"):
+        gemini_schema({"$ref": "#/$defs/Nowhere"})
+
+
+async def test_a_reply_cut_by_the_token_limit_says_length(vendor, server) -> None:
+    server.script(Reply("Once upon a", finish_reason="length"))
+    model = vendor.imodel(server, max_tokens=3)
+    branch = Branch(chat_model=model)
+    await branch.communicate("Tell a story")
+    await model.aclose()
+    assert branch.messages[-1].metadata["finish_reason"] == "length"
+    if vendor is GEMINI:
+        assert server.requests[-1].body["generationConfig"]["maxOutputTokens"] == 3
+    else:
+        assert server.requests[-1].body["max_output_tokens"] == 3
+
+
+async def test_usage_counts_input_output_and_thinking_tokens(vendor, server) -> None:
+    if vendor is GEMINI:
+        usage = {
+            "promptTokenCount": 11,
+            "candidatesTokenCount": 4,
+            "thoughtsTokenCount": 6,
+            "cachedContentTokenCount": 2,
+            "totalTokenCount": 21,
+        }
+    else:
+        usage = {
+            "input_tokens": 11,
+            "input_tokens_details": {"cached_tokens": 2},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 6},
+            "total_tokens": 21,
+        }
+    server.script(Reply("ok", reasoning="hm", usage=usage))
+    model = vendor.imodel(server)
+    branch = Branch(chat_model=model)
+    seen = watch(branch)
+    await branch.communicate("hi")
+    await model.aclose()
+    end = next(s for s in seen if isinstance(s, RunEnd))
+    assert (end.input_tokens, end.output_tokens) == (11, 10)
+    recorded = branch.messages[-1].metadata["usage"]
+    assert recorded["reasoning_tokens"] == 6 and recorded["cache_read_tokens"] == 2
+
+
+async def test_a_rejected_key_names_the_variable_and_never_the_key(vendor, server) -> None:
+    server.script(ErrorReply(401))
+    model = vendor.imodel(server)
+    with pytest.raises(AuthenticationError) as caught:
+        await Branch(chat_model=model).communicate("hi")
+    await model.aclose()
+    assert KEY not in str(caught.value) and caught.value.status == 401
+    server.script(ErrorReply(401))
+    keyless = vendor.imodel(server, api_key=None)
+    with pytest.raises(AuthenticationError, match="no API key was sent"):
+        await Branch(chat_model=keyless).communicate("hi")
+    await keyless.aclose()
+    assert "x-goog-api-key" not in server.requests[-1].headers
+    assert "authorization" not in server.requests[-1].headers
+
+
+async def test_rate_limits_and_server_errors_are_retried_with_backoff(vendor, server) -> None:
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    server.script(ErrorReply(429, headers={"Retry-After": "3"}), ErrorReply(503), Reply("fine"))
+    model = vendor.imodel(server, sleep=sleep, max_retries=2)
+    assert await Branch(chat_model=model).communicate("hi") == "fine"
+    assert sleeps[0] == 3.0 and len(sleeps) == 2 and len(server.requests) == 3
+
+    server.script(*[ErrorReply(429)] * 3)
+    with pytest.raises(RateLimitError) as caught:
+        await Branch(chat_model=model).communicate("hi")
+    assert caught.value.status == 429 and len(server.requests) == 6
+    server.script(*[ErrorReply(500)] * 3)
+    with pytest.raises(ServerError):
+        await Branch(chat_model=model).communicate("hi")
+    await model.aclose()
+
+
+@pytest.mark.parametrize("event", ["error", "response.failed"])
+async def test_an_error_mid_stream_is_classified_and_nothing_is_recorded(
+    vendor, server, event
+) -> None:
+    if vendor is GEMINI and event == "response.failed":
+        pytest.skip("Gemini has one mid-stream error shape (an error object)")
+    server.script(Reply("Partial answer that", chunk_size=4, fail_after=5, fail_event=event))
+    model = vendor.imodel(server)
+    branch = Branch(chat_model=model)
+    seen = watch(branch)
+    with pytest.raises(ServerError) as caught:
+        await branch.communicate("hi")
+    await model.aclose()
+    assert caught.value.retryable is False  # part of the reply was shown: never repeated
+    assert caught.value.partial_text  # type: ignore[attr-defined]
+    assert len(branch.messages) == 0
+    assert any(isinstance(s, RunFailed) for s in seen)
+    assert len(server.requests) == 1
+
+
+async def test_an_option_the_api_does_not_take_is_refused_by_name(vendor, server) -> None:
+    with pytest.raises(ConfigurationError, match="'frobnicate'"):
+        vendor.imodel(server, frobnicate=1)
+    model = vendor.imodel(server)
+    request = ModelRequest(messages=[{"role": "user", "content": "hi"}], options={"nope": 2})
+    with pytest.raises(ConfigurationError, match="'nope'"):
+        await model.complete(request)
+    assert server.requests == []  # refused before anything was sent
+    await model.aclose()
+
+
+async def test_a_stream_that_ends_before_its_last_event_is_a_lost_connection(
+    vendor, server
+) -> None:
+    server.script(Reply("Hello there", finish_reason=""))  # no finish / terminal event
+    model = vendor.imodel(server)
+    with pytest.raises(ProviderError, match="ended before its last event"):
+        await Branch(chat_model=model).communicate("hi")
+    await model.aclose()
+
+
+async def test_the_key_comes_from_the_environment(vendor, monkeypatch) -> None:
+    monkeypatch.setenv(vendor.key_env, "env-key-0123456789")
+    model = iModel(provider=vendor.provider, model=vendor.model, **vendor.options)
+    assert model.provider._api_key() == "env-key-0123456789"
+    assert "env-key-0123456789" not in repr(model) + json.dumps(model.settings())
+    if vendor is GEMINI:
+        monkeypatch.delenv("GEMINI_API_KEY")
+        monkeypatch.setenv("GOOGLE_API_KEY", "google-key-0123456789")
+        assert iModel(provider="gemini", model="m").provider._api_key() == "google-key-0123456789"
+
+
+def test_chat_completions_stays_the_default_for_openai() -> None:
+    from lion_nb.models.openai import OpenAIProvider
+    from lion_nb.models.openai_responses import OpenAIResponsesProvider
+
+    assert type(iModel(provider="openai", model="m", api_key="k").provider) is OpenAIProvider
+    responses = iModel(provider="openai", model="m", api_key="k", api="responses")
+    assert type(responses.provider) is OpenAIResponsesProvider
