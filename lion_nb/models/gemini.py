@@ -38,9 +38,10 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
-from lion_nb.errors import ConfigurationError, ProviderError, RateLimitError, ServerError
+from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest
 from lion_nb.models.chat_format import format_tool
+from lion_nb.models.http_errors import status_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
 from lion_nb.models.registry import GEMINI_OPTIONS
 from lion_nb.models.sse import SSEEvent
@@ -84,7 +85,13 @@ _FINISH = {
     "IMAGE_SAFETY": "content_filter",
     "MALFORMED_FUNCTION_CALL": "malformed_function_call",
 }
-_STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
+_STATUS_CODES = {
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "RESOURCE_EXHAUSTED": 429,
+    "UNAVAILABLE": 503,
+    "INTERNAL": 500,
+}
 
 # JSON-schema keywords the API's Schema object knows (others are dropped by gemini_schema).
 _SCHEMA_KEYS = frozenset(
@@ -456,12 +463,13 @@ def _usage(data: dict[str, Any]) -> Usage:
 
 
 def _stream_error(error: dict[str, Any], text: str) -> ProviderError:
+    """An error object in the stream carries the HTTP status it stands for: classified as that
+    status would be (``http_errors.status_error``), but never retried (part of the reply may
+    have been shown)."""
     status = error.get("code") if isinstance(error.get("code"), int) else None
-    status = status or _STATUS_CODES.get(str(error.get("status")))
-    message = f"the server reported an error mid-stream: {error.get('message') or error}"
-    kw: dict[str, Any] = {"status": status, "body": text[:2000], "retryable": False}
-    if status == 429:
-        return RateLimitError(message, **kw)
-    if status is not None and status >= 500:
-        return ServerError(message, **kw)
-    return ProviderError(message, **kw)
+    status = status or _STATUS_CODES.get(str(error.get("status")), 500)
+    found = status_error(status, {}, text, provider="gemini")
+    found.message = f"mid-stream: {found.message}"
+    found.args = (found.message,)
+    found.retryable = False
+    return found

@@ -35,9 +35,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lion_nb.errors import ConfigurationError, ProviderError, RateLimitError, ServerError
+from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest
 from lion_nb.models.chat_format import format_tool
+from lion_nb.models.http_errors import event_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, RESPONSES_OPTIONS
 from lion_nb.models.sse import SSEEvent
@@ -53,8 +54,6 @@ _RENAMED = frozenset({"max_tokens", "reasoning_effort", "reasoning_summary", "ve
 _PASSED = OPTIONS - COMMON_LOCAL_OPTIONS - _RENAMED
 
 _REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "codex")
-_RATE_CODES = frozenset({"rate_limit_exceeded", "rate_limit", "too_many_requests"})
-_SERVER_CODES = frozenset({"server_error", "internal_error", "overloaded", "service_unavailable"})
 
 
 class OpenAIResponsesProvider(HTTPStreamProvider):
@@ -219,7 +218,7 @@ class _ResponsesState(StreamAccumulator):
         if not isinstance(obj, dict):
             raise self.malformed("not a response object", text[:2000])
         if isinstance(obj.get("error"), dict) and obj.get("object") != "response":
-            raise self.fail(_error(obj["error"], text))
+            raise self.fail(_error(obj["error"]))
         for index, item in enumerate(obj.get("output") or []):
             self._whole_item(index, item)
         self._finish(obj, text)
@@ -284,7 +283,7 @@ class _ResponsesState(StreamAccumulator):
             self.usage = _usage(response["usage"])
         status = response.get("status")
         if status == "failed" or isinstance(response.get("error"), dict):
-            raise self.fail(_error(response.get("error") or {}, text))
+            raise self.fail(_error(response.get("error") or {}))
         if status == "incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason")
             self.finish_reason = "length" if reason == "max_output_tokens" else str(reason)
@@ -296,7 +295,7 @@ class _ResponsesState(StreamAccumulator):
 
     def on_error(self, obj: dict[str, Any], text: str) -> None:
         error = obj.get("error")
-        raise self.fail(_error(error if isinstance(error, dict) else obj, text))
+        raise self.fail(_error(error if isinstance(error, dict) else obj))
 
 
 _HANDLERS = {
@@ -330,12 +329,7 @@ def _usage(data: dict[str, Any]) -> Usage:
     )
 
 
-def _error(error: dict[str, Any], text: str) -> ProviderError:
-    code = str(error.get("code") or error.get("type") or "")
-    message = f"the server reported an error: {error.get('message') or code or 'unknown error'}"
-    kw: dict[str, Any] = {"body": text[:2000], "retryable": False}
-    if code in _RATE_CODES or "rate_limit" in code:
-        return RateLimitError(message, **kw)
-    if code in _SERVER_CODES:
-        return ServerError(message, **kw)
-    return ProviderError(message, **kw)
+def _error(error: dict[str, Any]) -> ProviderError:
+    """An ``error`` event, or the ``error`` of a failed response, classified by its code
+    (``http_errors.event_error``; not retried: part of the reply may have been shown)."""
+    return event_error(json.dumps(error), provider="openai")

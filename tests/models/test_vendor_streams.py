@@ -370,3 +370,20 @@ def test_chat_completions_stays_the_default_for_openai() -> None:
     assert type(iModel(provider="openai", model="m", api_key="k").provider) is OpenAIProvider
     responses = iModel(provider="openai", model="m", api_key="k", api="responses")
     assert type(responses.provider) is OpenAIResponsesProvider
+
+
+async def test_a_missing_key_names_the_vendors_variables(vendor) -> None:
+    import httpx
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": {"message": "API key not valid", "code": 401}})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(refuse)) as client:
+        model = iModel(
+            provider=vendor.provider, model=vendor.model, http_client=client, **vendor.options
+        )
+        with pytest.raises(AuthenticationError) as caught:
+            await Branch(chat_model=model).communicate("hi")
+    assert f"${vendor.key_env}" in str(caught.value)
+    if vendor is GEMINI:
+        assert "$GOOGLE_API_KEY" in str(caught.value)
