@@ -158,6 +158,10 @@ class iModel:
             response = await self.provider.complete(request, on_delta)
         else:
             response = await tape.complete(self, request, on_delta, self._live_complete)
+        if self.spec.prices:  # an API with a price table (a replayed call is priced alike)
+            from lion_nb.models.cost import price_response
+
+            price_response(self.spec.prices, response.model or self.model, response.usage)
         record_usage(response.usage)
         return response
 

@@ -104,7 +104,8 @@ class ProviderSpec:
     server); ``apis``: ``(name, ApiSpec)`` pairs of other wire APIs (the entry's own class is
     the default API, ``default_api``); ``extra``: the pip extra that installs its SDK;
     ``prices``: its provider id in the price table (``models/cost.py``), None when it has no
-    prices (a local server)."""
+    prices (a local server); ``thinking_blocks``: its API wants the signed thinking blocks of
+    an assistant turn back (``compile_messages``); ``requires``: modules its extra installs."""
 
     module: str
     cls: str
@@ -119,6 +120,7 @@ class ProviderSpec:
     default_api: str | None = None
     extra: str | None = None
     prices: str | None = None
+    thinking_blocks: bool = False  # its API wants signed thinking blocks back (tool loops)
     requires: tuple[str, ...] = field(default=())  # modules the extra provides
 
     @property
@@ -305,6 +307,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         key_env=("ANTHROPIC_API_KEY",),
         options=_ANTHROPIC_OPTIONS,
         prices="anthropic",
+        thinking_blocks=True,
     ),
     "gemini": ProviderSpec(
         "lion_nb.models.gemini",
