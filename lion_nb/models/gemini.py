@@ -22,7 +22,8 @@ What is translated, both ways:
   ``cached_content`` and a raw ``generation_config`` dict too. Any other option is refused by
   name. Thinking models (``gemini-2.5*``, ``gemini-3*``) are asked to include their thoughts;
 * the reply: ``thought: true`` parts are thinking (``metadata["thinking"]``, streamed as
-  thinking deltas), their ``thoughtSignature``s are kept in ``raw["thought_signatures"]``;
+  thinking deltas); their ``thoughtSignature``s are kept as ``thinking_blocks`` and sent back on
+  the same parts in a tool loop (the registry entry asks ``compile_messages`` for them);
   ``functionCall`` parts become tool calls; ``finishReason`` maps to ``"stop"`` / ``"length"``
   (``MAX_TOKENS``) / ``"content_filter"`` (safety, recitation, blocklist...) / ``"tool_calls"``;
   ``usageMetadata``: input = ``promptTokenCount``, output = ``candidatesTokenCount`` +
@@ -346,6 +347,7 @@ def _contents(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]
                         }
                     }
                 )
+            _sign(parts, message.get("thinking_blocks"))
             add("model", parts)
         elif role == "tool":
             output = message.get("content")
@@ -365,7 +367,7 @@ class _GeminiState(StreamAccumulator):
 
     def __init__(self, on_delta: DeltaSink | None, provider: str) -> None:
         super().__init__(on_delta, provider)
-        self.signatures: list[str] = []
+        self.signatures: list[dict[str, Any]] = []  # thinking_blocks: where each signature was
         self.block_reason: str | None = None
         self._calls = 0
 
@@ -409,9 +411,9 @@ class _GeminiState(StreamAccumulator):
         for part in parts:
             if not isinstance(part, dict):
                 raise self.malformed("a part is not an object", text[:2000])
-            if isinstance(part.get("thoughtSignature"), str):
-                self.signatures.append(part["thoughtSignature"])
             call = part.get("functionCall")
+            if isinstance(part.get("thoughtSignature"), str):
+                self.signatures.append(_signature_block(part, call))
             if isinstance(call, dict):
                 self._call(call, text)
             elif isinstance(part.get("text"), str):
@@ -440,9 +442,43 @@ class _GeminiState(StreamAccumulator):
 
     def response(self, raw: Any = None) -> Any:
         result = super().response(raw)
-        if isinstance(result.raw, dict) and self.signatures:
-            result.raw = {**result.raw, "thought_signatures": list(self.signatures)}
+        result.thinking_blocks = self.signatures or None
         return result
+
+
+def _signature_block(part: dict[str, Any], call: Any) -> dict[str, Any]:
+    """A part's ``thoughtSignature``, and what it was on: kept as a thinking block, so a tool
+    loop sends it back on the same part (Gemini 3 refuses a function call without it)."""
+    block = {"type": "thought_signature", "signature": part["thoughtSignature"]}
+    if isinstance(call, dict):
+        return {**block, "on": "functionCall", "name": call.get("name")}
+    return {**block, "on": "thought" if part.get("thought") else "text"}
+
+
+def _sign(parts: list[dict[str, Any]], blocks: Any) -> None:
+    """Put the signatures recorded with an assistant turn back on its parts: a function
+    call's on that call (in order, by name), the others on the first text part."""
+    if not isinstance(blocks, list):
+        return
+    calls = [p for p in parts if "functionCall" in p]
+    texts = [p for p in parts if "text" in p]
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") != "thought_signature":
+            continue  # another provider's blocks (a conversation that changed models)
+        if block.get("on") == "functionCall":
+            target = next(
+                (
+                    c
+                    for c in calls
+                    if c["functionCall"]["name"] == block.get("name")
+                    and "thoughtSignature" not in c
+                ),
+                None,
+            )
+        else:
+            target = next((t for t in texts if "thoughtSignature" not in t), None)
+        if target is not None:
+            target["thoughtSignature"] = block["signature"]
 
 
 def _usage(data: dict[str, Any]) -> Usage:

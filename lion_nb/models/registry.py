@@ -316,6 +316,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         options=GEMINI_OPTIONS,
         prices="google",
+        thinking_blocks=True,  # thought signatures, sent back on their parts
     ),
     "ollama": ProviderSpec(
         "lion_nb.models.openai",

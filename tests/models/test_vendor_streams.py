@@ -158,7 +158,12 @@ async def test_tool_calls_become_action_requests_and_results_go_back(vendor, ser
         assert declaration["name"] == "add" and declaration["description"] == "Add two integers."
         assert declaration["parameters"]["required"] == ["a", "b"]
         model_turn = next(c for c in second["contents"] if c["role"] == "model")
-        assert {"functionCall": {"name": "add", "args": {"a": 2, "b": 3}}} in model_turn["parts"]
+        assert model_turn["parts"] == [
+            {
+                "functionCall": {"name": "add", "args": {"a": 2, "b": 3}},
+                "thoughtSignature": "c2lnbmF0dXJlLWNhbGw=",  # sent back as it came
+            }
+        ]
         responses = [p for c in second["contents"] for p in c["parts"] if "functionResponse" in p]
         assert responses == [{"functionResponse": {"name": "add", "response": {"result": 5}}}]
     else:
@@ -387,3 +392,98 @@ async def test_a_missing_key_names_the_vendors_variables(vendor) -> None:
     assert f"${vendor.key_env}" in str(caught.value)
     if vendor is GEMINI:
         assert "$GOOGLE_API_KEY" in str(caught.value)
+
+
+USAGES = {
+    "gemini": lambda cached: {
+        "promptTokenCount": 1000,
+        "cachedContentTokenCount": cached,
+        "candidatesTokenCount": 300,
+        "thoughtsTokenCount": 200,
+        "totalTokenCount": 1500,
+    },
+    "responses": lambda cached: {
+        "input_tokens": 1000,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": 500,
+        "output_tokens_details": {"reasoning_tokens": 200},
+        "total_tokens": 1500,
+    },
+}
+
+
+async def test_the_cost_comes_from_the_price_table_with_cache_reads_cheaper(vendor, server) -> None:
+    pytest.importorskip("genai_prices", reason="genai-prices is not installed")
+    from lion_nb.models.cost import cost_usd
+    from lion_nb.usage import Usage
+
+    costs = []
+    for cached in (0, 800):
+        server.script(Reply("ok", usage=USAGES[vendor.name](cached)))
+        model = vendor.imodel(server)
+        branch = Branch(chat_model=model)
+        seen = watch(branch)
+        await branch.communicate("hi")
+        await model.aclose()
+        end = next(s for s in seen if isinstance(s, RunEnd))
+        assert branch.messages[-1].metadata["usage"]["total_cost_usd"] == end.total_cost_usd
+        costs.append(end.total_cost_usd)
+    table = "google" if vendor is GEMINI else "openai"
+    usage = Usage(input_tokens=1000, output_tokens=500, cache_read_tokens=800)
+    assert costs[1] == pytest.approx(cost_usd(table, vendor.model, usage))
+    assert 0 < costs[1] < costs[0]  # cached input tokens at their own, lower price
+
+
+async def test_a_model_without_a_known_price_costs_none_not_a_guess(vendor, server) -> None:
+    server.script(Reply("ok", usage=USAGES[vendor.name](0)))
+    model = iModel(
+        provider=vendor.provider,
+        model="no-such-model-7",
+        base_url=server.base_url,
+        api_key=KEY,
+        **vendor.options,
+    )
+    branch = Branch(chat_model=model)
+    seen = watch(branch)
+    await branch.communicate("hi")
+    await model.aclose()
+    end = next(s for s in seen if isinstance(s, RunEnd))
+    assert end.input_tokens == 1000 and end.total_cost_usd is None
+
+
+async def test_gemini_thought_signatures_go_back_on_their_parts_in_a_tool_loop() -> None:
+    with start_gemini_server() as server:
+        server.require_signatures = True
+        server.script(
+            Reply(reasoning="Use the tool.", tool_calls=[{"name": "add", "arguments": {"a": 1}}]),
+            Reply("It is 1."),
+        )
+        model = GEMINI.imodel(server)
+        branch = Branch(chat_model=model, tools=[add])
+        await branch.operate(instruction="1+0?", actions=True)
+        assert await branch.communicate("So?") == "It is 1."
+        await model.aclose()
+        assert branch.messages[1].metadata["thinking_blocks"] == [
+            {
+                "type": "thought_signature",
+                "signature": "c2lnbmF0dXJlLWNhbGw=",
+                "on": "functionCall",
+                "name": "add",
+            }
+        ]
+        turn = next(c for c in server.requests[1].body["contents"] if c["role"] == "model")
+        assert turn["parts"][0]["thoughtSignature"] == "c2lnbmF0dXJlLWNhbGw="
+
+        unsigned = dict(server.requests[1].body)
+        unsigned["contents"] = json.loads(
+            json.dumps(unsigned["contents"])
+            .replace('"thoughtSignature": "c2lnbmF0dXJlLWNhbGw=", ', "")
+            .replace(', "thoughtSignature": "c2lnbmF0dXJlLWNhbGw="', "")
+        )
+        import httpx
+
+        async with httpx.AsyncClient() as client:
+            refused = await client.post(
+                server.base_url + "/v1beta/models/m:streamGenerateContent?alt=sse", json=unsigned
+            )
+        assert refused.status_code == 400 and "thought_signature" in refused.text

@@ -167,6 +167,9 @@ class _GeminiHandler(_Handler):
         if match is None:
             return self._send_json(404, _gemini_error(404, f"no such method: {path}"))
         model, method = match.group(1), match.group(2)
+        if self.server.owner.require_signatures and _unsigned_call(body):
+            message = "Function call is missing a thought_signature in functionCall parts."
+            return self._send_json(400, _gemini_error(400, message))
         reply = self.server.owner._next_reply(body)
         stream = method == "streamGenerateContent"
         if stream and "alt=sse" not in query:  # the JSON-array framing is not spoken here
@@ -254,11 +257,23 @@ def _gemini_echo(body: Any) -> Reply:
     return Reply("")
 
 
+def _unsigned_call(body: Any) -> bool:
+    """A model turn's first function call sent back without its thought signature."""
+    for content in (body or {}).get("contents") or []:
+        calls = [p for p in content.get("parts") or [] if "functionCall" in p]
+        if content.get("role") == "model" and calls and "thoughtSignature" not in calls[0]:
+            return True
+    return False
+
+
 class GeminiServer(ChatServer):
     """The Gemini API's ``generateContent`` / ``streamGenerateContent?alt=sse`` on 127.0.0.1;
-    ``base_url`` is the server root (the path carries the API version and the model)."""
+    ``base_url`` is the server root (the path carries the API version and the model).
+    ``require_signatures = True``: refuse, as Gemini 3 does, a request whose model turn sends a
+    function call back without the thought signature it came with."""
 
     handler = _GeminiHandler
+    require_signatures = False
 
     @property
     def base_url(self) -> str:
