@@ -85,6 +85,23 @@ EXPECTED = {
         "nodes run in Ray worker processes: True",
         "same answers as in the kernel: True",
     ],
+    "09_providers.ipynb": [
+        "anthropic  no key: replayed from data/09_providers.cassette.jsonl",
+        "gemini     no key: replayed from data/09_providers.cassette.jsonl",
+        "openai     no key: replayed from data/09_providers.cassette.jsonl",
+        "thinking: The question is about the chemistry",
+        "thinking before the call: The user wants Fahrenheit.",
+        "tool call: fahrenheit({'celsius': 24})",
+        "tool result: 75.2",
+        "answer: 24 °C is 75.2 °F",
+        "Packing(destination='Rome', items=['comfortable walking shoes'",
+        "reasoning summary: **Planning a May weekend in Rome**",
+        "finish_reason: length",
+        "cost (genai-prices): $0.",
+        "anthropic  1 runs, 150 tokens, cost $0.",
+        "gemini     2 runs, 297 tokens, cost $0.",
+        "openai     2 runs, 384 tokens, cost $0.",
+    ],
 }
 # Notebook 01 answers live where the embedded model is installed, from its cassette elsewhere
 # (its words then differ from the cassette's: the expectations above are about structure).

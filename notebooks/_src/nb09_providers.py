@@ -150,6 +150,7 @@ CELLS = [
     with answers("gemini"):
         await trip.operate(instruction="It is 24 °C in Rome. How warm is that for an American?", actions=True)
         answer = await trip.communicate("So, in one sentence?")
+    print("thinking before the call:", trip.messages[1].metadata["thinking"])
     for message in trip.messages:
         if message.role == "action_request":
             print(f"tool call: {message.function}({message.arguments})")
@@ -183,7 +184,7 @@ CELLS = [
             response_format=Packing,
         )
     print(repr(packing))
-    print("reasoning summary:", planner.messages[-1].metadata["thinking"][:60], "...")
+    print("reasoning summary:", planner.messages[-1].metadata["thinking"].splitlines()[0])
     show_usage(planner.messages[-1])
     """),
     md("""
