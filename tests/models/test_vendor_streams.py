@@ -487,3 +487,68 @@ async def test_gemini_thought_signatures_go_back_on_their_parts_in_a_tool_loop()
                 server.base_url + "/v1beta/models/m:streamGenerateContent?alt=sse", json=unsigned
             )
         assert refused.status_code == 400 and "thought_signature" in refused.text
+
+
+async def test_a_stopped_call_closes_its_stream(vendor, server) -> None:
+    import asyncio
+
+    server.script(Reply("word " * 200, chunk_size=5, delay=0.02))
+    model = vendor.imodel(server)
+    first = asyncio.Event()
+
+    def on_delta(kind: str, delta: str, **_: Any) -> None:
+        first.set()
+
+    request = ModelRequest(messages=[{"role": "user", "content": "talk"}])
+    call = asyncio.ensure_future(model.complete(request, on_delta))
+    await asyncio.wait_for(first.wait(), 10)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert server.wait_for_disconnects(1, timeout=10)  # the server saw the client go
+    await model.aclose()
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7, 64])
+async def test_the_reply_is_the_same_however_the_body_is_cut(vendor, step) -> None:
+    """The vendor's recorded body, delivered in pieces of ``step`` bytes (splitting CRLFs,
+    UTF-8 sequences and events anywhere), gives the same reply as in one piece."""
+    import httpx
+
+    from tests.servers.vendor_servers import _GeminiHandler, _ResponsesHandler
+
+    reply = Reply("Grüße, 世界!", reasoning="Ünïcode thoughts", chunk_size=3)
+    reply.tool_calls = [{"name": "add", "arguments": {"a": 1, "b": 2}, "id": "call_9"}]
+    if vendor is GEMINI:
+        from tests.servers.vendor_servers import gemini_events as build
+
+        frame = _GeminiHandler._frame_event
+    else:
+        from tests.servers.vendor_servers import responses_events as build
+
+        frame = _ResponsesHandler._frame_event
+    body = b"".join(frame(None, e) for e in build(reply, vendor.model, {}))  # type: ignore[arg-type]
+
+    async def pieces(size: int) -> Any:
+        for at in range(0, len(body), size):
+            yield body[at : at + size]
+
+    async def reply_in(size: int) -> Any:
+        def answer(request: httpx.Request) -> httpx.Response:
+            headers = {"content-type": "text/event-stream"}
+            return httpx.Response(200, headers=headers, content=pieces(size))
+
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+            model = vendor.imodel(_Root(), http_client=client)
+            request = ModelRequest(messages=[{"role": "user", "content": "hi"}])
+            result = await model.complete(request)
+        calls = [(c.name, c.arguments) for c in result.tool_calls]  # Gemini's ids are minted
+        return (result.text, result.thinking, calls, result.usage, result.finish_reason)
+
+    whole = await reply_in(len(body))
+    assert whole[0] == "Grüße, 世界!" and whole[1] == "Ünïcode thoughts"
+    assert await reply_in(step) == whole
+
+
+class _Root:
+    base_url = "http://127.0.0.1:9"  # never reached: the mock transport answers
