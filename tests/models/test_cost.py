@@ -73,3 +73,20 @@ async def test_a_model_without_prices_costs_none() -> None:
     branch.observe(handler=lambda s: ends.append(s) if isinstance(s, RunEnd) else None)
     await branch.communicate("q")
     assert ends[-1].input_tokens == 3 and ends[-1].total_cost_usd is None
+
+
+def test_openai_cached_prompt_tokens_are_read_from_the_details() -> None:
+    from lion_nb.models.chat_format import usage_from
+
+    usage = usage_from(
+        {
+            "prompt_tokens": 1000,
+            "completion_tokens": 100,
+            "prompt_tokens_details": {"cached_tokens": 800},
+            "completion_tokens_details": {"reasoning_tokens": 60},
+        }
+    )
+    assert (usage.cache_read_tokens, usage.reasoning_tokens) == (800, 60)
+    # gpt-4.1-mini per million: input 0.40, cached input 0.10, output 1.60
+    expected = (200 * 0.40 + 800 * 0.10 + 100 * 1.60) * PER_M
+    assert cost_usd("openai", "gpt-4.1-mini", usage) == pytest.approx(expected)
