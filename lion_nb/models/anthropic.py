@@ -10,6 +10,11 @@ retry, timeout and error layers on top of the ones every lion_nb provider shares
 the level of the decoded events anyway. The test suite uses the SDK to check fidelity: it
 parses the loopback server's stream for real.
 
+``base_url`` is the server root (``https://api.anthropic.com``; a trailing ``/v1`` is
+forgiven). The key comes from ``api_key=`` or ``$ANTHROPIC_API_KEY``, sent as ``x-api-key`` —
+also to a loopback ``base_url`` (a proxy of the API or a test server), unlike the
+OpenAI-compatible provider.
+
 Every call streams (``stream: true``). ``max_tokens`` defaults to 4096 (the API requires it).
 Thinking (``thinking={"type": "enabled", "budget_tokens": N}`` or ``thinking=N``) streams as
 thinking deltas and comes back in ``ModelResponse.thinking``, its signed blocks in
@@ -55,6 +60,7 @@ class AnthropicProvider(HTTPProvider):
 
     name = "anthropic"
     default_base_url = DEFAULT_BASE_URL
+    env_key_to_loopback = True  # a loopback Messages server is a proxy of the API or a test
 
     def __init__(
         self,
@@ -65,6 +71,8 @@ class AnthropicProvider(HTTPProvider):
         **options: Any,
     ) -> None:
         super().__init__(model, api_key, api_key_env=api_key_env, **options)
+        if self.base_url.endswith("/v1"):  # the server root is wanted; "/v1" is forgiven
+            self.base_url = self.base_url[:-3]
 
     def __repr__(self) -> str:
         model = f"model={self.model!r}, " if self.model else ""

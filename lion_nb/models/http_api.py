@@ -45,6 +45,10 @@ class HTTPProvider:
     name = "http"
     is_cli = False
     default_base_url = ""
+    # A key from the environment goes to a loopback server too? No for OpenAI-compatible
+    # servers (a local one is other software: OPENAI_API_KEY is not its key); a vendor whose
+    # only servers are its API and proxies of it says yes.
+    env_key_to_loopback = False
 
     def __init__(
         self,
@@ -118,7 +122,7 @@ class HTTPProvider:
     def _api_key(self) -> str | None:
         if self.__api_key:
             return self.__api_key
-        if not self._loopback:
+        if self.env_key_to_loopback or not self._loopback:
             return env_key(self.key_env)
         return None
 
@@ -183,7 +187,7 @@ class HTTPProvider:
             provider=self.name,
             key_env=self.key_env,
             key_sent=self._api_key() is not None,
-            loopback=self._loopback,
+            loopback=self._loopback and not self.env_key_to_loopback,
         )
 
 

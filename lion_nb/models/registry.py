@@ -380,7 +380,7 @@ def register_provider(
     for key in ("local_options", "options"):
         if facts.get(key) is not None:
             facts[key] = frozenset(facts[key])
-    for key in ("windows", "key_env", "defaults", "apis"):
+    for key in ("windows", "key_env", "defaults", "apis", "requires"):
         if isinstance(facts.get(key), dict):
             facts[key] = tuple(facts[key].items())
         elif facts.get(key) is not None:

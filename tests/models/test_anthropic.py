@@ -187,10 +187,16 @@ async def test_401_names_the_variable_never_the_key(server, monkeypatch) -> None
     text = str(info.value)
     assert "ANTHROPIC_API_KEY" in text and "invalid x-api-key" in text and info.value.status == 401
     assert wrong not in text and wrong not in (info.value.body or "")
-    # a key in the environment is not sent to a loopback server: the error says so
-    monkeypatch.setenv("ANTHROPIC_API_KEY", wrong)
+    # the key from the environment, also to a loopback server (a proxy or a test); the
+    # server root or ".../v1" alike
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    env = iModel(provider="anthropic", model=MODEL, base_url=server.base_url + "/v1")
+    assert (await env.complete(ask())).text
+    assert server.requests[-1]["headers"]["x-api-key"] == KEY
+    assert server.requests[-1]["path"] == "/v1/messages"
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
     unsent = iModel(provider="anthropic", model=MODEL, base_url=server.base_url)
-    with pytest.raises(AuthenticationError, match="no API key was sent"):
+    with pytest.raises(AuthenticationError, match=r"no API key was sent.*ANTHROPIC_API_KEY"):
         await unsent.complete(ask())
     assert "x-api-key" not in server.requests[-1]["headers"]
 

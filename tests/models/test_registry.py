@@ -94,3 +94,8 @@ def test_register_provider_keeps_its_signature_and_takes_facts(monkeypatch) -> N
     assert model.is_cli and model.context_window is None
     with pytest.raises(ConfigurationError, match=r"mypkg\.mine is not installed"):
         model.provider  # noqa: B018
+    register_provider(
+        "sdk", "lion_nb.models.openai", "OpenAIProvider", extra="vendor", requires=["no_sdk_x"]
+    )
+    with pytest.raises(ConfigurationError, match=r"pip install 'lion_nb\[vendor\]'"):
+        iModel(provider="sdk").provider  # noqa: B018
