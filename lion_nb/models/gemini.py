@@ -194,6 +194,7 @@ class GeminiProvider(HTTPStreamProvider):
     name = "gemini"
     default_base_url = DEFAULT_BASE_URL
     options = OPTIONS
+    env_key_to_loopback = True  # only Google's API and proxies of it speak this format
 
     def __init__(self, model: str | None = None, api_key: str | None = None, **kw: Any) -> None:
         kw.setdefault("api_key_env", ("GEMINI_API_KEY", "GOOGLE_API_KEY"))

@@ -368,6 +368,24 @@ async def test_the_key_comes_from_the_environment(vendor, monkeypatch) -> None:
         assert iModel(provider="gemini", model="m").provider._api_key() == "google-key-0123456789"
 
 
+async def test_an_environment_key_reaches_a_loopback_gemini_proxy_only(
+    vendor, server, monkeypatch
+) -> None:
+    """Only Google's API and proxies of it speak Gemini's format, so the environment's key
+    goes to a loopback Gemini server; a loopback Responses server may be any local software
+    (vLLM, Ollama...), and OPENAI_API_KEY is not its key."""
+    monkeypatch.setenv(vendor.key_env, "env-key-0123456789")
+    server.script(Reply("ok"))
+    model = vendor.imodel(server, api_key=None)
+    await Branch(chat_model=model).communicate("hi")
+    await model.aclose()
+    headers = server.requests[-1].headers
+    if vendor is GEMINI:
+        assert headers["x-goog-api-key"] == "env-key-0123456789"
+    else:
+        assert "authorization" not in headers
+
+
 def test_chat_completions_stays_the_default_for_openai() -> None:
     from lion_nb.models.openai import OpenAIProvider
     from lion_nb.models.openai_responses import OpenAIResponsesProvider
