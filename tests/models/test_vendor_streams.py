@@ -42,12 +42,8 @@ class Vendor:
 
     def imodel(self, server: ChatServer, **kw: Any) -> iModel:
         kw.setdefault("api_key", KEY)
-        return iModel(
-            provider=self.provider,
-            model=self.model,
-            base_url=server.base_url,
-            **{**self.options, **kw},
-        )
+        kw.setdefault("base_url", server.base_url)
+        return iModel(provider=self.provider, model=self.model, **{**self.options, **kw})
 
 
 GEMINI = Vendor("gemini", start_gemini_server, "gemini", "gemini-2.5-flash", {}, "GEMINI_API_KEY")
@@ -574,3 +570,33 @@ async def test_the_reply_is_the_same_however_the_body_is_cut(vendor, step) -> No
 
 class _Root:
     base_url = "http://127.0.0.1:9"  # never reached: the mock transport answers
+
+
+async def test_a_server_answering_with_one_json_body_is_read_too(vendor, server) -> None:
+    server.script(Reply("Whole at once.", reasoning="Quick.", json_body=True))
+    model = vendor.imodel(server)
+    branch = Branch(chat_model=model)
+    assert await branch.communicate("hi") == "Whole at once."
+    await model.aclose()
+    assert branch.messages[-1].metadata["thinking"] == "Quick."
+    assert branch.messages[-1].metadata["finish_reason"] == "stop"
+
+
+async def test_a_gemini_prompt_blocked_by_safety_is_a_content_filter_stop() -> None:
+    from tests.servers import RawReply
+
+    blocked = {
+        "promptFeedback": {"blockReason": "SAFETY"},
+        "usageMetadata": {"promptTokenCount": 7, "totalTokenCount": 7},
+        "modelVersion": "gemini-2.5-flash",
+    }
+    with start_gemini_server() as server:
+        body = b"data: " + json.dumps(blocked).encode() + b"\r\n\r\n"
+        server.script(RawReply(body, content_type="text/event-stream"))
+        model = GEMINI.imodel(server, base_url=server.base_url + "/v1beta")  # a versioned root
+        branch = Branch(chat_model=model)
+        assert await branch.communicate("something unsafe") == ""
+        await model.aclose()
+        assert server.requests[-1].path.startswith("/v1beta/models/gemini-2.5-flash:")
+    assert branch.messages[-1].metadata["finish_reason"] == "content_filter"
+    assert branch.messages[-1].metadata["usage"]["input_tokens"] == 7
