@@ -600,3 +600,27 @@ async def test_a_gemini_prompt_blocked_by_safety_is_a_content_filter_stop() -> N
         assert server.requests[-1].path.startswith("/v1beta/models/gemini-2.5-flash:")
     assert branch.messages[-1].metadata["finish_reason"] == "content_filter"
     assert branch.messages[-1].metadata["usage"]["input_tokens"] == 7
+
+
+def test_settings_travel_without_the_key_and_rebuild_the_same_api(vendor) -> None:
+    """What a snapshot or a Ray worker gets: the key stays behind (the worker's environment
+    supplies it), the wire API and the options travel."""
+    model = iModel(
+        provider=vendor.provider,
+        model=vendor.model,
+        api_key=KEY,
+        temperature=0.3,
+        **vendor.options,
+    )
+    settings = model.settings()
+    assert KEY not in json.dumps(settings)
+    again = iModel.from_settings(settings)
+    assert type(again.provider) is type(model.provider)
+    assert again.provider.defaults == {"temperature": 0.3}
+
+
+def test_the_context_gauge_knows_their_windows() -> None:
+    assert iModel(provider="gemini", model="gemini-2.5-flash").context_window == 1_048_576
+    responses = iModel(provider="openai", model="gpt-5-mini", api="responses")
+    assert responses.context_window == 400_000
+    assert responses.provider_or_none is None  # known without building the provider
