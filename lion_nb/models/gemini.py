@@ -15,7 +15,9 @@ What is translated, both ways:
   after the call they answer);
 * tools: ``tools[0].functionDeclarations``, parameters in the API's OpenAPI-subset schema
   (``gemini_schema``); ``tool_choice`` becomes ``toolConfig.functionCallingConfig``;
-* structured output: ``responseMimeType="application/json"`` with ``responseSchema``;
+* structured output: ``responseMimeType="application/json"`` with ``responseSchema``; next to
+  tools on a model before Gemini 3 (whose API refuses the combination) the schema is asked for
+  in the system instruction instead, and the reply validated as text;
 * options: ``temperature``, ``top_p``, ``top_k``, ``max_tokens`` (= ``max_output_tokens``),
   ``stop``, ``seed``, ``presence_penalty``, ``frequency_penalty``, ``thinking_budget``,
   ``thinking_level``, ``include_thoughts`` go into ``generationConfig``; ``safety_settings``,
@@ -231,7 +233,18 @@ class GeminiProvider(HTTPStreamProvider):
             if config is not None:
                 body["toolConfig"] = {"functionCallingConfig": config}
         generation = _generation(options, self.model or "")
-        if request.response_schema is not None:
+        if request.response_schema is None:
+            pass
+        elif request.tools and not _json_with_tools(self.model or ""):
+            # Before Gemini 3 the API refuses a JSON response type next to function calling
+            # (400 INVALID_ARGUMENT): the schema is asked for in words, and the reply is
+            # validated (and repaired) by lion_nb's parse as for any text.
+            schema = json.dumps(request.response_schema, ensure_ascii=False)
+            ask = f"{_JSON_IN_WORDS}\n{schema}"
+            body["systemInstruction"] = {
+                "parts": [{"text": f"{system}\n\n{ask}" if system else ask}]
+            }
+        else:
             generation["responseMimeType"] = "application/json"
             generation["responseSchema"] = gemini_schema(request.response_schema)
         if generation:
@@ -241,6 +254,19 @@ class GeminiProvider(HTTPStreamProvider):
         if "cached_content" in options:
             body["cachedContent"] = options["cached_content"]
         return body, timeout
+
+
+_JSON_IN_WORDS = (
+    "When you give your answer (not when you call a function), reply with only a JSON object "
+    "that matches this JSON schema:"
+)
+
+
+def _json_with_tools(model: str) -> bool:
+    """Whether the model takes a JSON response type together with function declarations
+    (Gemini 3 and later; the 1.x / 2.x models refuse the combination)."""
+    bare = model.removeprefix("models/")
+    return not bare.startswith(("gemini-1", "gemini-2"))
 
 
 def _generation(options: dict[str, Any], model: str) -> dict[str, Any]:

@@ -276,7 +276,7 @@ def test_our_gemini_request_is_one_the_sdk_types_accept(genai) -> None:
     from google.genai import types
 
     provider = GeminiProvider(
-        model="gemini-2.5-flash", api_key=KEY, temperature=0.2, max_tokens=64, stop="END"
+        model="gemini-3-pro-preview", api_key=KEY, temperature=0.2, max_tokens=64, stop="END"
     )
     body, _ = provider.build_body(request(response_schema=SCHEMA, tool_choice="lookup"))
     # google-genai's models forbid fields they do not know: each part is checked by name.

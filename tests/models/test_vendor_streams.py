@@ -624,3 +624,43 @@ def test_the_context_gauge_knows_their_windows() -> None:
     responses = iModel(provider="openai", model="gpt-5-mini", api="responses")
     assert responses.context_window == 400_000
     assert responses.provider_or_none is None  # known without building the provider
+
+
+@pytest.mark.parametrize("name", ["gemini-2.5-flash", "gemini-3-pro-preview"])
+async def test_react_on_gemini_with_tools_and_a_schema_in_one_request(name) -> None:
+    """ReAct offers tools and asks for a schema at once. Before Gemini 3 the API refuses a JSON
+    response type next to function declarations (the loopback server refuses it as the API
+    does), so the schema is asked for in the system instruction; Gemini 3 gets both."""
+    with start_gemini_server() as server:
+        server.script(
+            Reply(tool_calls=[{"name": "add", "arguments": {"a": 2, "b": 3}}]),
+            Reply(json.dumps({"analysis": "2+3 is 5", "extension_needed": False})),
+            Reply(json.dumps({"answer": "5"})),
+        )
+        model = iModel(provider="gemini", model=name, base_url=server.base_url, api_key=KEY)
+        branch = Branch(chat_model=model, tools=[add])
+        assert await branch.ReAct("2+3?", max_extensions=1) == "5"
+        await model.aclose()
+        first = server.requests[0].body
+        if name.startswith("gemini-2"):
+            assert "responseSchema" not in first["generationConfig"]
+            ask = first["systemInstruction"]["parts"][0]["text"]
+            assert "reply with only a JSON object" in ask and '"extension_needed"' in ask
+        else:
+            assert "responseSchema" in first["generationConfig"] and first["tools"]
+        assert "responseSchema" in server.requests[-1].body["generationConfig"]  # no tools
+
+
+async def test_the_gemini_server_refuses_json_with_tools_before_gemini_3() -> None:
+    import httpx
+
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [{"name": "add"}]}],
+        "generationConfig": {"responseMimeType": "application/json"},
+    }
+    with start_gemini_server() as server:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+            refused = await client.post(path, json=body)
+    assert refused.status_code == 400 and "is unsupported" in refused.text

@@ -167,6 +167,9 @@ class _GeminiHandler(_Handler):
         if match is None:
             return self._send_json(404, _gemini_error(404, f"no such method: {path}"))
         model, method = match.group(1), match.group(2)
+        refused = _json_with_tools_refused(model, body)
+        if refused:
+            return self._send_json(400, _gemini_error(400, refused))
         if self.server.owner.require_signatures and _unsigned_call(body):
             message = "Function call is missing a thought_signature in functionCall parts."
             return self._send_json(400, _gemini_error(400, message))
@@ -255,6 +258,16 @@ def _gemini_echo(body: Any) -> Reply:
             if texts:
                 return Reply("".join(texts))
     return Reply("")
+
+
+def _json_with_tools_refused(model: str, body: Any) -> str | None:
+    """The API's refusal of a JSON response type next to function declarations, before
+    Gemini 3."""
+    config = (body or {}).get("generationConfig") or {}
+    json_reply = config.get("responseMimeType") == "application/json"
+    if json_reply and (body or {}).get("tools") and model.startswith(("gemini-1", "gemini-2")):
+        return "Function calling with a response mime type: 'application/json' is unsupported"
+    return None
 
 
 def _unsigned_call(body: Any) -> bool:
