@@ -43,7 +43,15 @@ from urllib.parse import quote
 
 from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest
-from lion_nb.models.chat_format import format_tool
+from lion_nb.models.gemini_format import (
+    JSON_IN_WORDS,
+    contents,
+    declaration,
+    gemini_schema,
+    generation_config,
+    json_with_tools,
+    tool_config,
+)
 from lion_nb.models.http_errors import status_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
 from lion_nb.models.registry import GEMINI_OPTIONS
@@ -55,25 +63,6 @@ __all__ = ["DEFAULT_BASE_URL", "OPTIONS", "GeminiProvider", "gemini_schema"]
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
 
-_GENERATION = {
-    "temperature": "temperature",
-    "top_p": "topP",
-    "top_k": "topK",
-    "max_tokens": "maxOutputTokens",
-    "max_output_tokens": "maxOutputTokens",
-    "stop": "stopSequences",
-    "stop_sequences": "stopSequences",
-    "seed": "seed",
-    "presence_penalty": "presencePenalty",
-    "frequency_penalty": "frequencyPenalty",
-    "candidate_count": "candidateCount",
-    "response_mime_type": "responseMimeType",
-}
-_THINKING = {
-    "thinking_budget": "thinkingBudget",
-    "thinking_level": "thinkingLevel",
-    "include_thoughts": "includeThoughts",
-}
 OPTIONS = GEMINI_OPTIONS
 """The request options ``GeminiProvider`` takes (its registry entry's list)."""
 
@@ -96,100 +85,8 @@ _STATUS_CODES = {
     "INTERNAL": 500,
 }
 
+
 # JSON-schema keywords the API's Schema object knows (others are dropped by gemini_schema).
-_SCHEMA_KEYS = frozenset(
-    {
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "items",
-        "properties",
-        "required",
-        "minItems",
-        "maxItems",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "example",
-        "minProperties",
-        "maxProperties",
-    }
-)
-
-
-def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A JSON schema (pydantic's, with ``$defs`` / ``$ref``) in the Gemini API's OpenAPI
-    subset: references inlined, ``null`` alternatives as ``nullable``, ``const`` as a one-value
-    ``enum``, unknown keywords (``additionalProperties``, ``$schema``...) dropped."""
-    defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-    return _SchemaConverter(defs).convert(schema, 0)  # type: ignore[no-any-return]
-
-
-class _SchemaConverter:
-    def __init__(self, defs: dict[str, Any]) -> None:
-        self.defs = defs
-
-    def convert(self, node: Any, depth: int) -> Any:
-        if not isinstance(node, dict):
-            return node
-        if depth > 32:
-            raise ConfigurationError("the schema nests deeper than 32 levels (a recursive $ref?)")
-        if isinstance(node.get("$ref"), str):
-            target = self.defs.get(node["$ref"].rsplit("/", 1)[-1])
-            if target is None:
-                raise ConfigurationError(f"unresolved schema reference {node['$ref']!r}")
-            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-            return self.convert(merged, depth + 1)
-        out: dict[str, Any] = {}
-        self._type(node.get("type"), out)
-        for key in ("anyOf", "oneOf"):
-            if isinstance(node.get(key), list):
-                self._alternatives(node[key], out, depth)
-        if "const" in node:
-            out["enum"] = [node["const"]]
-        for key, value in node.items():
-            if key not in _SCHEMA_KEYS or key in ("type", "anyOf"):
-                continue
-            if key == "properties" and isinstance(value, dict):
-                out[key] = {name: self.convert(sub, depth + 1) for name, sub in value.items()}
-            else:
-                out[key] = self.convert(value, depth + 1) if key == "items" else value
-        if out.get("enum") and out.get("type") not in (None, "string"):
-            out["enum"] = [str(v) for v in out["enum"]]  # the API's enums are strings
-        return out
-
-    @staticmethod
-    def _type(kind: Any, out: dict[str, Any]) -> None:
-        if not isinstance(kind, list):
-            if kind is not None:
-                out["type"] = kind
-            return
-        others = [t for t in kind if t != "null"]
-        if len(others) < len(kind):
-            out["nullable"] = True
-        if len(others) == 1:
-            out["type"] = others[0]
-        elif others:
-            out["anyOf"] = [{"type": t} for t in others]
-
-    def _alternatives(self, options: list[Any], out: dict[str, Any], depth: int) -> None:
-        rest = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
-        if len(rest) < len(options):
-            out["nullable"] = True
-        if len(rest) == 1:
-            out.update(self.convert(rest[0], depth + 1))
-        else:
-            out["anyOf"] = [self.convert(o, depth + 1) for o in rest]
-
-
 class GeminiProvider(HTTPStreamProvider):
     """``GeminiProvider(model, api_key, base_url=<server root>, **options)``; see the module."""
 
@@ -222,25 +119,25 @@ class GeminiProvider(HTTPStreamProvider):
     def build_body(self, request: ModelRequest) -> tuple[dict[str, Any], float | None]:
         options, timeout = self.merged_options(request)
         self.url(request)  # a missing model is refused before anything is sent
-        system, contents = _contents(request.messages)
-        body: dict[str, Any] = {"contents": contents}
+        system, turns = contents(request.messages)
+        body: dict[str, Any] = {"contents": turns}
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         if request.tools:
-            declarations = [_declaration(tool) for tool in request.tools]
+            declarations = [declaration(tool) for tool in request.tools]
             body["tools"] = [{"functionDeclarations": declarations}]
-            config = _tool_config(request.tool_choice)
+            config = tool_config(request.tool_choice)
             if config is not None:
                 body["toolConfig"] = {"functionCallingConfig": config}
-        generation = _generation(options, self.model or "")
+        generation = generation_config(options, self.model or "")
         if request.response_schema is None:
             pass
-        elif request.tools and not _json_with_tools(self.model or ""):
+        elif request.tools and not json_with_tools(self.model or ""):
             # Before Gemini 3 the API refuses a JSON response type next to function calling
             # (400 INVALID_ARGUMENT): the schema is asked for in words, and the reply is
             # validated (and repaired) by lion_nb's parse as for any text.
             schema = json.dumps(request.response_schema, ensure_ascii=False)
-            ask = f"{_JSON_IN_WORDS}\n{schema}"
+            ask = f"{JSON_IN_WORDS}\n{schema}"
             body["systemInstruction"] = {
                 "parts": [{"text": f"{system}\n\n{ask}" if system else ask}]
             }
@@ -254,138 +151,6 @@ class GeminiProvider(HTTPStreamProvider):
         if "cached_content" in options:
             body["cachedContent"] = options["cached_content"]
         return body, timeout
-
-
-_JSON_IN_WORDS = (
-    "When you give your answer (not when you call a function), reply with only a JSON object "
-    "that matches this JSON schema:"
-)
-
-
-def _json_with_tools(model: str) -> bool:
-    """Whether the model takes a JSON response type together with function declarations
-    (Gemini 3 and later; the 1.x / 2.x models refuse the combination)."""
-    bare = model.removeprefix("models/")
-    return not bare.startswith(("gemini-1", "gemini-2"))
-
-
-def _generation(options: dict[str, Any], model: str) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    thinking: dict[str, Any] = {}
-    for key, value in options.items():
-        if key in _GENERATION:
-            if _GENERATION[key] == "stopSequences" and isinstance(value, str):
-                value = [value]
-            config[_GENERATION[key]] = value
-        elif key in _THINKING:
-            thinking[_THINKING[key]] = value
-    bare = model.removeprefix("models/")
-    if bare.startswith(("gemini-2.5", "gemini-3")) and options.get("thinking_budget") != 0:
-        thinking.setdefault("includeThoughts", True)
-    if thinking:
-        config["thinkingConfig"] = thinking
-    raw = options.get("generation_config")
-    if isinstance(raw, dict):
-        config.update(raw)
-    return config
-
-
-def _declaration(tool: dict[str, Any]) -> dict[str, Any]:
-    function = format_tool(tool).get("function") or {}
-    if not isinstance(function.get("name"), str):
-        raise ConfigurationError(f"a tool for gemini needs a function name: {sorted(tool)}")
-    out: dict[str, Any] = {"name": function["name"]}
-    if function.get("description"):
-        out["description"] = function["description"]
-    params = function.get("parameters")
-    if isinstance(params, dict) and params.get("properties"):
-        out["parameters"] = gemini_schema(params)
-    return out
-
-
-def _tool_config(choice: Any) -> dict[str, Any] | None:
-    if choice is None or choice == "auto":
-        return None
-    if choice == "none":
-        return {"mode": "NONE"}
-    if choice == "required":
-        return {"mode": "ANY"}
-    name = choice if isinstance(choice, str) else (choice.get("function") or {}).get("name")
-    if not isinstance(name, str):
-        raise ConfigurationError(f"tool_choice {choice!r} is not understood")
-    return {"mode": "ANY", "allowedFunctionNames": [name]}
-
-
-def _parts_of(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"text": content}] if content else []
-    parts: list[dict[str, Any]] = []
-    for part in content or []:
-        if not isinstance(part, dict):
-            continue
-        if part.get("type") == "text":
-            parts.append({"text": part.get("text", "")})
-        elif part.get("type") == "image_url":
-            url = (part.get("image_url") or {}).get("url", "")
-            if url.startswith("data:") and ";base64," in url:
-                mime, data = url[5:].split(";base64,", 1)
-                parts.append({"inlineData": {"mimeType": mime or "image/png", "data": data}})
-            else:
-                parts.append({"fileData": {"fileUri": url}})
-    return parts
-
-
-def _contents(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """(system instruction, contents) from chat-completions messages."""
-    system: list[str] = []
-    contents: list[dict[str, Any]] = []
-    names: dict[str, str] = {}  # tool call id -> function name
-
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if contents and contents[-1]["role"] == role:  # one turn per role, in order
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
-
-    for message in messages:
-        role = message.get("role")
-        if role in ("system", "developer"):
-            text = message.get("content")
-            system.append(
-                text
-                if isinstance(text, str)
-                else "".join(p.get("text", "") for p in text or [] if isinstance(p, dict))
-            )
-        elif role == "user":
-            add("user", _parts_of(message.get("content")))
-        elif role == "assistant":
-            parts = _parts_of(message.get("content"))
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                names[call.get("id", "")] = function.get("name", "")
-                args = function.get("arguments") or "{}"
-                parts.append(
-                    {
-                        "functionCall": {
-                            "name": function.get("name", ""),
-                            "args": json.loads(args) if isinstance(args, str) else args,
-                        }
-                    }
-                )
-            _sign(parts, message.get("thinking_blocks"))
-            add("model", parts)
-        elif role == "tool":
-            output = message.get("content")
-            try:
-                value = json.loads(output) if isinstance(output, str) else output
-            except ValueError:
-                value = output
-            result = value if isinstance(value, dict) else {"result": value}
-            name = names.get(message.get("tool_call_id", ""), "")
-            add("user", [{"functionResponse": {"name": name, "response": result}}])
-    return "\n\n".join(s for s in system if s), contents
 
 
 class _GeminiState(StreamAccumulator):
@@ -480,32 +245,6 @@ def _signature_block(part: dict[str, Any], call: Any) -> dict[str, Any]:
     if isinstance(call, dict):
         return {**block, "on": "functionCall", "name": call.get("name")}
     return {**block, "on": "thought" if part.get("thought") else "text"}
-
-
-def _sign(parts: list[dict[str, Any]], blocks: Any) -> None:
-    """Put the signatures recorded with an assistant turn back on its parts: a function
-    call's on that call (in order, by name), the others on the first text part."""
-    if not isinstance(blocks, list):
-        return
-    calls = [p for p in parts if "functionCall" in p]
-    texts = [p for p in parts if "text" in p]
-    for block in blocks:
-        if not isinstance(block, dict) or block.get("type") != "thought_signature":
-            continue  # another provider's blocks (a conversation that changed models)
-        if block.get("on") == "functionCall":
-            target = next(
-                (
-                    c
-                    for c in calls
-                    if c["functionCall"]["name"] == block.get("name")
-                    and "thoughtSignature" not in c
-                ),
-                None,
-            )
-        else:
-            target = next((t for t in texts if "thoughtSignature" not in t), None)
-        if target is not None:
-            target["thoughtSignature"] = block["signature"]
 
 
 def _usage(data: dict[str, Any]) -> Usage:

@@ -83,6 +83,10 @@ class StreamAccumulator:
     def text(self) -> str:
         return "".join(self._text)
 
+    @property
+    def thinking_text(self) -> str:
+        return "".join(self._thinking)
+
     def add_text(self, piece: str) -> None:
         if piece:
             self._text.append(piece)

@@ -260,7 +260,7 @@ class _ResponsesState(StreamAccumulator):
         self.add_thinking(str(obj.get("delta") or ""))
 
     def on_summary_part_added(self, obj: dict[str, Any], text: str) -> None:
-        if obj.get("summary_index", 0) and self._thinking:  # separate the summary's parts
+        if self.thinking_text:  # a summary's parts (and reasoning items) are paragraphs
             self.add_thinking("\n\n")
 
     def on_args(self, obj: dict[str, Any], text: str) -> None:
@@ -303,6 +303,7 @@ _HANDLERS = {
     "response.in_progress": _ResponsesState.on_created,
     "response.output_item.added": _ResponsesState.on_item_added,
     "response.output_text.delta": _ResponsesState.on_text,
+    "response.refusal.delta": _ResponsesState.on_text,  # a refusal is the reply's text
     "response.reasoning_summary_part.added": _ResponsesState.on_summary_part_added,
     "response.reasoning_summary_text.delta": _ResponsesState.on_thinking,
     "response.reasoning_text.delta": _ResponsesState.on_thinking,

@@ -664,3 +664,31 @@ async def test_the_gemini_server_refuses_json_with_tools_before_gemini_3() -> No
             path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
             refused = await client.post(path, json=body)
     assert refused.status_code == 400 and "is unsupported" in refused.text
+
+
+async def test_responses_summary_parts_are_paragraphs_and_a_refusal_is_the_reply() -> None:
+    from tests.servers import RawReply
+
+    def event(kind: str, **fields: Any) -> bytes:
+        data = json.dumps({"type": kind, "sequence_number": 0, **fields})
+        return f"event: {kind}\ndata: {data}\n\n".encode()
+
+    at = {"item_id": "rs_0", "output_index": 0}
+    done = {"id": "resp_1", "status": "completed", "model": "gpt-5-mini", "output": []}
+    body = b"".join(
+        [
+            event("response.reasoning_summary_part.added", **at, summary_index=0),
+            event("response.reasoning_summary_text.delta", **at, summary_index=0, delta="First."),
+            event("response.reasoning_summary_part.added", **at, summary_index=1),
+            event("response.reasoning_summary_text.delta", **at, summary_index=1, delta="Then."),
+            event("response.refusal.delta", item_id="msg_1", output_index=1, delta="I can't."),
+            event("response.completed", response=done),
+        ]
+    )
+    with start_responses_server() as server:
+        server.script(RawReply(body, content_type="text/event-stream"))
+        model = RESPONSES.imodel(server)
+        branch = Branch(chat_model=model)
+        assert await branch.communicate("hi") == "I can't."
+        await model.aclose()
+    assert branch.messages[-1].metadata["thinking"] == "First.\n\nThen."
