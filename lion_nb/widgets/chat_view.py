@@ -62,7 +62,7 @@ from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
-from lion_nb.widgets.token_panels import TokenControls, TokenPanels
+from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
@@ -181,6 +181,8 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
             status_line=_status_line("idle", "ready"),
             templates={"live": live_shell(model_label(branch))},
+            # in the state the page is first given (a chrome op sent before it draws is lost)
+            token_marks=[str(m.id) for m in branch.messages if history and has_tokens(m)],
         )
         self.branch = branch
         self.verb = verb

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
     from lion_nb.widgets.chat_view import BranchView
 
-__all__ = ["TokenControls", "TokenPanels", "surprise"]
+__all__ = ["TokenControls", "TokenPanels", "has_tokens", "surprise"]
 
 MAX_SURPRISE = 9999  # hundredths of a nat: p below ~e^-100 (and p = 0) are drawn alike
 
@@ -44,6 +44,11 @@ def surprise(logprob: float | None) -> int:
     if logprob is None or math.isnan(logprob):
         return MAX_SURPRISE
     return min(MAX_SURPRISE, max(0, round(-logprob * 100)))
+
+
+def has_tokens(message: Any) -> bool:
+    """A reply recorded with its tokens (``AssistantResponse.tokens``)."""
+    return bool(getattr(message, "tokens", None))
 
 
 def _text(token: Any) -> str:
@@ -103,7 +108,7 @@ class TokenPanels:
         out = [
             str(m.id)
             for m in self._view.branch.messages
-            if getattr(m, "tokens", None) and self._view.transcript.model.shows(m.id)
+            if has_tokens(m) and self._view.transcript.model.shows(m.id)
         ]
         out += [self.key_of(mid) for mid in self._streams if mid not in self._view.branch.messages]
         return out
@@ -135,7 +140,7 @@ class TokenPanels:
         streamed = self._streams.pop(mid, None) is not None
         if mid in self.open:
             self._stream(mid)
-        if streamed or getattr(message, "tokens", None):
+        if streamed or has_tokens(message):
             self._view.set_chrome(token_marks=self.marks())
 
     def _stream(self, mid: uuid.UUID) -> None:
