@@ -52,13 +52,16 @@ from lion_nb.models.chat_format import (
 )
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.secrets import public_url, redact, secret_values
+from lion_nb.tokens import check_logprobs
 
 __all__ = ["DEFAULT_BASE_URL", "LOCAL_OPTIONS", "OpenAIProvider"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-LOCAL_OPTIONS = frozenset({"timeout", "max_retries", "stream", "stream_options"})
+LOCAL_OPTIONS = frozenset(
+    {"timeout", "max_retries", "stream", "stream_options", "logprobs", "prefill"}
+)
 """Options lion_nb interprets itself; they are never copied into the request body."""
 
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body worth reading
@@ -103,9 +106,14 @@ class OpenAIProvider:
         max_backoff: float = 8.0,
         max_retry_after: float = 60.0,
         json_mode: Literal["json_schema", "json_object"] = "json_schema",
+        prefill: Literal["message", "vllm"] | None = None,
         **defaults: Any,
     ) -> None:
         self.model = model
+        # How this server continues an assistant prefix (``fork_at_token``): "message" sends
+        # it as a trailing assistant message, which llama.cpp's server (and Ollama) continue;
+        # "vllm" adds vLLM's ``continue_final_message``. None: the server cannot (OpenAI's API).
+        self.prefill = prefill
         # "json_object" sends {"type": "json_object", "schema": ...}: the form llama.cpp's
         # server (and some other local servers) accept; OpenAI's own API wants json_schema.
         self.json_mode = json_mode
@@ -186,6 +194,12 @@ class OpenAIProvider:
         body: dict[str, Any] = {"model": self.model} if self.model else {}
         body.update({k: v for k, v in options.items() if k not in LOCAL_OPTIONS})
         body["messages"] = request.messages
+        if request.prefix is not None:
+            body["messages"] = [*request.messages, self._prefix_message(request.prefix, body)]
+        logprobs = check_logprobs(options.get("logprobs"))
+        if logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = logprobs
         if request.tools:
             body["tools"] = [format_tool(tool) for tool in request.tools]
         if request.tool_choice is not None:
@@ -200,6 +214,18 @@ class OpenAIProvider:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         return body, timeout
+
+    def _prefix_message(self, prefix: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.prefill is None:
+            raise ConfigurationError(
+                f"the server at {self._shown_url} is not known to continue an assistant prefix "
+                "(a fork from a token needs that); if it does, say how: prefill='message' "
+                "(llama.cpp's server, Ollama: a trailing assistant message) or prefill='vllm'"
+            )
+        if self.prefill == "vllm":
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        return {"role": "assistant", "content": prefix}
 
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self._headers)
@@ -251,7 +277,8 @@ class OpenAIProvider:
             ) as response:
                 if response.status_code >= 400:
                     raise _RetrySafe(await self._status_error(response))
-                return await self._read(response, ChatAccumulator(on_delta, provider=self.name))
+                acc = ChatAccumulator(on_delta, provider=self.name, logprobs="logprobs" in body)
+                return await self._read(response, acc)
         except httpx.TimeoutException as exc:
             error = ProviderTimeout(
                 f"no response from {self._shown_url} within {request_timeout} s",
