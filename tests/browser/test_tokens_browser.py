@@ -163,7 +163,9 @@ def test_the_tint_scale_reads_at_aa_contrast(page, jupyter_lab, theme):
     set_theme(jupyter_lab, theme)
     name = "tokens_" + theme.split()[-1].lower()
     root = _open_story(page, jupyter_lab, f"{name}.ipynb")
-    assert page.evaluate("document.body.dataset.jpThemeLight") == str(theme.endswith("Light")).lower()
+    assert (
+        page.evaluate("document.body.dataset.jpThemeLight") == str(theme.endswith("Light")).lower()
+    )
     root.locator(".lion-tokens .lion-tokens-text .lion-tok").nth(3).hover()
     root.locator(".lion-tok-pop .lion-tok-alt").nth(2).wait_for(timeout=15_000)
     page.wait_for_timeout(300)
@@ -268,9 +270,13 @@ def test_the_token_view_figures(page, jupyter_lab):
     page.locator(".lion-front").first.locator(".lion-tokens-btn").wait_for(timeout=30_000)
     open_ms = page.evaluate(OPEN, 0)
     page.evaluate(SAMPLER, 2)
-    traffic = json.loads(kernel_execute(jupyter_lab, STREAM_RUN, timeout=120).strip().splitlines()[-1])
+    traffic = json.loads(
+        kernel_execute(jupyter_lab, STREAM_RUN, timeout=120).strip().splitlines()[-1]
+    )
     page.wait_for_timeout(500)
-    changes = page.evaluate("(() => { window.__tokSampler.done = true; return window.__tokSampler.changes; })()")
+    changes = page.evaluate(
+        "(() => { window.__tokSampler.done = true; return window.__tokSampler.changes; })()"
+    )
     assert changes and changes[-1][1] == 1000, changes[-3:]  # every token shown
     mid = [t for t, n in changes if 0 < n < 1000]
     span_s = (changes[-1][0] - changes[0][0]) / 1000
