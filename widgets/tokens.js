@@ -26,10 +26,15 @@ function tokenBin(s) {
   return i;
 }
 
+function percentOf(p) {
+  const pc = p * 100;
+  if (pc >= 99.95) return "100%";
+  if (pc <= 0) return "0%";
+  return pc >= 10 ? `${pc.toFixed(1)}%` : `${pc.toPrecision(2)}%`;
+}
+
 function percent(s) {
-  const p = Math.exp(-s / 100) * 100;
-  if (p >= 99.95) return "100%";
-  return p >= 10 ? `${p.toFixed(1)}%` : `${p.toPrecision(2)}%`;
+  return percentOf(Math.exp(-s / 100)); // s: surprise in hundredths of a nat
 }
 
 function shownToken(text) {
@@ -73,7 +78,7 @@ function tokenStore(view) {
 // ----- the panel -----------------------------------------------------------------------------
 function openTokenPanel(view, part, key) {
   const panel = {
-    key, part, n: 0, t: [], s: [], top: [], asked: new Set(), active: -1, asking: false, drawn: false,
+    key, part, n: 0, drawn: 0, t: [], s: [], top: [], asked: new Set(), active: -1, asking: false,
     el: node("div", "lion-tokens"),
     text: node("div", "lion-tokens-text"),
     strip: node("canvas", "lion-tokens-strip"),
@@ -122,32 +127,44 @@ function closeTokenPanel(view, panel) {
 }
 
 function appendTokens(panel, texts, surprises) {
-  const frag = document.createDocumentFragment();
+  // kept at once, drawn a frame's worth at a time: the first screenful now, the rest (a long
+  // reply opened at once) over the next frames, so the view opens without waiting for it all
   for (let k = 0; k < texts.length; k++) {
-    const i = panel.n + k;
-    const s = surprises[k] ?? 0;
-    const span = document.createElement("span");
-    span.className = `lion-tok lion-tok-b${tokenBin(s)}`;
-    span.setAttribute("data-token-index", i);
-    span.tabIndex = i === 0 ? 0 : -1;
-    span.textContent = texts[k];
-    frag.appendChild(span);
     panel.t.push(texts[k]);
-    panel.s.push(s);
+    panel.s.push(surprises[k] ?? 0);
   }
-  panel.n += texts.length;
+  panel.n = panel.t.length;
   panel.asking = false;
+  if (panel.drawn === 0) drawTokens(panel);
+  drawSoon(panel);
+}
+
+const TOKENS_PER_FRAME = 800;
+
+function drawTokens(panel) {
+  const end = Math.min(panel.n, panel.drawn + TOKENS_PER_FRAME);
+  const frag = document.createDocumentFragment();
+  for (let i = panel.drawn; i < end; i++) {
+    const span = document.createElement("span");
+    span.className = `lion-tok lion-tok-b${tokenBin(panel.s[i])}`;
+    span.setAttribute("data-token-index", i);
+    if (i === 0) span.tabIndex = 0; // one tab stop; arrow keys move it (focusToken)
+    span.textContent = panel.t[i];
+    frag.appendChild(span);
+  }
+  panel.drawn = end;
   panel.text.appendChild(frag);
-  drawStripSoon(panel);
 }
 
 // ----- the surprise strip --------------------------------------------------------------------
-function drawStripSoon(panel) {
+function drawSoon(panel) {
   if (panel.drawing) return;
   panel.drawing = true;
   requestAnimationFrame(() => {
     panel.drawing = false;
+    drawTokens(panel);
     drawStrip(panel);
+    if (panel.drawn < panel.n) drawSoon(panel);
   });
 }
 
@@ -266,7 +283,9 @@ function fillPopup(view, panel, i, alts) {
   pop.textContent = "";
   const chosen = panel.t[i];
   const head = node("div", "lion-tok-pop-head");
-  head.append(node("span", "lion-tok-pop-token", shownToken(chosen)), node("span", "lion-tok-pop-p", ` ${percent(panel.s[i])} · token ${i + 1} of ${panel.n}`));
+  const own = alts && alts.find((a) => a[0] === chosen);
+  const p = own ? percentOf(own[1]) : percent(panel.s[i]);
+  head.append(node("span", "lion-tok-pop-token", shownToken(chosen)), node("span", "lion-tok-pop-p", ` ${p} · token ${i + 1} of ${panel.n}`));
   pop.append(head);
   if (alts === undefined) {
     pop.append(node("div", "lion-tok-pop-note", "alternatives…"));
@@ -275,13 +294,13 @@ function fillPopup(view, panel, i, alts) {
   } else {
     const list = node("div", "lion-tok-alts");
     list.setAttribute("role", "list");
-    for (const [text, s] of alts) list.append(alternativeRow(view, panel, i, text, s, text === chosen));
+    for (const [text, p] of alts) list.append(alternativeRow(view, panel, i, text, p, text === chosen));
     pop.append(list);
   }
   pop.hidden = false;
 }
 
-function alternativeRow(view, panel, i, text, s, isChosen) {
+function alternativeRow(view, panel, i, text, p, isChosen) {
   const row = button("lion-tok-alt", undefined, undefined, () => {
     if (isChosen) return;
     view.model.send({ action: "fork_token", key: panel.key, index: i, text });
@@ -290,19 +309,19 @@ function alternativeRow(view, panel, i, text, s, isChosen) {
   row.setAttribute("role", "listitem");
   const bar = node("span", "lion-tok-bar");
   const fill = node("span", "lion-tok-bar-fill");
-  fill.style.width = `${Math.max(1, Math.exp(-s / 100) * 100).toFixed(1)}%`;
+  fill.style.width = `${Math.max(1, p * 100).toFixed(1)}%`;
   bar.append(fill);
-  row.append(node("span", "lion-tok-alt-text", shownToken(text)), bar, node("span", "lion-tok-alt-p", percent(s)));
+  row.append(node("span", "lion-tok-alt-text", shownToken(text)), bar, node("span", "lion-tok-alt-p", percentOf(p)));
   const live = !panel.part.el.querySelector(".lion-msg[data-id]");
   if (isChosen) {
     row.classList.add("lion-tok-alt-chosen");
     row.setAttribute("aria-current", "true");
-    named(row, `${shownToken(text)}, ${percent(s)}, the token the model chose`);
+    named(row, `${shownToken(text)}, ${percentOf(p)}, the token the model chose`);
   } else if (live) {
     row.disabled = true;
     row.title = "The reply is still streaming: fork once it is recorded";
   } else {
-    named(row, `Fork here with ${shownToken(text)} (${percent(s)})`);
+    named(row, `Fork here with ${shownToken(text)} (${percentOf(p)})`);
     row.title = "Fork the conversation here: this token instead, and the model goes on from it";
   }
   return row;
@@ -320,7 +339,7 @@ function placePopup(panel, span) {
   const width = Math.min(320, box.width);
   panel.pop.style.width = `${width}px`;
   panel.pop.style.left = `${Math.max(0, Math.min(at.left - box.left, box.width - width))}px`;
-  panel.pop.style.top = `${at.bottom - box.top + 4}px`;
+  panel.pop.style.top = `${at.bottom - box.top + 1}px`;
 }
 
 // ----- the controls: "Tokens" (and "Sample ×5") on the replies that have tokens -------------------

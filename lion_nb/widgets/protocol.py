@@ -152,15 +152,15 @@ class TokensOp(TypedDict):
     ``widgets/tokens.js``): tokens ``at``, ``at + 1``, ... — their texts ``t`` and surprise
     ``s`` (-log p in hundredths of a nat, an int) as they arrive (a delta: the page has the
     tokens before ``at``; ``at`` 0 starts the view afresh), and/or the alternatives ``top`` of
-    those tokens (per token ``[[text, surprise], ...]``, most likely first), sent when the
-    page asks for them (``token_top``), not while the reply streams."""
+    those tokens (per token ``[[text, p], ...]``, p to 4 decimals, most likely first), sent
+    when the page asks for them (``token_top``), not while the reply streams."""
 
     op: Literal["tokens"]
     key: str
     at: int
     t: NotRequired[list[str]]
     s: NotRequired[list[int]]
-    top: NotRequired[list[list[list[str | int]]]]
+    top: NotRequired[list[list[list[str | float]]]]
 
 
 Op = PutOp | DropOp | AddOp | TailOp | SlotOp | SealOp | ChromeOp | DraftOp | ClipOp | TokensOp

@@ -55,11 +55,12 @@ def _text(token: Any) -> str:
     return str(getattr(token, "text", ""))
 
 
-def _top(token: Any) -> list[list[str | int]]:
-    out: list[list[str | int]] = []
+def _top(token: Any) -> list[list[str | float]]:
+    """A token's alternatives as the page is sent them: ``[text, p]``, p to 4 decimals."""
+    out: list[list[str | float]] = []
     for alt in getattr(token, "top", None) or ():
         text, logprob = alt[0], alt[1]
-        out.append([str(text), surprise(logprob)])
+        out.append([str(text), round(math.exp(logprob), 4) if logprob > -50 else 0.0])
     return out
 
 

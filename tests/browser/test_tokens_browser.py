@@ -226,22 +226,31 @@ def traffic(v):
 print(json.dumps({"plain": traffic(plain), "tokens": traffic(tview)}))
 """
 
+# click "Tokens" on the 4,000-token reply, five times (closed between): the time until its
+# first screenful of tokens is painted (the view is open: it draws the rest over the next frames)
+# and until all 4,000 are drawn
 OPEN = """
 async (i) => {
   const root = document.querySelectorAll('.lion-front')[i];
   const count = () => root.querySelectorAll('.lion-tokens .lion-tok[data-token-index]').length;
   const frame = () => new Promise((r) => requestAnimationFrame(r));
-  const times = [];
-  for (let round = 0; round < 3; round++) {
+  const out = [];
+  for (let round = 0; round < 5; round++) {
     const button = root.querySelector('.lion-tokens-btn');
-    if (root.querySelector('.lion-tokens')) { button.click(); await frame(); }
+    if (root.querySelector('.lion-tokens')) {
+      button.click();
+      await new Promise((r) => setTimeout(r, 200));
+    }
     const t0 = performance.now();
     button.click();
+    while (count() === 0) await frame();
+    await frame(); // painted
+    const first = performance.now() - t0;
     while (count() < 4000) await frame();
-    await frame(); // drawn
-    times.push(performance.now() - t0);
+    await frame();
+    out.push([first, performance.now() - t0]);
   }
-  return times;
+  return out;
 }
 """
 
@@ -268,7 +277,7 @@ def test_the_token_view_figures(page, jupyter_lab):
     run_notebook_in_lab(page, jupyter_lab, nb)
     page.get_by_text("FIGURES-READY").first.wait_for(timeout=120_000)
     page.locator(".lion-front").first.locator(".lion-tokens-btn").wait_for(timeout=30_000)
-    open_ms = page.evaluate(OPEN, 0)
+    opened = page.evaluate(OPEN, 0)
     page.evaluate(SAMPLER, 2)
     traffic = json.loads(
         kernel_execute(jupyter_lab, STREAM_RUN, timeout=120).strip().splitlines()[-1]
@@ -280,9 +289,11 @@ def test_the_token_view_figures(page, jupyter_lab):
     assert changes and changes[-1][1] == 1000, changes[-3:]  # every token shown
     mid = [t for t, n in changes if 0 < n < 1000]
     span_s = (changes[-1][0] - changes[0][0]) / 1000
+    median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     figures = {
-        "open_ms": sorted(open_ms)[1],
-        "open_ms_all": open_ms,
+        "open_ms": median([first for first, _ in opened]),
+        "complete_ms": median([whole for _, whole in opened]),
+        "opened_ms": opened,
         "updates_per_s": len(changes) / span_s if span_s > 0 else 0.0,
         "updates_mid_stream": len(mid),
         "stream_s": span_s,
