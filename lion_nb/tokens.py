@@ -34,6 +34,7 @@ __all__ = [
     "decode_tokens_delta",
     "encode_tokens_delta",
     "estimate_tokens",
+    "fit_tokens",
     "token_choice",
     "token_view",
     "tokens_from_bytes",
@@ -151,6 +152,27 @@ class TokenDecoder:
         token = token_choice(self._text, self._logprob, top)
         self._text, self._logprob, self._top = "", 0.0, None
         return token
+
+
+def fit_tokens(tokens: Sequence[TokenChoice], text: str) -> list[TokenChoice] | None:
+    """``tokens`` cut to spell exactly ``text``, the reply as it was returned (a stop string
+    or the token limit may end it inside a token, or before tokens that were sampled); None
+    when they do not spell its start."""
+    out: list[TokenChoice] = []
+    pos = 0
+    for token in tokens:
+        if pos >= len(text):
+            break
+        if text.startswith(token.text, pos):
+            out.append(token)
+            pos += len(token.text)
+            continue
+        rest = text[pos:]
+        if not token.text.startswith(rest):
+            return None
+        out.append(token.model_copy(update={"text": rest}))
+        pos = len(text)
+    return out if pos == len(text) else None
 
 
 def encode_tokens_delta(tokens: Iterable[TokenChoice]) -> str:
