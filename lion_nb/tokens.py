@@ -99,8 +99,9 @@ def token_choice(text: str, logprob: float, top: Iterable[Sequence[Any]] = ()) -
     """A ``TokenChoice`` from plain values (log-probabilities clamped to <= 0)."""
     from lion_nb.messages import TokenChoice
 
-    return TokenChoice(
-        text=text,
+    # checked here (types, finite, <= 0): built without pydantic's validation, once per token
+    return TokenChoice.model_construct(
+        text=str(text),
         logprob=_clamp(logprob),
         top=[(str(alt[0]), _clamp(alt[1])) for alt in top],
     )

@@ -180,13 +180,16 @@ class Job:
             self.token_sink("tokens", encode_tokens_delta(new))
 
 
+_NEAR = 12.0  # logits this far below the largest: p < 6e-6 of it, past any top K worth showing
+
+
 class TokenReader:
     """Reads the distribution a token was just sampled from: the logits of the last position
     (``llama_get_logits_ith(ctx, -1)``, which llama.cpp computes for sampling anyway), as a
     log-softmax, with the K most likely tokens. No ``logits_all``: the prompt is evaluated
     with one row of logits, as without log-probabilities (``benchmarks/bench_logprobs.py``)."""
 
-    __slots__ = ("_ctx", "_model", "_n_vocab", "_np", "_pieces", "k")
+    __slots__ = ("_buf", "_ctx", "_model", "_n_vocab", "_np", "_pieces", "k")
 
     def __init__(self, llama: Any, k: int) -> None:
         import numpy as np
@@ -195,6 +198,7 @@ class TokenReader:
         self._ctx = llama._ctx
         self._model = llama._model
         self._n_vocab = llama.n_vocab()
+        self._buf = np.empty(self._n_vocab, dtype=np.float32)  # exp() in place, per token
         self._pieces: dict[tuple[int, bool], bytes] = getattr(llama, "_lion_pieces", {})
         llama._lion_pieces = self._pieces  # token id -> bytes, kept with the model
         self.k = k
@@ -207,14 +211,22 @@ class TokenReader:
         return found
 
     def read(self, token: int) -> tuple[bytes, float, list[tuple[bytes, float]]]:
-        np = self._np
+        np, buf = self._np, self._buf
         logits = np.ctypeslib.as_array(self._ctx.get_logits_ith(-1), shape=(self._n_vocab,))
         top_logit = float(logits.max())
-        log_z = top_logit + float(np.log(np.exp(logits - top_logit).sum()))
+        np.subtract(logits, top_logit, out=buf)
+        np.exp(buf, out=buf)
+        log_z = top_logit + float(np.log(buf.sum(dtype=np.float64)))
         alternatives: list[tuple[bytes, float]] = []
         if self.k:
-            best = np.argpartition(logits, -self.k)[-self.k :]
-            best = best[np.argsort(-logits[best], kind="stable")]
+            # the K largest are among the few within a margin of the largest (one pass);
+            # argpartition over the whole vocabulary only when fewer than K are
+            near = np.flatnonzero(logits >= top_logit - _NEAR)
+            if len(near) < self.k:
+                near = np.argpartition(logits, -self.k)[-self.k :]
+            elif len(near) > 64 * self.k:  # a flat distribution: narrow the candidates first
+                near = near[np.argpartition(logits[near], -self.k)[-self.k :]]
+            best = near[np.argsort(-logits[near], kind="stable")[: self.k]]
             alternatives = [
                 (self.piece(int(i), special=True), float(logits[i]) - log_z) for i in best
             ]

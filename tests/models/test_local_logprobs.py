@@ -77,3 +77,20 @@ async def test_a_prefix_is_continued_over_the_chat_template() -> None:
     assert response.text and not response.text.startswith("The capital")
     assert response.tokens is not None
     assert "".join(t.text for t in response.tokens) == response.text
+
+
+async def test_fork_at_token_continues_the_reply_on_the_embedded_model() -> None:
+    branch = Branch(system=SYSTEM, chat_model=model(max_tokens=16, logprobs=3))
+    await branch.communicate("Tell me about cats.")
+    reply = branch.messages[-1]
+    assert isinstance(reply, AssistantResponse) and reply.tokens and len(reply.tokens) > 3
+    alternative = reply.tokens[2].top[1][0]  # the second most likely token at position 2
+    before = list(branch.messages)
+    fork = await branch.fork_at_token(reply.id, 2, alternative)
+    assert list(branch.messages) == before
+    forked = fork.messages[-1]
+    assert isinstance(forked, AssistantResponse) and forked.tokens
+    start = "".join(t.text for t in reply.tokens[:2]) + alternative
+    assert forked.response.startswith(start) and len(forked.response) > len(start)
+    assert "".join(t.text for t in forked.tokens) == forked.response
+    assert fork.metadata["forked_from"]["token_index"] == 2
