@@ -124,6 +124,7 @@ const OPS = {
     view.wantClip.delete(op.key);
     copyText(op.text).then((ok) => flash(asked, ok));
   },
+  tokens: (view, op) => tokenOp(view, op), // tokens.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
@@ -570,6 +571,7 @@ function marks(view) {
   if (!view.chat) return;
   contextMarks(view);
   messageMarks(view);
+  tokenMarks(view); // tokens.js
   nameControls(view.shell.list);
 }
 
