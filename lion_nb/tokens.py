@@ -34,6 +34,7 @@ __all__ = [
     "decode_tokens_delta",
     "encode_tokens_delta",
     "estimate_tokens",
+    "fit_tokens",
     "token_choice",
     "token_view",
     "tokens_from_bytes",
@@ -98,8 +99,9 @@ def token_choice(text: str, logprob: float, top: Iterable[Sequence[Any]] = ()) -
     """A ``TokenChoice`` from plain values (log-probabilities clamped to <= 0)."""
     from lion_nb.messages import TokenChoice
 
-    return TokenChoice(
-        text=text,
+    # checked here (types, finite, <= 0): built without pydantic's validation, once per token
+    return TokenChoice.model_construct(
+        text=str(text),
         logprob=_clamp(logprob),
         top=[(str(alt[0]), _clamp(alt[1])) for alt in top],
     )
@@ -151,6 +153,27 @@ class TokenDecoder:
         token = token_choice(self._text, self._logprob, top)
         self._text, self._logprob, self._top = "", 0.0, None
         return token
+
+
+def fit_tokens(tokens: Sequence[TokenChoice], text: str) -> list[TokenChoice] | None:
+    """``tokens`` cut to spell exactly ``text``, the reply as it was returned (a stop string
+    or the token limit may end it inside a token, or before tokens that were sampled); None
+    when they do not spell its start."""
+    out: list[TokenChoice] = []
+    pos = 0
+    for token in tokens:
+        if pos >= len(text):
+            break
+        if text.startswith(token.text, pos):
+            out.append(token)
+            pos += len(token.text)
+            continue
+        rest = text[pos:]
+        if not token.text.startswith(rest):
+            return None
+        out.append(token.model_copy(update={"text": rest}))
+        pos = len(text)
+    return out if pos == len(text) else None
 
 
 def encode_tokens_delta(tokens: Iterable[TokenChoice]) -> str:

@@ -23,6 +23,8 @@ Rules:
 * Continue asks for the rest of a reply cut off by the token limit; the continuation's
   instruction names the reply (``metadata["continues"]``), which is then no longer offered
   for continuing (``lion_nb.turns``).
+* A fork from a token (``afork_at_token``) is one more alternative of the reply it forks:
+  it shares the messages before the reply and differs at it.
 * ``alternatives(k)``: the branches of this conversation (every branch it showed or made, and
   the session's branches forked from them) that share the shown branch's first ``k`` messages
   and differ at ``k``, one per distinct message at ``k``, ordered by when the first branch of
@@ -310,6 +312,36 @@ class Conversation:
         )
         await self._turn(branch, ins)
         return branch
+
+    async def afork_at_token(
+        self, message: int | uuid.UUID | str, index: int, text: str, **kwargs: Any
+    ) -> Branch:
+        """A fork whose reply ``message`` (its position in the shown branch, or its id) takes
+        ``text`` at token ``index`` and is continued by the model (``Branch.fork_at_token``);
+        the fork is shown before the model is asked, so a view streams it, and it joins the
+        reply's alternatives (``‹ n/of ›``, Compare). ``kwargs`` are request options; a
+        chat view's ``on_stop`` applies. A failure leaves nothing behind."""
+        self._check_idle()
+        before = self._branch
+        if "on_stop" in self.verb_kwargs and "on_stop" not in kwargs:
+            kwargs["on_stop"] = self.verb_kwargs["on_stop"]
+        made: list[Branch] = []
+
+        def adopt(fork: Branch) -> None:
+            made.append(fork)
+            self._adopt(fork)
+
+        self._running = True
+        try:
+            return await before.fork_at_token(message, index, text, on_fork=adopt, **kwargs)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            if made:
+                self._drop(made[0], before)
+            raise
+        finally:
+            self._running = False
 
     def clear(self) -> Branch:
         """Show a fresh branch with the same system message, models and tools (a fork of the
