@@ -339,8 +339,11 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
     # widget state (GitHub, nbviewer) shows the recorded transcript instead of the widget.
     def static_html(self) -> str:
-        return transcript_html(
-            self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
+        return (
+            transcript_html(
+                self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
+            )
+            + self.token_panels.static_html()
         )
 
     def _gauge_html(self) -> str:

@@ -173,6 +173,7 @@ class TokenPanels:
         mid = self.resolve(key)
         if mid is None:
             return
+        self._view.refresh_static()  # the saved notebook shows the open token views
         if not open_:
             self.open.discard(mid)
             return
@@ -190,6 +191,19 @@ class TokenPanels:
         self._view.channel.push(
             {"op": "tokens", "key": key, "at": start, "top": [_top(tok) for tok in chunk]}
         )
+
+    def static_html(self) -> str:
+        """The open token views as the saved notebook shows them: each reply's tinted tokens
+        (``render.tokens_html``), after the transcript."""
+        from lion_nb.render.tokens_html import tokens_html
+
+        out = []
+        replies = [m for m in self._view.branch.messages if m.role == "assistant"]
+        for n, message in enumerate(replies, 1):
+            if message.id in self.open and has_tokens(message):
+                tokens = message.tokens  # type: ignore[attr-defined]
+                out.append(tokens_html(tokens, title=f"Tokens of reply {n}"))
+        return "".join(out)
 
     def forget_streams(self) -> None:
         """The view shows another branch: replies streaming on the old one are not shown."""

@@ -136,3 +136,54 @@ def test_show_tokens_needs_a_reply_with_tokens() -> None:
     view.show_tokens()
     assert view.token_panels.open == {with_tokens.messages[-1].id}
     view.close()
+
+
+def test_the_static_fallback_shows_the_open_token_views_tinted() -> None:
+    branch = recorded(5)
+    view = BranchView(branch)
+    assert "data-token-index" not in view.static_html()
+    view.show_tokens()
+    html = view.static_html()
+    assert html.count("data-token-index") == 5
+    assert "Tokens of reply 1" in html and "lion-tok-b" in html
+    view.close()
+
+
+def story_model() -> iModel:
+    def tok(text: str, p: float, *alts: tuple[str, float]) -> dict[str, Any]:
+        top = sorted(
+            [(text, math.log(p)), *[(t, math.log(q)) for t, q in alts]], key=lambda a: -a[1]
+        )
+        return {"text": text, "logprob": math.log(p), "top": [list(a) for a in top]}
+
+    story = [
+        tok("The", 0.95),
+        tok(" cat", 0.7),
+        tok(" sat", 0.45),
+        tok(" on", 0.2, (" under", 0.5)),
+    ]
+    rest = [tok(" the", 0.9), tok(" table.", 0.6)]
+    return iModel(provider="scripted", logprobs=5, replies=[{"tokens": story}, {"tokens": rest}])
+
+
+async def test_choosing_an_alternative_forks_there_and_the_switcher_counts_the_fork() -> None:
+    branch = Branch(chat_model=story_model())
+    view = BranchView(branch)
+    await view.asend("a story")
+    reply = branch.messages[-1]
+    assert reply.text == "The cat sat on"
+    view._on_page(
+        view, {"action": "fork_token", "key": str(reply.id), "index": 3, "text": " under"}, []
+    )
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if view.branch is not branch and not view.running:
+            break
+    fork = view.branch
+    assert fork is not branch and branch.messages[-1].text == "The cat sat on"  # untouched
+    new = fork.messages[-1]
+    assert new.text == "The cat sat under the table."
+    assert view.alt_marks[str(new.id)] == [2, 2]  # the switcher: ‹ 2/2 ›
+    assert new.id in view.token_panels.open  # the fork's reply streamed with its token view open
+    assert str(new.id) in view.token_marks
+    view.close()
