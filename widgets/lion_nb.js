@@ -334,6 +334,8 @@ function nameControls(list) {
     label(".lion-edit-msg", `Edit ${what}`);
     label(".lion-cut", `Continue ${what}`);
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
+    label(".lion-tokens-btn", `Tokens of ${what}`); // tokens.js
+    label(".lion-sample", `Sample ${what} 5 times`);
   }
 }
 

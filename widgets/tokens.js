@@ -1,9 +1,10 @@
 // ----- the token view (issue 25): a reply's tokens tinted by probability -----------------------
 //
 // Joined after lion_nb.js into one ES module (lion_nb.widgets.front.MODULE_FILES): it uses that
-// file's helpers (node, button, named) and is reached from it at three places only: the `tokens`
-// op, the marks drawn after each update (tokenMarks) and nothing else. The kernel's side is
-// lion_nb/widgets/token_panels.py; the op and the actions are in lion_nb/widgets/protocol.py.
+// file's helpers (node, button, named) and is reached from it at two places: the `tokens` op and
+// the marks drawn after each update (tokenMarks); nameControls there names its two controls. The
+// kernel's side is lion_nb/widgets/token_panels.py; the op and the actions are in
+// lion_nb/widgets/protocol.py.
 //
 // A reply whose token view is open holds a panel: a legend of the five tint bins, a strip of
 // surprise (-log p) per token, the tokens (one span each, `data-token-index`, tinted by bin) and a
@@ -380,11 +381,9 @@ function tokenControl(view, part, key, wanted) {
     head.insertBefore(control, head.querySelector(".lion-copy-msg"));
   }
   control.setAttribute("aria-pressed", part.tokens ? "true" : "false");
-  named(control, part.tokens ? "Close the token view" : "Show the tokens of this reply");
   if (part.el.querySelector(".lion-msg[data-id]") && !head.querySelector(".lion-sample")) {
     const sample = button("lion-act lion-sample", "Sample ×5", "Answer this turn 5 times at once, as alternatives (‹ n/of ›)",
       () => view.model.send({ action: "sample", key: sample.closest(".lion-part").getAttribute("data-key"), n: 5 }));
-    named(sample, "Sample this reply 5 times");
     head.insertBefore(sample, head.querySelector(".lion-copy-msg"));
   }
 }
