@@ -18,7 +18,7 @@ import math
 import sys
 import types
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_LOGPROBS",
     "NextTurn",
+    "Samples",
     "TokenDecoder",
     "agreement",
     "check_logprobs",
@@ -35,6 +36,8 @@ __all__ = [
     "encode_tokens_delta",
     "estimate_tokens",
     "fit_tokens",
+    "sampling_label",
+    "shared_units",
     "token_choice",
     "token_view",
     "tokens_from_bytes",
@@ -231,6 +234,75 @@ def agreement(replies: Sequence[Any]) -> list[float]:
         groups = split
         out.append(max((len(g) for g in groups), default=0) / n)
     return out
+
+
+def shared_units(replies: Sequence[Any]) -> int:
+    """How many leading units (tokens, else words) all ``replies`` share."""
+    return sum(1 for a in agreement(replies) if a >= 1.0)
+
+
+@dataclass
+class Samples:
+    """``n`` replies to the same turn, sampled concurrently as forks (``Conversation.asample``,
+    ``view.asample``): where they agree and where they diverge.
+
+    ``branches[i]`` holds ``replies[i]`` (its last message); ``temperature`` and ``top_p`` are
+    what the set was sampled with (None: the model's default). ``agreement`` is per position
+    (``lion_nb.tokens.agreement``): 1.0 over the prefix all share, then the share of replies
+    that still agree. ``errors``: the samples that failed (their forks are gone)."""
+
+    branches: list[Any]
+    replies: list[Any]
+    temperature: float | None = None
+    top_p: float | None = None
+    errors: list[BaseException] = field(default_factory=list)
+
+    @property
+    def agreement(self) -> list[float]:
+        return agreement(self.replies)
+
+    @property
+    def texts(self) -> list[str]:
+        return [getattr(r, "text", "") for r in self.replies]
+
+    @property
+    def shared(self) -> int:
+        """How many leading tokens (words, for replies without tokens) every sample shares."""
+        return shared_units(self.replies)
+
+    @property
+    def shared_prefix(self) -> str:
+        """The text every sample starts with, as far as their units agree."""
+        units = _units(self.replies[0]) if self.replies else []
+        return "".join(units[: self.shared])
+
+    @property
+    def diverges_at(self) -> int | None:
+        """The first position where the samples disagree (None: all the same)."""
+        n = self.shared
+        return None if all(len(_units(r)) == n for r in self.replies) else n
+
+    def label(self) -> str:
+        """``"temperature 0.8 · top-p 0.95"`` (what the view's labels say)."""
+        return sampling_label(self.temperature, self.top_p)
+
+    def __len__(self) -> int:
+        return len(self.replies)
+
+    def _repr_html_(self) -> str:
+        from lion_nb.render.tokens_html import samples_html
+
+        return samples_html(self)
+
+    def __repr__(self) -> str:
+        return f"<Samples {len(self.replies)} × {self.label()}: shared {self.shared} units>"
+
+
+def sampling_label(temperature: float | None, top_p: float | None) -> str:
+    """How a sample set is labelled: its temperature and top-p (or "default")."""
+    t = "default" if temperature is None else f"{temperature:g}"
+    label = f"temperature {t}"
+    return label if top_p is None else f"{label} · top-p {top_p:g}"
 
 
 # ----- the module is callable: lion_nb.tokens(message) ---------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 from lion_nb.render.escape import escape
 
-__all__ = ["TOKEN_BINS", "TokenView", "token_bin", "tokens_html"]
+__all__ = ["TOKEN_BINS", "TokenView", "samples_html", "token_bin", "tokens_html"]
 
 TOKEN_BINS: tuple[tuple[float, str], ...] = (
     (0.10, "p ≥ 0.9"),  # the largest surprise (-ln p) in each bin: -ln 0.9 = 0.105
@@ -129,3 +129,35 @@ class TokenView:
 
     def __repr__(self) -> str:
         return f"<TokenView of {len(self.tokens)} tokens: {self.text[:40]!r}>"
+
+
+def samples_html(samples: Any) -> str:
+    """A sample set (``lion_nb.tokens.Samples``) as a list: its label, then each reply with
+    the prefix all of them share marked and, where it has tokens, its tokens tinted."""
+    shared = samples.shared
+    rows = []
+    for i, reply in enumerate(samples.replies):
+        tokens = getattr(reply, "tokens", None)
+        if tokens:
+            units = [_span(k, t) for k, t in enumerate(tokens)]
+        else:
+            units = [escape(u) for u in _words(getattr(reply, "text", ""))]
+        same = "".join(units[:shared])
+        rest = "".join(units[shared:])
+        rows.append(
+            f'<li class="lion-sample" data-sample="{i + 1}"><span class="lion-tokens-text">'
+            f'<span class="lion-sample-shared" title="shared by every sample">{same}</span>'
+            f"{rest}</span></li>"
+        )
+    head = (
+        f'<div class="lion-tokens-head"><span class="lion-tokens-title">'
+        f"{len(samples.replies)} samples · {escape(samples.label())} · "
+        f"{shared} shared</span>{legend_html()}</div>"
+    )
+    return f'<div class="lion-tokens lion-samples">{head}<ol>{"".join(rows)}</ol></div>'
+
+
+def _words(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"\S+\s*|\s+", text)
