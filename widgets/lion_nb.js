@@ -335,7 +335,7 @@ function nameControls(list) {
     label(".lion-cut", `Continue ${what}`);
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
     label(".lion-tokens-btn", `Tokens of ${what}`); // tokens.js
-    label(".lion-sample", `Sample ${what} 5 times`);
+    label(".lion-sample-btn", `Sample ${what} 5 times`);
   }
 }
 

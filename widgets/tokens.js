@@ -370,7 +370,7 @@ function tokenControl(view, part, key, wanted) {
   if (!head) return;
   let control = head.querySelector(".lion-tokens-btn");
   if (!wanted) {
-    for (const el of head.querySelectorAll(".lion-tokens-btn, .lion-sample")) el.remove();
+    for (const el of head.querySelectorAll(".lion-tokens-btn, .lion-sample-btn")) el.remove();
     return;
   }
   if (!control) {
@@ -381,8 +381,8 @@ function tokenControl(view, part, key, wanted) {
     head.insertBefore(control, head.querySelector(".lion-copy-msg"));
   }
   control.setAttribute("aria-pressed", part.tokens ? "true" : "false");
-  if (part.el.querySelector(".lion-msg[data-id]") && !head.querySelector(".lion-sample")) {
-    const sample = button("lion-act lion-sample", "Sample ×5", "Answer this turn 5 times at once, as alternatives (‹ n/of ›)",
+  if (part.el.querySelector(".lion-msg[data-id]") && !head.querySelector(".lion-sample-btn")) {
+    const sample = button("lion-act lion-sample-btn", "Sample ×5", "Answer this turn 5 times at once, as alternatives (‹ n/of ›)",
       () => view.model.send({ action: "sample", key: sample.closest(".lion-part").getAttribute("data-key"), n: 5 }));
     head.insertBefore(sample, head.querySelector(".lion-copy-msg"));
   }

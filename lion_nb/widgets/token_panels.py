@@ -271,6 +271,26 @@ class TokenControls:
         n = content.get("n", 5)
         if index is None or not isinstance(n, int) or not 1 <= n <= 20:
             return
-        sample = getattr(self, "asample", None)
-        if sample is not None:
-            self._background(lambda: sample(n=n, index=index))  # type: ignore[attr-defined]
+
+        async def sample() -> None:
+            samples = await self.asample(n=n, index=index)  # type: ignore[attr-defined]
+            self.show_samples(samples)
+
+        self._background(sample)  # type: ignore[attr-defined]
+
+    def show_samples(self, samples: Any) -> None:
+        """Show a sample set (``view.asample``'s ``Samples``) under the view, where the
+        comparison goes: each reply, the prefix they all share marked, tokens tinted
+        (``render.tokens_html.samples_html``); Close (or a Compare) replaces it."""
+        from lion_nb.render.tokens_html import samples_html
+
+        self.close_compare()  # type: ignore[attr-defined]
+        self._samples_shown = True
+        self.set_chrome(compare_html=samples_html(samples))  # type: ignore[attr-defined]
+
+    def close_compare(self) -> None:
+        """Close the comparison (``ConversationControls``) or the sample set under the view."""
+        super().close_compare()  # type: ignore[misc]
+        if getattr(self, "_samples_shown", False):
+            self._samples_shown = False
+            self.set_chrome(compare_html="")  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from lion_nb import Branch, iModel
+from lion_nb import Branch, Session, iModel
 from lion_nb.messages import AssistantResponse, Instruction, TokenChoice
 from lion_nb.widgets.chat_view import BranchView
 from lion_nb.widgets.protocol import TOP_CHUNK
@@ -186,4 +186,29 @@ async def test_choosing_an_alternative_forks_there_and_the_switcher_counts_the_f
     assert view.alt_marks[str(new.id)] == [2, 2]  # the switcher: ‹ 2/2 ›
     assert new.id in view.token_panels.open  # the fork's reply streamed with its token view open
     assert str(new.id) in view.token_marks
+    view.close()
+
+
+async def test_sample_from_the_page_runs_five_forks_and_shows_where_they_agree() -> None:
+    answers = ["The sky is blue.", "The sky is grey.", "The sea.", "The sky!", "The end."]
+    session = Session()
+    branch = Branch(chat_model=iModel(provider="scripted", replies=["First.", *answers]))
+    session.include_branches(branch)
+    view = BranchView(branch)
+    await view.asend("Describe the sky.")
+    reply = branch.messages[-1]
+    view._on_page(view, {"action": "sample", "key": str(reply.id), "n": 5}, [])
+    for _ in range(300):
+        await asyncio.sleep(0.01)
+        if view.compare_html:
+            break
+    assert "5 samples" in view.compare_html and "lion-sample-shared" in view.compare_html
+    assert len(view.conversation.alternatives(1)) == 6  # the reply and its five samples
+    assert view.alt_marks[str(view.branch.messages[-1].id)][1] == 6
+    view._on_page(view, {"action": "compare_close"}, [])
+    await asyncio.sleep(0.01)
+    assert view.compare_html == ""  # Close closes it
+    view._on_page(view, {"action": "sample", "key": str(reply.id), "n": 99}, [])
+    await asyncio.sleep(0.05)
+    assert len(view.conversation.alternatives(1)) == 6  # refused: 1 to 20
     view.close()
