@@ -183,6 +183,41 @@ def test_the_tint_scale_reads_at_aa_contrast(page, jupyter_lab, theme):
     assert not failures, "\n".join(failures)
 
 
+SAMPLE_SETUP = """
+import lion_nb
+from lion_nb import Session, iModel
+answers = ["The sky is blue.", "The sky is grey.", "The sea is calm.", "The sky!", "The end."]
+model = iModel(provider="scripted", logprobs=3, replies=["First answer.", *answers])
+branch = Session().new_branch(chat_model=model, name="sky")
+view = lion_nb.view(branch, height=360)
+view
+"""
+
+
+def test_sample_five_shows_five_forks_and_where_they_agree(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "tokens_sample.ipynb", [SAMPLE_SETUP, RUN])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    page.get_by_text(READY).first.wait_for(timeout=120_000)
+    root = page.locator(".lion-front").first
+    sample = root.locator(".lion-assistant").last.locator(".lion-sample-btn")
+    assert sample.get_attribute("aria-label") == "Sample reply 1 5 times"
+    sample.click()
+    panel = root.locator(".lion-compare-panel")
+    panel.locator(".lion-samples").wait_for(timeout=30_000)
+    assert panel.locator(".lion-samples li").count() == 5
+    assert "5 samples" in panel.locator(".lion-tokens-title").inner_text()
+    assert panel.locator(".lion-sample-shared").first.inner_text().startswith("The")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.lion-front .lion-switch-pos')]"
+        ".some(e => e.textContent.endsWith('/6'))",
+        timeout=30_000,
+    )
+    screenshot(page, "tokens_sampled")
+    panel.get_by_role("button", name="Close the comparison").click()
+    panel.locator(".lion-samples").wait_for(state="detached", timeout=15_000)
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
 # ----- the figures B11 reports (benchmarks/bench_tokens_view.py) -------------------------------
 FIGURES_SETUP = """
 import json, math
