@@ -54,9 +54,12 @@ function tokenOp(view, op) {
       if (panel) panel.el.remove();
       panel = openTokenPanel(view, part, op.key);
     } else if (!panel || panel.n !== op.at) {
-      // a delta the page cannot place (a part drawn anew): ask for the tokens afresh
-      if (panel && !panel.asking) {
-        panel.asking = true;
+      // a delta the page cannot place (a part drawn anew, a page reloaded): the kernel has
+      // this view open, so ask for its tokens afresh
+      const asking = panel ? panel.asking : part.reopening;
+      if (!asking) {
+        if (panel) panel.asking = true;
+        else part.reopening = true;
         view.model.send({ action: "tokens", key: op.key, open: true });
       }
       return;
@@ -335,12 +338,17 @@ function popNote(panel, said) {
 }
 
 function placePopup(panel, span) {
+  // under the token, or above it when the view's scroller has no room below
   const box = panel.el.getBoundingClientRect();
   const at = span.getBoundingClientRect();
   const width = Math.min(320, box.width);
   panel.pop.style.width = `${width}px`;
   panel.pop.style.left = `${Math.max(0, Math.min(at.left - box.left, box.width - width))}px`;
-  panel.pop.style.top = `${at.bottom - box.top + 1}px`;
+  const scroller = panel.el.closest(".lion-scroll");
+  const room = scroller ? scroller.getBoundingClientRect() : { top: -Infinity, bottom: Infinity };
+  const height = panel.pop.offsetHeight;
+  const above = at.bottom + height > room.bottom && at.top - height >= room.top;
+  panel.pop.style.top = `${(above ? at.top - height - 1 : at.bottom + 1) - box.top}px`;
 }
 
 // ----- the controls: "Tokens" (and "Sample ×5") on the replies that have tokens -------------------
