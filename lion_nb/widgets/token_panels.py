@@ -88,10 +88,8 @@ class TokenPanels:
         return self._streams.get(mid)
 
     def key_of(self, mid: uuid.UUID) -> str:
-        live = self._view.transcript.live.get(mid)
-        if live is not None and not live.done:
-            return live.key
-        return str(mid)
+        live = self._view.transcript.live.get(mid)  # until recorded: its live name ("L1")
+        return live.key if live is not None else str(mid)
 
     def resolve(self, key: str) -> uuid.UUID | None:
         """The message id of the page's part ``key`` (a recorded id or a live name)."""
@@ -143,6 +141,12 @@ class TokenPanels:
             self._stream(mid)
         if streamed or has_tokens(message):
             self._view.set_chrome(token_marks=self.marks())
+
+    def prune(self) -> None:
+        """At rest: a reply streamed but not recorded keeps its tokens while its card is shown
+        (a stopped reply "not recorded"), no longer."""
+        live = self._view.transcript.live
+        self._streams = {m: t for m, t in self._streams.items() if m in live}
 
     def _stream(self, mid: uuid.UUID) -> None:
         self._view.channel.stream(f"tokens:{mid}", lambda: self._delta(mid))
@@ -205,10 +209,6 @@ class TokenPanels:
                 out.append(tokens_html(tokens, title=f"Tokens of reply {n}"))
         return "".join(out)
 
-    def forget_streams(self) -> None:
-        """The view shows another branch: replies streaming on the old one are not shown."""
-        self._streams.clear()
-
 
 class TokenControls:
     """What ``BranchView`` adds for the token view: ``show_tokens``, ``afork_at_token``, and the
@@ -249,6 +249,8 @@ class TokenControls:
     def sync_alternatives(self) -> None:
         """The marks the page draws (``ConversationControls``), and which replies have tokens."""
         super().sync_alternatives()  # type: ignore[misc]
+        if not self.running:  # type: ignore[attr-defined]
+            self.token_panels.prune()
         self.set_chrome(token_marks=self.token_panels.marks())  # type: ignore[attr-defined]
 
     def _action_tokens(self, content: dict[str, Any]) -> None:
