@@ -258,6 +258,8 @@ def main() -> None:
     rows += b8_rows(external("bench_flow.py", args.quick))
     rows += b9_rows(external("bench_local_loops.py", args.quick))
     rows += b10_rows(external("bench_browser.py", args.quick))
+    rows += external("bench_tokens_view.py", args.quick)["rows"]  # B11 tokens view
+    rows += external("bench_logprobs.py", args.quick)["rows"]  # B12 logprobs
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)

@@ -50,12 +50,13 @@ __all__ = [
     "inspect",
     "load_ipython_extension",
     "recover_branch",
+    "tokens",
     "use_cassette",
     "view",
 ]
 
 if TYPE_CHECKING:
-    from lion_nb import errors
+    from lion_nb import errors, tokens
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
     from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
@@ -70,8 +71,9 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "errors":  # ``lion_nb.errors.CassetteMiss`` after a bare ``import lion_nb``
-        return import_module("lion_nb.errors")
+    if name in ("errors", "tokens"):  # ``lion_nb.errors.CassetteMiss`` after a bare ``import
+        # lion_nb``; ``lion_nb.tokens(message)``: the token view (the module is callable)
+        return import_module(f"lion_nb.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'lion_nb' has no attribute {name!r}")

@@ -16,7 +16,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from lion_nb.progression import Messages, Progression
 
@@ -31,6 +31,7 @@ __all__ = [
     "Progression",
     "RoledMessage",
     "System",
+    "TokenChoice",
 ]
 
 JsonValue = Any  # any JSON-serialisable value; kept loose on purpose (context may be anything)
@@ -114,11 +115,45 @@ class Instruction(RoledMessage):
         return "\n\n".join(parts)
 
 
+class TokenChoice(BaseModel):
+    """One token of a reply as the model chose it: its ``text``, its ``logprob`` (natural log
+    of its probability, <= 0) and ``top``, the most likely tokens at that position as ``(text,
+    logprob)`` pairs, most likely first (empty when no alternatives were asked for)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    logprob: float = Field(le=0.0, allow_inf_nan=False)
+    top: list[tuple[str, float]] = Field(default_factory=list)
+
+    @property
+    def p(self) -> float:
+        """The token's probability (``exp(logprob)``)."""
+        import math
+
+        return math.exp(self.logprob)
+
+
+def _no_tokens(value: Any) -> bool:
+    return value is None
+
+
 class AssistantResponse(RoledMessage):
-    """What the model said. ``metadata`` may hold ``usage``, ``thinking``, ``model``, ``result``."""
+    """What the model said. ``metadata`` may hold ``usage``, ``thinking``, ``model``, ``result``.
+
+    ``tokens``: the reply token by token (``TokenChoice``; their texts join to ``response``)
+    when log-probabilities were asked for (``iModel(..., logprobs=K)``), else None (and absent
+    from the JSON form)."""
 
     role: Literal["assistant"] = "assistant"
     response: str = ""
+    tokens: list[TokenChoice] | None = Field(default=None, exclude_if=_no_tokens)
+
+    @model_validator(mode="after")
+    def _tokens_join_to_response(self) -> AssistantResponse:
+        if self.tokens is not None and "".join(t.text for t in self.tokens) != self.response:
+            raise ValueError("the texts of 'tokens' do not join to the response text")
+        return self
 
     @property
     def text(self) -> str:

@@ -128,15 +128,23 @@ class TextAccumulator:
 class StreamDelta(Signal):
     """``delta`` was appended to the ``kind`` part of message ``message_id``; ``snapshot`` is
     that part so far (computed on read). For ``tool_args`` the tool ``name`` and ``call_id``
-    are set. ``message_id`` is the id the finished message will be recorded under."""
+    are set. ``message_id`` is the id the finished message will be recorded under.
+
+    ``kind == "tokens"`` (a reply streamed with ``logprobs=K``): ``tokens`` are the
+    ``TokenChoice``s that arrived, ``token_index`` the index of the first of them in the reply
+    (the count so far is ``token_index + len(tokens)``); ``delta`` is their wire form and
+    ``snapshot`` the text of all the tokens so far. The same text also arrives as ``"text"`` deltas: a view that does not tint tokens
+    ignores this kind."""
 
     message_id: uuid.UUID
-    kind: Literal["text", "thinking", "tool_args"]
+    kind: Literal["text", "thinking", "tool_args", "tokens"]
     delta: str
     source: TextAccumulator | str = ""
     length: int = -1
     name: str | None = None
     call_id: str | None = None
+    tokens: list[Any] | None = None
+    token_index: int = 0
 
     @property
     def snapshot(self) -> str:
@@ -153,7 +161,7 @@ class MessageStream:
     renders the snapshot and one attached mid-stream shows everything. While ``listening()``
     is false the signal is not even built (this runs once per token)."""
 
-    __slots__ = ("_emit", "_listening", "_parts", "branch_id", "message_id")
+    __slots__ = ("_emit", "_listening", "_parts", "_tokens", "branch_id", "message_id")
 
     def __init__(
         self,
@@ -167,10 +175,14 @@ class MessageStream:
         self._emit = emit
         self._listening = listening
         self._parts: dict[str, TextAccumulator] = {}
+        self._tokens: list[Any] | None = None
 
     def __call__(
         self, kind: Any, delta: str, *, name: str | None = None, call_id: str | None = None
     ) -> None:
+        if kind == "tokens":
+            self._add_tokens(delta)
+            return
         key = kind if kind != "tool_args" else f"tool_args:{call_id}"
         acc = self._parts.get(key)
         if acc is None:
@@ -190,6 +202,38 @@ class MessageStream:
                     call_id=call_id,
                 )
             )
+
+    def _add_tokens(self, delta: str) -> None:
+        from lion_nb.tokens import decode_tokens_delta
+
+        new = decode_tokens_delta(delta)
+        if self._tokens is None:
+            self._tokens = []
+        start = len(self._tokens)
+        self._tokens.extend(new)
+        acc = self._parts.get("tokens")
+        if acc is None:
+            acc = self._parts["tokens"] = TextAccumulator()
+        for token in new:
+            acc.append(token.text)
+        emit = self._emit
+        if emit is not None and (self._listening is None or self._listening()):
+            emit(
+                StreamDelta(
+                    branch_id=self.branch_id,
+                    message_id=self.message_id,
+                    kind="tokens",
+                    delta=delta,
+                    source=acc,
+                    length=acc.length,
+                    tokens=new,
+                    token_index=start,
+                )
+            )
+
+    def tokens(self) -> list[Any] | None:
+        """The ``TokenChoice``s that arrived (None when the reply streams without them)."""
+        return None if self._tokens is None else list(self._tokens)
 
     def text(self, kind: str = "text") -> str:
         """The ``kind`` part so far ("" if none arrived)."""

@@ -11,7 +11,12 @@ from importlib import import_module
 import lion_nb
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-EAGER = {"__version__", "errors", "load_ipython_extension"}  # defined in lion_nb/__init__.py
+EAGER = {
+    "__version__",
+    "errors",
+    "load_ipython_extension",
+    "tokens",
+}  # defined in lion_nb/__init__.py
 
 
 def test_every_lazy_name_is_exported_and_nothing_else_but_the_eager_ones() -> None:

@@ -23,6 +23,7 @@ IMPLEMENTATIONS = {
     "act": ("act", "act", []),
     "ReAct": ("react", "ReAct", []),
     "ReActStream": ("react", "ReActStream", []),
+    "fork_at_token": ("fork_at_token", "fork_at_token", []),
 }
 # facade spellings of parameter-object fields (the ADR's public names)
 ALIASES = {

@@ -124,6 +124,7 @@ const OPS = {
     view.wantClip.delete(op.key);
     copyText(op.text).then((ok) => flash(asked, ok));
   },
+  tokens: (view, op) => tokenOp(view, op), // tokens.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
@@ -333,6 +334,8 @@ function nameControls(list) {
     label(".lion-edit-msg", `Edit ${what}`);
     label(".lion-cut", `Continue ${what}`);
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
+    label(".lion-tokens-btn", `Tokens of ${what}`); // tokens.js
+    label(".lion-sample-btn", `Sample ${what} 5 times`);
   }
 }
 
@@ -570,6 +573,7 @@ function marks(view) {
   if (!view.chat) return;
   contextMarks(view);
   messageMarks(view);
+  tokenMarks(view); // tokens.js
   nameControls(view.shell.list);
 }
 

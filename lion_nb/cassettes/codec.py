@@ -20,6 +20,7 @@ __all__ = [
     "decode_chunk",
     "decode_error",
     "decode_response",
+    "decode_tokens",
     "encode_chunk",
     "encode_error",
     "encode_response",
@@ -114,7 +115,35 @@ def encode_response(response: ModelResponse) -> dict[str, Any]:
         out["model"] = response.model
     if response.finish_reason is not None:
         out["finish_reason"] = response.finish_reason
+    if response.tokens is not None:
+        out["tokens"] = [
+            {"text": t.text, "logprob": t.logprob, "top": [list(a) for a in t.top]}
+            for t in response.tokens
+        ]
     return out
+
+
+def decode_tokens(data: dict[str, Any]) -> list[Any] | None:
+    """The ``tokens`` of a recorded response as ``TokenChoice``s (None when absent);
+    ``ValueError`` says what is wrong with a damaged entry (the store reports the line)."""
+    raw = data.get("tokens")
+    if raw is None:
+        return None
+    from pydantic import ValidationError
+
+    from lion_nb.messages import TokenChoice
+
+    if not isinstance(raw, list):
+        raise ValueError("'tokens' must be a list")
+    try:
+        tokens = [TokenChoice.model_validate(t) for t in raw]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"a token is damaged ({where}: {first['msg']})") from None
+    if "".join(t.text for t in tokens) != data.get("text", ""):
+        raise ValueError("the texts of 'tokens' do not join to the response text")
+    return tokens
 
 
 def decode_response(data: dict[str, Any], replayed: dict[str, Any] | None = None) -> ModelResponse:
@@ -130,4 +159,12 @@ def decode_response(data: dict[str, Any], replayed: dict[str, Any] | None = None
         model=data.get("model"),
         finish_reason=data.get("finish_reason"),
         replayed=replayed,
+        tokens=_tokens(data),
     )
+
+
+def _tokens(data: dict[str, Any]) -> list[Any] | None:
+    try:
+        return decode_tokens(data)
+    except ValueError as exc:
+        raise errors.CassetteError(f"a recorded response is damaged: {exc}") from None

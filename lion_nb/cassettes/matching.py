@@ -99,6 +99,8 @@ def request_of(model: Any, request: Any) -> dict[str, Any]:
         if request.response_schema is not None:
             out["response_schema"] = _jsonable(request.response_schema)
             out["response_name"] = request.response_name
+        if getattr(request, "prefix", None) is not None:  # a fork from a token continues it
+            out["prefix"] = request.prefix
     else:
         out["prompt"] = request.prompt
         if request.system is not None:

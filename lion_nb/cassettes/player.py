@@ -46,7 +46,7 @@ LiveStream = Callable[[CLIRequest], AsyncGenerator[Chunk, None]]
 Save = Callable[[Recording], None]
 Miss = Callable[[BaseException], BaseException]  # "not on the cassette", from the model's error
 
-_KINDS: tuple[DeltaKind, ...] = ("text", "thinking", "tool_args")
+_KINDS: tuple[DeltaKind, ...] = ("text", "thinking", "tool_args", "tokens")
 _STOP_GRACE_STEPS = 5  # loop turns a stopped recording waits for the caller to stop again
 
 

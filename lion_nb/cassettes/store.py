@@ -52,7 +52,7 @@ class Recording:
     kind: Literal["api", "cli"]
     request: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
-    response: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None  # with "tokens" when logprobs were asked for
     error: dict[str, Any] | None = None
     end: float = 0.0
     stopped: bool = False
@@ -108,6 +108,10 @@ def _recording(obj: Any) -> Recording:
     stopped = obj.get("stopped") is True
     if response is not None and not isinstance(response, dict):
         raise ValueError("'response' must be an object")
+    if isinstance(response, dict) and "tokens" in response:
+        from lion_nb.cassettes.codec import decode_tokens
+
+        decode_tokens(response)  # a damaged token list is a damaged line
     if error is not None and not isinstance(error, dict):
         raise ValueError("'error' must be an object")
     if kind == "api" and response is None and error is None and not stopped:

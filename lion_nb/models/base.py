@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from lion_nb.usage import Usage
 
-DeltaKind = Literal["text", "thinking", "tool_args"]
+if TYPE_CHECKING:
+    from lion_nb.messages import TokenChoice
+
+DeltaKind = Literal["text", "thinking", "tool_args", "tokens"]
+"""What a delta adds to: the reply's text, its thinking, a tool call's arguments, or (asked for
+with ``logprobs=K``) its tokens: a ``"tokens"`` delta is ``lion_nb.tokens.encode_tokens_delta``
+of the tokens that arrived, sent besides the ``"text"`` deltas of the same text."""
 
 
 class DeltaSink(Protocol):
@@ -37,7 +43,11 @@ class ModelRequest:
     tool_choice: Any = None  # None/"auto"/"required"/{"type":"function","function":{"name":..}}
     response_schema: dict[str, Any] | None = None  # JSON schema the reply must match
     response_name: str = "response"
-    options: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ...
+    options: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, logprobs..
+    # The reply starts with this text, which the model continues (``fork_at_token``); the
+    # provider returns only the continuation. A provider that cannot continue a prefix raises
+    # ConfigurationError.
+    prefix: str | None = None
 
 
 @dataclass(slots=True)
@@ -53,6 +63,8 @@ class ModelResponse:
     model: str | None = None
     finish_reason: str | None = None
     raw: Any = None
+    # The reply token by token, when ``logprobs`` was asked for (texts join to ``text``).
+    tokens: list[TokenChoice] | None = None
     # Set when the response came from a cassette, not the model: ``{"cassette": path,
     # "call": n, "line": n, "recorded_at": iso}`` (see lion_nb.cassettes). None when live.
     replayed: dict[str, Any] | None = None

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaKind, DeltaSink, ModelResponse, ToolCall
+from lion_nb.tokens import TokenDecoder, encode_tokens_delta
 from lion_nb.usage import Usage
+
+if TYPE_CHECKING:
+    from lion_nb.messages import TokenChoice
 
 __all__ = [
     "ChatAccumulator",
@@ -70,9 +74,18 @@ class ChatAccumulator:
     """Feed ``add(obj)`` each ``chat.completion.chunk`` (or one ``chat.completion``); read
     ``response()`` at the end. ``fail(error)`` attaches what arrived so far to an error."""
 
-    def __init__(self, on_delta: DeltaSink | None = None, *, provider: str | None = None) -> None:
+    def __init__(
+        self,
+        on_delta: DeltaSink | None = None,
+        *,
+        provider: str | None = None,
+        logprobs: bool = False,
+    ) -> None:
         self._on_delta = on_delta
         self.provider = provider
+        # logprobs: collect ``choices[0].logprobs.content`` into ``tokens`` (and "tokens" deltas)
+        self._token_decoder: TokenDecoder | None = TokenDecoder() if logprobs else None
+        self.tokens: list[TokenChoice] | None = [] if logprobs else None
         self._text: list[str] = []
         self._thinking: list[str] = []
         self._tools: dict[int, _ToolSlot] = {}
@@ -121,6 +134,8 @@ class ChatAccumulator:
             if not isinstance(delta, dict):
                 raise self._malformed("a delta is not an object", json.dumps(delta)[:2000])
             self._add_delta(delta)
+            if self._token_decoder is not None and isinstance(choice.get("logprobs"), dict):
+                self._add_logprobs(choice["logprobs"].get("content"))
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
@@ -142,6 +157,31 @@ class ChatAccumulator:
             if not isinstance(call, dict):
                 raise self._malformed("a tool call is not an object", json.dumps(call)[:2000])
             self._add_tool_delta(position, call)
+
+    def _add_logprobs(self, content: Any) -> None:
+        """``logprobs.content`` of a chunk: ``[{"token", "logprob", "bytes"?, "top_logprobs":
+        [{"token", "logprob", "bytes"?}, ...]}, ...]``."""
+        if not content:
+            return
+        if not isinstance(content, list):
+            raise self._malformed("logprobs.content is not a list", json.dumps(content)[:2000])
+        decoder, new = self._token_decoder, []
+        assert decoder is not None and self.tokens is not None
+        try:
+            for entry in content:
+                top = [
+                    (_token_bytes(a), float(a["logprob"])) for a in entry.get("top_logprobs") or ()
+                ]
+                new += decoder.feed(_token_bytes(entry), float(entry["logprob"]), top)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self._malformed(f"a logprobs entry is malformed ({exc!r})") from None
+        self._emit_tokens(new)
+
+    def _emit_tokens(self, new: list[TokenChoice]) -> None:
+        if new and self.tokens is not None:
+            self.tokens.extend(new)
+            if self._on_delta is not None:
+                self._on_delta("tokens", encode_tokens_delta(new))
 
     def _add_tool_delta(self, position: int, call: dict[str, Any]) -> None:
         index = call.get("index")
@@ -188,7 +228,36 @@ class ChatAccumulator:
             model=self.model,
             finish_reason=self.finish_reason,
             raw=raw if raw is not None else {"id": self.id, "model": self.model},
+            tokens=self._final_tokens(),
         )
+
+    def _final_tokens(self) -> list[TokenChoice] | None:
+        """The reply's tokens, whose texts join to its text; a server that was asked for them
+        and sent none (or tokens that do not spell its reply) is an error, never silence."""
+        if self._token_decoder is None or self.tokens is None:
+            return None
+        self._emit_tokens(self._token_decoder.finish())
+        spelled = "".join(t.text for t in self.tokens)
+        if spelled == self.text:
+            return self.tokens
+        if not self.tokens:
+            raise ConfigurationError(
+                "log-probabilities were asked for (logprobs=K) but the server sent none; "
+                "this server or model does not give them"
+            )
+        raise self._malformed(
+            f"the server's log-probability tokens spell {spelled[:80]!r}, not its reply "
+            f"{self.text[:80]!r}"
+        )
+
+
+def _token_bytes(entry: dict[str, Any]) -> bytes:
+    """A logprobs entry's token as bytes: its ``bytes`` (exact, a character split over tokens
+    included) when the server sends them, else its ``token`` text as UTF-8."""
+    raw = entry.get("bytes")
+    if isinstance(raw, list):
+        return bytes(raw)
+    return str(entry["token"]).encode("utf-8")
 
 
 def _as_text(value: Any) -> str:

@@ -62,6 +62,8 @@ class iModel:
         self.__api_key = api_key
         self.request_defaults = dict(request_defaults)
         self._provider: Any = None
+        if request_defaults.get("logprobs") not in (None, False):
+            self._check_logprobs(request_defaults["logprobs"], None)
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> iModel:
@@ -153,6 +155,8 @@ class iModel:
         a replayed call never constructs the provider (nor loads a local model)."""
         from lion_nb.usage import record_usage
 
+        if request.prefix is not None or request.options.get("logprobs") not in (None, False):
+            self._check_logprobs(request.options.get("logprobs"), request.prefix)
         tape = current_cassette()
         if tape is None:
             response = await self.provider.complete(request, on_delta)
@@ -164,6 +168,21 @@ class iModel:
             price_response(self.spec.prices, response.model or self.model, response.usage)
         record_usage(response.usage)
         return response
+
+    def _check_logprobs(self, logprobs: Any, prefix: str | None) -> None:
+        """``logprobs=K`` is 0-20 and this provider gives them (and continues ``prefix``)."""
+        from lion_nb.tokens import check_logprobs
+
+        asked = check_logprobs(logprobs)
+        if self.spec.logprobs and self.api in (None, self.spec.default_api):
+            return
+        if getattr(self.provider_or_none, "supports_logprobs", False):
+            return
+        wanted = "log-probabilities (logprobs=K)" if asked is not None else "a prefix to continue"
+        raise ConfigurationError(
+            f"the {self.provider_name!r} provider cannot give {wanted}; use the embedded "
+            "model (provider='local'), an OpenAI-compatible server, or the scripted model"
+        )
 
     def _live_complete(
         self, request: ModelRequest, on_delta: DeltaSink | None

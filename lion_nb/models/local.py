@@ -57,6 +57,7 @@ from lion_nb.models.schema_bounds import (
     UnboundedSchemaWarning,
     bound_schema,
 )
+from lion_nb.tokens import check_logprobs, fit_tokens
 from lion_nb.usage import Usage
 
 __all__ = [
@@ -99,6 +100,8 @@ instead of 166 (``benchmarks/bench_local_loops.py``). A greedy request (temperat
 tests use) gets none of them: it stays the model's plain argmax, output for output."""
 _HTTP_ONLY = frozenset({"timeout", "max_retries", "stream", "stream_options"})
 """Options that mean something to HTTP providers only; accepted and ignored here."""
+_OURS = frozenset({"logprobs"})
+"""Options this provider handles itself (``logprobs=K``: read from the sampled logits)."""
 _LOCK_POLL = 0.05  # seconds between stop-flag checks while waiting for a busy model
 
 
@@ -177,6 +180,8 @@ class Plan:
 
     kwargs: dict[str, Any]
     union_tools: bool = False  # the reply is {"name", "arguments"} of one of several tools
+    logprobs: int | None = None  # K alternatives per token (None: off)
+    prefix: str | None = None  # continue this start of the reply (a raw completion)
 
 
 # -- the provider ------------------------------------------------------------------------------
@@ -222,6 +227,7 @@ class LocalProvider:
             "max_tokens": max_tokens,
         }
         self.defaults.update({k: v for k, v in options.items() if k in SAMPLING_OPTIONS})
+        self.logprobs = check_logprobs(options.get("logprobs"))
         self._path: Path | None = None
         self._auto_noted = False
 
@@ -231,7 +237,7 @@ class LocalProvider:
 
     @staticmethod
     def _check_options(options: dict[str, Any]) -> None:
-        unknown = sorted(k for k in options if k not in SAMPLING_OPTIONS | _HTTP_ONLY)
+        unknown = sorted(k for k in options if k not in SAMPLING_OPTIONS | _HTTP_ONLY | _OURS)
         if unknown:
             raise ConfigurationError(
                 f"the local model does not understand {', '.join(map(repr, unknown))}; "
@@ -303,12 +309,22 @@ class LocalProvider:
                 "'required'.",
                 request.tool_choice or "auto",
             )
+        logprobs = check_logprobs(request.options.get("logprobs", self.logprobs))
+        if request.prefix is not None:
+            if forced is not None or request.response_schema is not None:
+                raise ConfigurationError(
+                    "the local model continues a prefix of plain text only (no tools, no "
+                    "response schema)"
+                )
+            return Plan({"messages": messages, **options}, logprobs=logprobs, prefix=request.prefix)
         if forced is not None:
-            return self._plan_tools(forced, messages, options)
+            plan = self._plan_tools(forced, messages, options)
+            plan.logprobs = logprobs
+            return plan
         if request.response_schema is not None:
             schema = self._bounded(request.response_schema, request.response_name)
             options["response_format"] = {"type": "json_object", "schema": schema}
-        return Plan({"messages": messages, **options})
+        return Plan({"messages": messages, **options}, logprobs=logprobs)
 
     def _plan_tools(
         self, tools: list[dict[str, Any]], messages: list[dict[str, str]], options: dict[str, Any]
@@ -370,8 +386,9 @@ class LocalProvider:
         plan = self.plan(request)  # on the loop thread: warnings reach the caller's context
         self.path  # noqa: B018 - configuration errors surface here, before any thread starts
         loop = asyncio.get_running_loop()
-        job = Job()
+        job = Job(plan.logprobs)
         sink = loop_sink(loop, job, on_delta) if on_delta is not None else None
+        job.token_sink = None if plan.union_tools else sink
         future = loop.run_in_executor(executor(), self._generate, plan, job, sink)
         try:
             response = await asyncio.shield(future)
@@ -400,7 +417,10 @@ class LocalProvider:
         llama = loaded.llama
         try:
             llama.job = job
-            stream = llama.create_chat_completion(stream=True, **plan.kwargs)
+            if plan.prefix is None:
+                stream = llama.create_chat_completion(stream=True, **plan.kwargs)
+            else:
+                stream = _continue_prefix(llama, plan)
             try:
                 for chunk in stream:
                     if job.stop.is_set():
@@ -425,6 +445,11 @@ class LocalProvider:
             return self._union_call(acc, sink)
         response = acc.response()
         response.model = self.model_name
+        tokens = job.finish_tokens()
+        if tokens is not None:
+            response.tokens = fit_tokens(tokens, response.text)
+            if response.tokens is None:
+                log.warning("the sampled tokens do not spell the reply; its tokens are left out")
         return response
 
     def _union_call(self, acc: ChatAccumulator, sink: DeltaSink | None) -> ModelResponse:
@@ -449,3 +474,55 @@ class LocalProvider:
             finish_reason="tool_calls",
             raw={"text": text},
         )
+
+
+def _continue_prefix(llama: Any, plan: Plan) -> Any:
+    """A raw completion over the chat template with the assistant's reply begun by
+    ``plan.prefix``: the model continues it; chunks in chat-completion form (the
+    continuation only)."""
+    from llama_cpp import llama_chat_format
+
+    formatter = getattr(llama, "_lion_formatter", None)
+    if formatter is None:
+        template = llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ConfigurationError("this GGUF model has no chat template to continue a reply in")
+        eos, bos = llama.token_eos(), llama.token_bos()
+        formatter = llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+            stop_token_ids=[eos],
+        )
+        llama._lion_formatter = formatter
+    kwargs = dict(plan.kwargs)
+    rendered = formatter(messages=kwargs.pop("messages"))
+    stop = kwargs.pop("stop", None) or []
+    stop = [stop] if isinstance(stop, str) else list(stop)
+    if isinstance(rendered.stop, str):
+        stop.append(rendered.stop)
+    elif rendered.stop:
+        stop.extend(rendered.stop)
+    # as llama.cpp's chat handler tokenizes the template (special tokens are markup), then
+    # the reply's start as text
+    prompt = llama.tokenize(
+        rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True
+    )
+    prompt += llama.tokenize((plan.prefix or "").encode("utf-8"), add_bos=False, special=False)
+    for chunk in llama.create_completion(
+        prompt=prompt,
+        stream=True,
+        stop=stop or None,
+        stopping_criteria=rendered.stopping_criteria,
+        **kwargs,
+    ):
+        choice = chunk["choices"][0]
+        yield {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": choice.get("text") or ""},
+                    "finish_reason": choice.get("finish_reason"),
+                }
+            ]
+        }

@@ -27,6 +27,7 @@ __all__ = [
     "Job",
     "LoadedModel",
     "Stopped",
+    "TokenReader",
     "default_threads",
     "executor",
     "load_model",
@@ -127,15 +128,109 @@ class Stopped(Exception):  # a signal between runtime and provider; never leaves
 
 
 class Job:
-    """One request's state shared between the loop thread and the worker thread."""
+    """One request's state shared between the loop thread and the worker thread.
 
-    __slots__ = ("completion_tokens", "prompt_tokens", "sink_error", "stop")
+    ``logprobs``: K alternatives per token were asked for (None: off). The worker then reads
+    each sampled token's distribution (``TokenReader``) into ``tokens`` and hands them to
+    ``token_sink`` as ``"tokens"`` deltas."""
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "completion_tokens",
+        "logprobs",
+        "prompt_tokens",
+        "sink_error",
+        "stop",
+        "token_decoder",
+        "token_sink",
+        "tokens",
+    )
+
+    def __init__(self, logprobs: int | None = None, token_sink: DeltaSink | None = None) -> None:
         self.stop = threading.Event()
         self.prompt_tokens: int | None = None
         self.completion_tokens = 0
         self.sink_error: BaseException | None = None
+        self.logprobs = logprobs
+        self.token_sink = token_sink
+        self.tokens: list[Any] | None = None if logprobs is None else []
+        self.token_decoder: Any = None
+
+    def add_token(self, piece: bytes, logprob: float, top: list[tuple[bytes, float]]) -> None:
+        """One sampled token (worker thread): decoded, kept, and streamed."""
+        if self.token_decoder is None:
+            from lion_nb.tokens import TokenDecoder
+
+            self.token_decoder = TokenDecoder()
+        self._keep(self.token_decoder.feed(piece, logprob, top))
+
+    def finish_tokens(self) -> list[Any] | None:
+        """Every token of the reply (None when not asked for)."""
+        if self.token_decoder is not None:
+            self._keep(self.token_decoder.finish())
+            self.token_decoder = None
+        return self.tokens
+
+    def _keep(self, new: list[Any]) -> None:
+        if not new or self.tokens is None:
+            return
+        self.tokens.extend(new)
+        if self.token_sink is not None:
+            from lion_nb.tokens import encode_tokens_delta
+
+            self.token_sink("tokens", encode_tokens_delta(new))
+
+
+_NEAR = 12.0  # logits this far below the largest: p < 6e-6 of it, past any top K worth showing
+
+
+class TokenReader:
+    """Reads the distribution a token was just sampled from: the logits of the last position
+    (``llama_get_logits_ith(ctx, -1)``, which llama.cpp computes for sampling anyway), as a
+    log-softmax, with the K most likely tokens. No ``logits_all``: the prompt is evaluated
+    with one row of logits, as without log-probabilities (``benchmarks/bench_logprobs.py``)."""
+
+    __slots__ = ("_buf", "_ctx", "_model", "_n_vocab", "_np", "_pieces", "k")
+
+    def __init__(self, llama: Any, k: int) -> None:
+        import numpy as np
+
+        self._np = np
+        self._ctx = llama._ctx
+        self._model = llama._model
+        self._n_vocab = llama.n_vocab()
+        self._buf = np.empty(self._n_vocab, dtype=np.float32)  # exp() in place, per token
+        self._pieces: dict[tuple[int, bool], bytes] = getattr(llama, "_lion_pieces", {})
+        llama._lion_pieces = self._pieces  # token id -> bytes, kept with the model
+        self.k = k
+
+    def piece(self, token: int, special: bool = False) -> bytes:
+        key = (token, special)
+        found = self._pieces.get(key)
+        if found is None:
+            found = self._pieces[key] = _token_bytes(self._model.vocab, token, special)
+        return found
+
+    def read(self, token: int) -> tuple[bytes, float, list[tuple[bytes, float]]]:
+        np, buf = self._np, self._buf
+        logits = np.ctypeslib.as_array(self._ctx.get_logits_ith(-1), shape=(self._n_vocab,))
+        top_logit = float(logits.max())
+        np.subtract(logits, top_logit, out=buf)
+        np.exp(buf, out=buf)
+        log_z = top_logit + float(np.log(buf.sum(dtype=np.float64)))
+        alternatives: list[tuple[bytes, float]] = []
+        if self.k:
+            # the K largest are among the few within a margin of the largest (one pass);
+            # argpartition over the whole vocabulary only when fewer than K are
+            near = np.flatnonzero(logits >= top_logit - _NEAR)
+            if len(near) < self.k:
+                near = np.argpartition(logits, -self.k)[-self.k :]
+            elif len(near) > 64 * self.k:  # a flat distribution: narrow the candidates first
+                near = near[np.argpartition(logits[near], -self.k)[-self.k :]]
+            best = near[np.argsort(-logits[near], kind="stable")[: self.k]]
+            alternatives = [
+                (self.piece(int(i), special=True), float(logits[i]) - log_z) for i in best
+            ]
+        return self.piece(token), float(logits[token]) - log_z, alternatives
 
 
 @cache
@@ -185,12 +280,32 @@ def _llama_class() -> type:
             if job is not None:
                 job.prompt_tokens = len(tokens)
             vocab = self._model.vocab
+            reader = None
+            if job is not None and job.logprobs is not None:
+                reader = TokenReader(self, job.logprobs)
             for token in super().generate(tokens, *args, **kwargs):
                 if job is not None and not llama_cpp.llama_vocab_is_eog(vocab, token):
                     job.completion_tokens += 1
+                    if reader is not None:  # before the next eval replaces the logits
+                        job.add_token(*reader.read(token))
                 yield token
 
     return InterruptibleLlama
+
+
+def _token_bytes(vocab: Any, token: int, special: bool) -> bytes:
+    """A token's bytes (llama.cpp's ``llama_token_to_piece``, sized by what it returns)."""
+    import ctypes
+
+    from llama_cpp import llama_cpp as capi
+
+    size = 64
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        n = capi.llama_token_to_piece(vocab, token, buf, size, 0, special)
+        if n >= 0:
+            return buf.raw[:n]
+        size = -n
 
 
 def loop_sink(loop: asyncio.AbstractEventLoop, job: Job, on_delta: DeltaSink) -> DeltaSink:

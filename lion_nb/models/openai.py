@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import httpx
 
-from lion_nb.errors import ConnectionLost, MalformedResponse
+from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.chat_format import (
     ChatAccumulator,
@@ -37,12 +37,15 @@ from lion_nb.models.http_api import HTTPProvider, read_failure
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
+from lion_nb.tokens import check_logprobs
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_OURS = COMMON_LOCAL_OPTIONS | {"logprobs"}
+"""Options lion_nb interprets itself; they are never copied into the request body as given."""
 
 _JSON_BODY_LIMIT = 64 * 1024 * 1024  # a non-streamed reply larger than this is hostile
 _DRAIN_LIMIT = 64 * 1024  # bytes read after [DONE] so the connection can be reused
@@ -67,9 +70,14 @@ class OpenAIProvider(HTTPProvider):
         *,
         api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY",
         json_mode: Literal["json_schema", "json_object"] = "json_schema",
+        prefill: Literal["message", "vllm"] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(model, api_key, api_key_env=api_key_env, **options)
+        # How this server continues an assistant prefix (``fork_at_token``): "message" sends
+        # it as a trailing assistant message, which llama.cpp's server (and Ollama) continue;
+        # "vllm" adds vLLM's ``continue_final_message``. None: the server cannot (OpenAI's API).
+        self.prefill = prefill
         # "json_object" sends {"type": "json_object", "schema": ...}: the form llama.cpp's
         # server (and some other local servers) accept; OpenAI's own API wants json_schema.
         self.json_mode = json_mode
@@ -85,8 +93,14 @@ class OpenAIProvider(HTTPProvider):
         options = {**self.defaults, **{k: v for k, v in request.options.items() if v is not None}}
         timeout = options.get("timeout", self.timeout)
         body: dict[str, Any] = {"model": self.model} if self.model else {}
-        body.update({k: v for k, v in options.items() if k not in COMMON_LOCAL_OPTIONS})
+        body.update({k: v for k, v in options.items() if k not in _OURS})
         body["messages"] = request.messages
+        if request.prefix is not None:
+            body["messages"] = [*request.messages, self._prefix_message(request.prefix, body)]
+        logprobs = check_logprobs(options.get("logprobs"))
+        if logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = logprobs
         if request.tools:
             body["tools"] = [format_tool(tool) for tool in request.tools]
         if request.tool_choice is not None:
@@ -101,6 +115,18 @@ class OpenAIProvider(HTTPProvider):
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         return body, timeout
+
+    def _prefix_message(self, prefix: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.prefill is None:
+            raise ConfigurationError(
+                f"the server at {self._shown_url} is not known to continue an assistant prefix "
+                "(a fork from a token needs that); if it does, say how: prefill='message' "
+                "(llama.cpp's server, Ollama: a trailing assistant message) or prefill='vllm'"
+            )
+        if self.prefill == "vllm":
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        return {"role": "assistant", "content": prefix}
 
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self._headers)
@@ -117,7 +143,8 @@ class OpenAIProvider(HTTPProvider):
         url = f"{self.base_url}/chat/completions"
 
         async def read(response: httpx.Response) -> ModelResponse:
-            return await self._read(response, ChatAccumulator(on_delta, provider=self.name))
+            acc = ChatAccumulator(on_delta, provider=self.name, logprobs="logprobs" in body)
+            return await self._read(response, acc)
 
         return await self.with_retries(lambda: self.post_stream(url, body, headers, timeout, read))
 

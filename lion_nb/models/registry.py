@@ -105,7 +105,9 @@ class ProviderSpec:
     the default API, ``default_api``); ``extra``: the pip extra that installs its SDK;
     ``prices``: its provider id in the price table (``models/cost.py``), None when it has no
     prices (a local server); ``thinking_blocks``: its API wants the signed thinking blocks of
-    an assistant turn back (``compile_messages``); ``requires``: modules its extra installs."""
+    an assistant turn back (``compile_messages``); ``logprobs``: its default API gives
+    log-probabilities (``logprobs=K``) and continues a reply's prefix (``fork_at_token``);
+    ``requires``: modules its extra installs."""
 
     module: str
     cls: str
@@ -121,6 +123,7 @@ class ProviderSpec:
     extra: str | None = None
     prices: str | None = None
     thinking_blocks: bool = False  # its API wants signed thinking blocks back (tool loops)
+    logprobs: bool = False  # its default API gives logprobs=K and continues a reply's prefix
     requires: tuple[str, ...] = field(default=())  # modules the extra provides
 
     @property
@@ -278,6 +281,7 @@ _LOCAL_OPTIONS = frozenset(
         "frequency_penalty",
         "logit_bias",
         "grammar",
+        "logprobs",
         *COMMON_LOCAL_OPTIONS,
     }
 )
@@ -286,6 +290,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
     "openai": ProviderSpec(
         "lion_nb.models.openai",
         "OpenAIProvider",
+        logprobs=True,
         windows=_OPENAI_WINDOWS,
         key_env=("OPENAI_API_KEY",),
         default_api="chat",
@@ -322,12 +327,14 @@ PROVIDERS: dict[str, ProviderSpec] = {
         "lion_nb.models.openai",
         "OpenAIProvider",
         (("base_url", "http://127.0.0.1:11434/v1"),),
+        logprobs=True,
         windows=_OPEN_WINDOWS,
     ),
     "openrouter": ProviderSpec(
         "lion_nb.models.openai",
         "OpenAIProvider",
         (("base_url", "https://openrouter.ai/api/v1"),),
+        logprobs=True,
         windows=_OPENAI_WINDOWS + _CLAUDE_WINDOWS + _GEMINI_WINDOWS + _OPEN_WINDOWS,
         key_env=("OPENROUTER_API_KEY",),
         prices="openrouter",
@@ -335,12 +342,14 @@ PROVIDERS: dict[str, ProviderSpec] = {
     "scripted": ProviderSpec(
         "lion_nb.models.scripted",
         "ScriptedProvider",
+        logprobs=True,
         kind="scripted",
         local_options=frozenset({"replies", "default_reply", "delay", "cli"}),
     ),
     "local": ProviderSpec(
         "lion_nb.models.local",
         "LocalProvider",
+        logprobs=True,
         kind="local",
         default_window=2048,  # LocalProvider's n_ctx default
         local_options=frozenset({"model_path", "n_threads"}),

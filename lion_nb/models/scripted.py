@@ -8,6 +8,12 @@
   on the CLI path, where the agent runs its own tools), ``json`` (any value, sent as JSON text),
   ``usage`` (``{"input_tokens", "output_tokens", "total_cost_usd"}``), ``delay`` (seconds between
   deltas), ``error`` (an exception, or a message for a ServerError) raised after the text;
+* a ``dict`` with ``tokens``: the reply token by token with its log-probabilities,
+  ``[{"text", "logprob", "top": [[text, logprob], ...]}, ...]`` (the text is their join; one
+  delta per token). They are returned as ``ModelResponse.tokens`` (``top`` cut to ``K`` when
+  ``logprobs=K`` is asked for); a reply without them, asked for ``logprobs``, gets one certain
+  token (logprob 0) per delta. A request with a ``prefix`` (``fork_at_token``) is answered by
+  the reply as the continuation of the prefix;
 * a ``dict`` with ``events``: CLI chunks given exactly (``[{"type": "text", "text": ...},
   {"type": "tool_use", "tool_id", "name", "arguments"}, ...]``), yielded in order on the CLI
   path (used to replay recorded sessions and in benchmarks);
@@ -31,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lion_nb.errors import ExecutionError, ServerError
+from lion_nb.messages import TokenChoice
 from lion_nb.models.base import (
     Chunk,
     CLIRequest,
@@ -39,6 +46,7 @@ from lion_nb.models.base import (
     ModelResponse,
     ToolCall,
 )
+from lion_nb.tokens import check_logprobs, encode_tokens_delta, token_choice
 from lion_nb.usage import Usage
 
 _WORDS = re.compile(r"\S+\s*|\s+")
@@ -112,24 +120,45 @@ class ScriptedProvider:
             return Usage.from_dict(reply["usage"])
         return Usage(input_tokens=(len(prompt) + 3) // 4, output_tokens=(len(text) + 3) // 4)
 
+    def _tokens(self, reply: dict[str, Any], request: ModelRequest) -> list[TokenChoice] | None:
+        """The reply's tokens (see the module), or None when it has none and none are asked."""
+        asked = check_logprobs(request.options.get("logprobs", self.options.get("logprobs")))
+        given = reply.get("tokens")
+        if given is None:
+            if asked is None:
+                return None
+            text = reply.get("text", "")
+            chunks = reply.get("chunks") or _split(text)
+            return [token_choice(piece, 0.0, [(piece, 0.0)][:asked]) for piece in chunks]
+        tokens = [t if isinstance(t, TokenChoice) else TokenChoice.model_validate(t) for t in given]
+        if asked is not None:
+            tokens = [t.model_copy(update={"top": t.top[:asked]}) for t in tokens]
+        return tokens
+
     async def complete(
         self, request: ModelRequest, on_delta: DeltaSink | None = None
     ) -> ModelResponse:
         reply = self._next(request)
         delay = reply.get("delay", self.delay)
+        tokens = self._tokens(reply, request)
         text = reply.get("text", "")
         chunks = reply.get("chunks") or _split(text)
         if "chunks" in reply:
             text = "".join(chunks)
+        if "tokens" in reply and tokens is not None:
+            chunks = [t.text for t in tokens]
+            text = "".join(chunks)
         if reply.get("thinking") and on_delta is not None:
             on_delta("thinking", reply["thinking"])
         sent: list[str] = []
-        for piece in chunks:
+        for i, piece in enumerate(chunks):
             if delay:
                 await asyncio.sleep(delay)
             sent.append(piece)
             if on_delta is not None:
                 on_delta("text", piece)
+                if tokens is not None and i < len(tokens):
+                    on_delta("tokens", encode_tokens_delta(tokens[i : i + 1]))
         error = self._error(reply)
         if error is not None:
             if hasattr(error, "__dict__"):
@@ -150,6 +179,7 @@ class ScriptedProvider:
             usage=self._usage(reply, prompt, text),
             model=self.model,
             finish_reason="tool_calls" if calls else "stop",
+            tokens=tokens,
         )
 
     async def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:

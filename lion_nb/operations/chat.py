@@ -188,6 +188,7 @@ def _response(
     return AssistantResponse(
         id=response_id,
         response=result.text,
+        tokens=result.tokens,
         metadata=metadata,
         sender=model_label(model),
         recipient=ins.sender,
@@ -202,9 +203,14 @@ def _partial(
     metadata: dict[str, Any] = {"model": label, "stopped": True}
     if thinking := stream.text("thinking"):
         metadata["thinking"] = thinking
+    text = stream.text("text")
+    tokens = stream.tokens()
+    if tokens is not None and "".join(t.text for t in tokens) != text:
+        tokens = None  # stopped between a text delta and its tokens: the text is what counts
     return AssistantResponse(
         id=response_id,
-        response=stream.text("text"),
+        response=text,
+        tokens=tokens,
         metadata=metadata,
         sender=label,
         recipient=ins.sender,

@@ -26,6 +26,7 @@ BranchOperations = Literal[
     "interpret",
     "ReAct",
     "ReActStream",
+    "fork_at_token",
 ]
 """Every built-in verb of ``Branch``, exactly (a test keeps this in sync with the facade).
 Graph nodes also accept any name a Session registers, hence ``BranchOperations | str``."""

@@ -83,22 +83,30 @@ _CSP = (
 )
 
 
+CSS_FILES = ("lion_nb.css", "tokens.css")  # the stylesheet's files, in order
+
+
 @functools.cache
 def lion_css() -> str:
-    """The stylesheet: packaged in the wheel, or ``widgets/`` of a source checkout."""
-    packaged = resources.files("lion_nb").joinpath("widgets/static/lion_nb.css")
+    """The stylesheet (``CSS_FILES`` joined): packaged in the wheel, or ``widgets/`` of a
+    source checkout."""
+    return "\n".join(_css_file(name) for name in CSS_FILES)
+
+
+def _css_file(name: str) -> str:
+    packaged = resources.files("lion_nb").joinpath(f"widgets/static/{name}")
     if packaged.is_file():
         css = packaged.read_text(encoding="utf-8")
     else:
-        source = Path(__file__).resolve().parents[2] / "widgets" / "lion_nb.css"
+        source = Path(__file__).resolve().parents[2] / "widgets" / name
         if not source.is_file():
             raise FileNotFoundError(
-                "lion_nb.css is missing: expected lion_nb/widgets/static/lion_nb.css in the "
+                f"{name} is missing: expected lion_nb/widgets/static/{name} in the "
                 f"installed package or {source} in a source checkout"
             )
         css = source.read_text(encoding="utf-8")
     if "</" in css:  # it is inlined into <style>; a closing tag inside would end it early
-        raise ValueError("lion_nb.css must not contain '</'")
+        raise ValueError(f"{name} must not contain '</'")
     return css
 
 

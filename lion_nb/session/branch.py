@@ -628,6 +628,36 @@ class Branch:
         finally:  # close the inner stream inside *this* generator's aclose(), not at GC
             await stream.aclose()
 
+    async def fork_at_token(
+        self,
+        message_id: uuid.UUID | str | int,
+        index: int,
+        text: str,
+        *,
+        chat_model: iModel | None = None,
+        on_stop: Literal["discard", "record"] = "discard",
+        on_fork: Callable[[Branch], Any] | None = None,
+        **kwargs: Any,
+    ) -> Branch:
+        """A fork whose last reply starts with reply ``message_id``'s first ``index`` tokens
+        followed by ``text``, continued by the model; this branch is untouched. The fork's
+        ``metadata["forked_from"]`` names the reply and the token position. ``kwargs`` are
+        request options (``logprobs`` defaults to the reply's own K). ``on_fork(fork)`` runs
+        before the model is asked. A provider that cannot continue a prefix raises
+        ``ConfigurationError`` (see ``lion_nb.operations.fork_at_token``)."""
+        from lion_nb.operations.fork_at_token import fork_at_token
+
+        return await fork_at_token(
+            self,
+            message_id,
+            index,
+            text,
+            chat_model=chat_model,
+            on_stop=on_stop,
+            on_fork=on_fork,
+            **kwargs,
+        )
+
     # ----- copies and snapshots -----------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Everything needed to rebuild the branch (messages, models' settings); never keys."""

@@ -23,6 +23,8 @@ Rules:
 * Continue asks for the rest of a reply cut off by the token limit; the continuation's
   instruction names the reply (``metadata["continues"]``), which is then no longer offered
   for continuing (``lion_nb.turns``).
+* A fork from a token (``afork_at_token``) is one more alternative of the reply it forks:
+  it shares the messages before the reply and differs at it.
 * ``alternatives(k)``: the branches of this conversation (every branch it showed or made, and
   the session's branches forked from them) that share the shown branch's first ``k`` messages
   and differ at ``k``, one per distinct message at ``k``, ordered by when the first branch of
@@ -47,6 +49,7 @@ from lion_nb.turns import CONTINUE_PROMPT, continuations, is_truncated, open_tru
 if TYPE_CHECKING:
     from lion_nb.operations.window import ContextPlan
     from lion_nb.session.branch import Branch
+    from lion_nb.tokens import Samples
 
 __all__ = [
     "CONTINUE_PROMPT",
@@ -310,6 +313,134 @@ class Conversation:
         )
         await self._turn(branch, ins)
         return branch
+
+    async def afork_at_token(
+        self, message: int | uuid.UUID | str, index: int, text: str, **kwargs: Any
+    ) -> Branch:
+        """A fork whose reply ``message`` (its position in the shown branch, or its id) takes
+        ``text`` at token ``index`` and is continued by the model (``Branch.fork_at_token``);
+        the fork is shown before the model is asked, so a view streams it, and it joins the
+        reply's alternatives (``‹ n/of ›``, Compare). ``kwargs`` are request options; a
+        chat view's ``on_stop`` applies. A failure leaves nothing behind."""
+        self._check_idle()
+        before = self._branch
+        if "on_stop" in self.verb_kwargs and "on_stop" not in kwargs:
+            kwargs["on_stop"] = self.verb_kwargs["on_stop"]
+        made: list[Branch] = []
+
+        def adopt(fork: Branch) -> None:
+            made.append(fork)
+            self._adopt(fork)
+
+        self._running = True
+        try:
+            return await before.fork_at_token(message, index, text, on_fork=adopt, **kwargs)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            if made:
+                self._drop(made[0], before)
+            raise
+        finally:
+            self._running = False
+
+    async def asample(
+        self,
+        n: int = 5,
+        *,
+        index: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        **kwargs: Any,
+    ) -> Samples:
+        """``n`` replies to the last turn (or to the turn of the reply at ``index``), run
+        concurrently, each on its own fork of the instruction (like ``aregenerate``), sampled
+        with ``temperature`` / ``top_p`` (None: the model's own). Each fork is named by its
+        place and settings (``"sample 2/5 · temperature 0.8"``) and joins the reply's
+        alternatives; the first is shown before the runs start, so a view streams it. Returns
+        ``Samples``: the replies and where they agree. ``kwargs`` are more request options
+        (``logprobs=K``: the agreement is then counted in tokens)."""
+        from lion_nb.tokens import Samples, sampling_label
+
+        self._check_idle()
+        if not 1 <= n <= 20:
+            raise ValueError(f"n={n}: sample 1 to 20 replies")
+        i, ins = self._turn_of(index)
+        options = {**self.verb_kwargs, **kwargs}
+        for name, value in (("temperature", temperature), ("top_p", top_p)):
+            if value is not None:
+                options[name] = value
+        label = sampling_label(temperature, top_p)
+        before = self._branch
+        forks = []
+        for j in range(n):
+            fork = self._fork_before(before, i)
+            fork.name = f"sample {j + 1}/{n} · {label}"
+            fork.metadata["sample"] = {"n": j + 1, "of": n, "temperature": temperature}
+            fork.metadata["sample"]["top_p"] = top_p
+            self._family.append(fork)
+            forks.append(fork)
+        self.show(forks[0])
+        self._running = True
+        try:
+            results = await asyncio.gather(
+                *(self._sample_one(fork, ins, options) for fork in forks),
+                return_exceptions=True,
+            )
+        finally:
+            self._running = False
+        return self._samples(Samples, forks, results, before, i, temperature, top_p)
+
+    async def _sample_one(self, fork: Branch, ins: Instruction, options: dict[str, Any]) -> Any:
+        name = self.verb if isinstance(self.verb, str) else None
+        verb = VERBS[name] if name is not None else self.verb
+        assert callable(verb)
+        return await verb(fork, self._argument(name, ins), **options)
+
+    def _samples(
+        self,
+        samples: type[Samples],
+        forks: list[Branch],
+        results: list[Any],
+        before: Branch,
+        i: int,
+        temperature: float | None,
+        top_p: float | None,
+    ) -> Samples:
+        kept, replies, errors = [], [], []
+        for fork, result in zip(forks, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException) and len(fork.messages) <= i + 1:
+                errors.append(result)
+                self._family = [b for b in self._family if b is not fork]
+                if fork.session is not None:
+                    fork.session.remove_branch(fork)
+                continue
+            last = fork.messages[-1] if len(fork.messages) > i + 1 else None
+            if len(fork.messages) > i:  # names the shared instruction, as a regenerate does
+                fork.metadata["forked_from"].update(at=str(fork.messages[i].id), index=i)
+            kept.append(fork)
+            replies.append(last)
+        if not kept:
+            self.show(before)
+            raise errors[0]
+        if self._branch not in kept:
+            self.show(kept[0])
+        return samples(kept, replies, temperature, top_p, errors)
+
+    def _turn_of(self, index: int | None) -> tuple[int, Instruction]:
+        """The position and instruction of the last turn, or of the reply at ``index``."""
+        messages = list(self._branch.messages)
+        end = len(messages) if index is None else index % len(messages)
+        if index is not None and not isinstance(messages[end], AssistantResponse):
+            raise ValueError(f"message {index} is not an assistant reply")
+        i = next((j for j in range(end - 1, -1, -1) if isinstance(messages[j], Instruction)), None)
+        if i is None:
+            raise ValueError("there is no instruction to answer again")
+        ins = messages[i]
+        assert isinstance(ins, Instruction)
+        return i, ins
 
     def clear(self) -> Branch:
         """Show a fresh branch with the same system message, models and tools (a fork of the

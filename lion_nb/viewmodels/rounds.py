@@ -264,7 +264,7 @@ class RoundsModel:
 
     def _on_delta(self, signal: StreamDelta) -> list[Round | RunGroup]:
         rnd = self._round
-        if rnd is None or signal.kind == "tool_args":
+        if rnd is None or signal.kind in ("tool_args", "tokens"):
             return []
         if signal.kind == "text":
             reply = rnd.live.get(signal.message_id)

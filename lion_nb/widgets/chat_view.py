@@ -62,6 +62,7 @@ from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class _Button:
         self._action()
 
 
-class BranchView(ConversationControls, Front):  # type: ignore[misc]
+class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[misc]
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
     ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
@@ -141,7 +142,9 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     newest message while the reader is at the bottom. ``history=False`` shows only messages
     recorded after the view was made (the ``%%lion`` magic uses it so each cell shows its own
     exchange). ``context_window`` (tokens) overrides the model's window for the gauge and the
-    cut.
+    cut. ``tokens=True``: every reply streamed from now on shows its token view as it
+    streams (the replies' tokens tinted by probability; ``widgets.token_panels``; a reply
+    has tokens when the model was asked for them, ``iModel(..., logprobs=K)``).
 
     For ``communicate``, ``operate`` and ``ReAct`` the view's turns pass ``on_stop="record"``
     and ``fit_context=True`` (set in ``verb_kwargs`` unless given there): Stop keeps the
@@ -161,6 +164,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
         history: bool = True,
         config: LiveConfig | None = None,
         context_window: int | None = None,
+        tokens: bool = False,
     ) -> None:
         if isinstance(verb, str) and verb not in VERBS:
             raise ValueError(
@@ -177,6 +181,8 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
             status_line=_status_line("idle", "ready"),
             templates={"live": live_shell(model_label(branch))},
+            # in the state the page is first given (a chrome op sent before it draws is lost)
+            token_marks=[str(m.id) for m in branch.messages if history and has_tokens(m)],
         )
         self.branch = branch
         self.verb = verb
@@ -198,6 +204,7 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             reset=lambda: self.sync_state(send=True),
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
+        self.token_panels = TokenPanels(self, follow=tokens)
         self._shown_errors: set[int] = set()
         self.last_status: tuple[str, str] | None = None  # what the status line said last
         self.last_error: BaseException | None = None
@@ -332,8 +339,11 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
     # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
     # widget state (GitHub, nbviewer) shows the recorded transcript instead of the widget.
     def static_html(self) -> str:
-        return transcript_html(
-            self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
+        return (
+            transcript_html(
+                self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
+            )
+            + self.token_panels.static_html()
         )
 
     def _gauge_html(self) -> str:
@@ -405,13 +415,17 @@ class BranchView(ConversationControls, Front):  # type: ignore[misc]
             self.last_status = status
             self.set_chrome(status_line=_status_line(*status))
         if isinstance(signal, StreamDelta):
-            self.transcript.on_delta(signal)
+            if signal.kind == "tokens":  # the same text arrives as "text" deltas
+                self.token_panels.on_delta(signal)
+            else:
+                self.transcript.on_delta(signal)
         elif isinstance(signal, CallStart):
             self.transcript.on_call_start(signal)
         elif isinstance(signal, CallEnd):
             self.transcript.on_call_end(signal)
         elif isinstance(signal, MessageAdded):
             self.transcript.on_message(signal.message)
+            self.token_panels.on_message(signal.message)
             if _marks_change(signal.message):
                 self.sync_alternatives()  # the "continue" controls and the context marks
         elif isinstance(signal, MessageRetracted):

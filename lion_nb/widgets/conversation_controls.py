@@ -13,6 +13,7 @@ is shown before its run starts, so the new reply streams into the view.
 
     await view.aregenerate()          # index=None: the last reply
     await view.aedit(k, "new text")
+    await view.asample(n=5, temperature=0.8)   # five replies at once, as labelled forks
     view.alternatives(k)              # the branches that differ at message k
     view.show(branch)
 """
@@ -32,6 +33,7 @@ from lion_nb.viewmodels.chat import ChatRuns
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
     from lion_nb.session.conversation import Conversation
+    from lion_nb.tokens import Samples
     from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["ConversationControls"]
@@ -78,6 +80,25 @@ class ConversationControls:
     async def acontinue(self, index: int | None = None) -> Branch:
         """The rest of a reply cut off by the token limit."""
         return await self._controlled(lambda: self.conversation.acontinue(index))
+
+    async def asample(
+        self,
+        n: int = 5,
+        *,
+        index: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        **kwargs: Any,
+    ) -> Samples:
+        """``n`` replies to the last turn (or the turn of the reply at ``index``) at once, as
+        forks named by their settings (``"sample 2/5 · temperature 0.8"``: the view's title
+        says which one is shown, ``‹ n/of ›`` steps through them); returns ``Samples`` (where
+        they agree and diverge). See ``Conversation.asample``."""
+        return await self._controlled(  # type: ignore[no-any-return]
+            lambda: self.conversation.asample(
+                n, index=index, temperature=temperature, top_p=top_p, **kwargs
+            )
+        )
 
     def alternatives(self, k: int) -> list[Branch]:
         return self.conversation.alternatives(k)

@@ -40,16 +40,25 @@ __all__ = ["CHROME", "Front", "front_module"]
 logger = logging.getLogger(__name__)
 
 
+# the files of the ES module, in order: one module scope (no build step, no imports)
+MODULE_FILES = ("lion_nb.js", "tokens.js")
+
+
 @functools.cache
 def front_module() -> str:
-    """The ES module: packaged in the wheel, or ``widgets/`` of a source checkout."""
-    packaged = resources.files("lion_nb").joinpath("widgets/static/lion_nb.js")
+    """The ES module: ``MODULE_FILES`` joined, packaged in the wheel or from ``widgets/`` of a
+    source checkout."""
+    return "\n".join(_module_file(name) for name in MODULE_FILES)
+
+
+def _module_file(name: str) -> str:
+    packaged = resources.files("lion_nb").joinpath(f"widgets/static/{name}")
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
-    source = Path(__file__).resolve().parents[2] / "widgets" / "lion_nb.js"
+    source = Path(__file__).resolve().parents[2] / "widgets" / name
     if not source.is_file():
         raise FileNotFoundError(
-            "lion_nb.js is missing: expected lion_nb/widgets/static/lion_nb.js in the "
+            f"{name} is missing: expected lion_nb/widgets/static/{name} in the "
             f"installed package or {source} in a source checkout"
         )
     return source.read_text(encoding="utf-8")
@@ -82,6 +91,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # cut, "cut": id of the first message the last cut request sent, "n": messages left out}
     ctx = traitlets.Dict().tag(sync=True)
     compare_html = traitlets.Unicode("").tag(sync=True)  # the open CompareView's HTML (sanitized)
+    # page keys of the replies that have tokens (a "Tokens" control each; widgets.token_panels)
+    token_marks: traitlets.List[str] = traitlets.List().tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

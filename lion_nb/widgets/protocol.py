@@ -43,6 +43,7 @@ __all__ = [
     "ENVELOPE_BYTES",
     "OPS",
     "PAGE",
+    "TOP_CHUNK",
     "message",
 ]
 
@@ -146,7 +147,23 @@ class ClipOp(TypedDict):
     text: str
 
 
-Op = PutOp | DropOp | AddOp | TailOp | SlotOp | SealOp | ChromeOp | DraftOp | ClipOp
+class TokensOp(TypedDict):
+    """The token view of reply ``key`` (``widgets.token_panels``; drawn by
+    ``widgets/tokens.js``): tokens ``at``, ``at + 1``, ... — their texts ``t`` and surprise
+    ``s`` (-log p in hundredths of a nat, an int) as they arrive (a delta: the page has the
+    tokens before ``at``; ``at`` 0 starts the view afresh), and/or the alternatives ``top`` of
+    those tokens (per token ``[[text, p], ...]``, p to 4 decimals, most likely first), sent
+    when the page asks for them (``token_top``), not while the reply streams."""
+
+    op: Literal["tokens"]
+    key: str
+    at: int
+    t: NotRequired[list[str]]
+    s: NotRequired[list[int]]
+    top: NotRequired[list[list[list[str | float]]]]
+
+
+Op = PutOp | DropOp | AddOp | TailOp | SlotOp | SealOp | ChromeOp | DraftOp | ClipOp | TokensOp
 
 OPS: dict[str, type] = {
     "put": PutOp,
@@ -158,6 +175,7 @@ OPS: dict[str, type] = {
     "chrome": ChromeOp,
     "draft": DraftOp,
     "clip": ClipOp,
+    "tokens": TokensOp,
 }
 
 
@@ -244,6 +262,43 @@ class CompareCloseAction(TypedDict):
     action: Literal["compare_close"]
 
 
+class TokensAction(TypedDict):
+    """Open (``open`` true: send its tokens from the first) or close the token view of reply
+    ``key``."""
+
+    action: Literal["tokens"]
+    key: str
+    open: bool
+
+
+class TokenTopAction(TypedDict):
+    """Send the alternatives of token ``at`` of reply ``key``: a ``tokens`` op with ``top``
+    for the ``TOP_CHUNK`` tokens of the chunk holding it."""
+
+    action: Literal["token_top"]
+    key: str
+    at: int
+
+
+class ForkTokenAction(TypedDict):
+    """Fork the conversation at token ``index`` of reply ``key``: the reply's first ``index``
+    tokens, then ``text`` (an alternative), and the model continues from there
+    (``Conversation.afork_at_token``); the view shows the fork."""
+
+    action: Literal["fork_token"]
+    key: str
+    index: int
+    text: str
+
+
+class SampleAction(TypedDict):
+    """Answer the turn of reply ``key`` ``n`` times at once, as forks (``view.asample``)."""
+
+    action: Literal["sample"]
+    key: str
+    n: int
+
+
 ACTIONS: dict[str, type] = {
     "resync": ResyncAction,
     "copy": CopyAction,
@@ -257,6 +312,10 @@ ACTIONS: dict[str, type] = {
     "switch": SwitchAction,
     "compare": CompareAction,
     "compare_close": CompareCloseAction,
+    "tokens": TokensAction,
+    "token_top": TokenTopAction,
+    "fork_token": ForkTokenAction,
+    "sample": SampleAction,
 }
 
 
@@ -271,7 +330,10 @@ CHROME = (
     "cut_marks",
     "ctx",
     "compare_html",
+    "token_marks",
 )
+
+TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op
 
 # what the page is given (the synced trait ``protocol``): the names it needs, from here only
 PAGE: dict[str, list[str]] = {

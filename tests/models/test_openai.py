@@ -614,3 +614,92 @@ def test_json_object_mode_sends_the_llama_cpp_server_form():
     assert body["response_format"] == {"type": "json_object", "schema": schema}
     body, _ = OpenAIProvider(model="m").build_body(request)
     assert body["response_format"]["type"] == "json_schema"
+
+
+# -- log-probabilities and prefixes (issue 25) -------------------------------------------------
+
+
+def _lp(token: str, logprob: float, raw: bytes | None = None, top=()) -> dict[str, Any]:
+    entry: dict[str, Any] = {"token": token, "logprob": logprob}
+    if raw is not None:
+        entry["bytes"] = list(raw)
+    entry["top_logprobs"] = [{"token": t, "logprob": lp} for t, lp in top]
+    return entry
+
+
+def _mock(chunks: list[dict[str, Any]], seen: list[dict[str, Any]]) -> httpx.AsyncClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        body = b"".join(sse(*chunks))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+async def test_logprobs_are_asked_for_and_read_from_the_stream() -> None:
+    e = "é".encode()
+    chunks = [
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": "Caf"},
+                    "logprobs": {
+                        "content": [_lp("Caf", -0.2, b"Caf", [("Caf", -0.2), ("Tea", -2)])]
+                    },
+                }
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": "é"},
+                    "logprobs": {"content": [_lp("\\xc3", -0.1, e[:1]), _lp("\\xa9", -0.3, e[1:])]},
+                    "finish_reason": "stop",
+                }
+            ]
+        },
+    ]
+    seen: list[dict[str, Any]] = []
+    sink = Sink()
+    async with _mock(chunks, seen) as client:
+        provider = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", http_client=client)
+        response = await provider.complete(ask(options={"logprobs": 2}), sink)
+    assert seen[0]["logprobs"] is True and seen[0]["top_logprobs"] == 2
+    assert response.text == "Café"
+    assert response.tokens is not None
+    assert [(t.text, round(t.logprob, 6)) for t in response.tokens] == [("Caf", -0.2), ("é", -0.4)]
+    assert response.tokens[0].top == [("Caf", -0.2), ("Tea", -2.0)]
+    assert [k for k, *_ in sink.calls] == ["text", "tokens", "text", "tokens"]
+
+
+async def test_a_server_that_sends_no_logprobs_when_asked_is_an_error() -> None:
+    chunks = [{"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}]
+    async with _mock(chunks, []) as client:
+        provider = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", http_client=client)
+        with pytest.raises(ConfigurationError, match="sent none"):
+            await provider.complete(ask(options={"logprobs": 3}))
+        plain = await provider.complete(ask())
+    assert plain.tokens is None and "logprobs" not in json.dumps(plain.raw or {})
+
+
+async def test_a_prefix_is_continued_only_where_the_server_is_known_to() -> None:
+    chunks = [{"choices": [{"index": 0, "delta": {"content": " on"}, "finish_reason": "stop"}]}]
+    seen: list[dict[str, Any]] = []
+    async with _mock(chunks, seen) as client:
+        hosted = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", http_client=client)
+        with pytest.raises(ConfigurationError, match="prefill="):
+            await hosted.complete(ask(prefix="Once upon"))
+        assert seen == []
+        server = OpenAIProvider(
+            "m", base_url="http://127.0.0.1:9/v1", http_client=client, prefill="message"
+        )
+        assert (await server.complete(ask(prefix="Once upon"))).text == " on"
+        vllm = OpenAIProvider(
+            "m", base_url="http://127.0.0.1:9/v1", http_client=client, prefill="vllm"
+        )
+        await vllm.complete(ask(prefix="Once upon"))
+    assert seen[0]["messages"][-1] == {"role": "assistant", "content": "Once upon"}
+    assert "continue_final_message" not in seen[0]
+    assert seen[1]["continue_final_message"] is True and seen[1]["add_generation_prompt"] is False

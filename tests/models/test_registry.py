@@ -64,7 +64,7 @@ def test_an_unknown_option_is_refused_by_name_where_the_entry_lists_them() -> No
     with pytest.raises(ConfigurationError, match="'n_gpu_layers'"):
         iModel(provider="local", n_gpu_layers=3)
     iModel(provider="anthropic", temperature=0.2, timeout=5, context_window=10)
-    iModel(provider="openai", logprobs=True)  # chat completions: anything is passed through
+    iModel(provider="openai", logit_bias={"1": 2})  # chat completions: anything is passed through
 
 
 def test_cassettes_leave_out_the_entrys_machine_local_options() -> None:

@@ -15,6 +15,8 @@ class Part:
     html: str | None  # as put; None once streamed into
     slots: dict[str, str] = field(default_factory=dict)
     tag: str = ""
+    tokens: list[tuple[str, int]] = field(default_factory=list)  # the token view's
+    top: dict[int, list[list[Any]]] = field(default_factory=dict)
 
     def shown(self) -> str:
         """The HTML the part shows (slot wrappers left out: they are display: contents)."""
@@ -87,6 +89,16 @@ class Page:
             self._put(op)
         elif kind not in ("clip", "draft", "chrome"):
             getattr(self, f"_{kind}")(op, self.parts[op.get("key")])
+
+    def _tokens(self, op: dict[str, Any], part: Part) -> None:
+        """The token view (``widgets/tokens.js``): deltas from ``at``, alternatives by chunk."""
+        if "t" in op:
+            if op["at"] == 0:
+                part.tokens = []
+            assert op["at"] == len(part.tokens), (op["at"], len(part.tokens))  # a delta
+            part.tokens.extend(zip(op["t"], op["s"], strict=True))
+        for k, alts in enumerate(op.get("top", [])):
+            part.top[op["at"] + k] = alts
 
     def _put(self, op: dict[str, Any]) -> None:
         key = op.get("key")

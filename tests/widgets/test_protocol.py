@@ -8,11 +8,20 @@ from pathlib import Path
 from typing import get_args, get_type_hints
 
 from lion_nb.widgets import protocol
-from lion_nb.widgets.front import Front
+from lion_nb.widgets.front import MODULE_FILES, Front
 
 ROOT = Path(__file__).resolve().parents[2]
-JS = ROOT / "widgets" / "lion_nb.js"
 PACKAGE = ROOT / "lion_nb"
+
+
+class _Module:
+    """The front-end module's source: its files joined, as ``front_module()`` joins them."""
+
+    def read_text(self) -> str:
+        return "\n".join((ROOT / "widgets" / name).read_text() for name in MODULE_FILES)
+
+
+JS = _Module()
 
 
 def block_after(source: str, start: str) -> str:

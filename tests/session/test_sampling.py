@@ -1,0 +1,91 @@
+"""``Conversation.asample`` and ``view.asample``: n replies to one turn, run concurrently as
+forks, and where they agree (issue 25)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lion_nb import Branch, Session, iModel
+from lion_nb.errors import ServerError
+from lion_nb.messages import AssistantResponse
+from lion_nb.render.tokens_html import samples_html
+from lion_nb.session.conversation import Conversation
+from lion_nb.tokens import Samples
+
+ANSWERS = ["The sky is blue today.", "The sky is grey.", "The sea is blue.", "The sky is blue!"]
+
+
+def conversation(*replies: object, delay: float = 0.0) -> tuple[Conversation, Branch, iModel]:
+    model = iModel(provider="scripted", replies=["First answer.", *replies], delay=delay)
+    session = Session()
+    branch = Branch(system="Be brief.", chat_model=model)
+    session.include_branches(branch)
+    return Conversation(branch), branch, model
+
+
+async def test_samples_run_concurrently_as_labelled_forks_and_say_where_they_agree() -> None:
+    conv, branch, model = conversation(*ANSWERS, delay=0.01)
+    await conv.asend("Describe the sky.")
+    provider = model.provider
+    live, most = 0, 0
+    complete = provider.complete
+
+    async def counted(request, on_delta=None):  # type: ignore[no-untyped-def]
+        nonlocal live, most
+        live += 1
+        most = max(most, live)
+        try:
+            return await complete(request, on_delta)
+        finally:
+            live -= 1
+
+    provider.complete = counted
+    samples = await conv.asample(4, temperature=0.8, top_p=0.9)
+    assert isinstance(samples, Samples) and len(samples) == 4
+    assert sorted(samples.texts) == sorted(ANSWERS)
+    assert most == 4  # concurrently: all four were being answered at once
+    assert all(r.options["temperature"] == 0.8 for r in model.provider.requests[1:])
+    assert all(r.options["top_p"] == 0.9 for r in model.provider.requests[1:])
+    names = sorted(b.name for b in samples.branches)
+    assert names[0] == "sample 1/4 · temperature 0.8 · top-p 0.9"
+    assert samples.label() == "temperature 0.8 · top-p 0.9"
+    # where they agree: "The" for all, then they split
+    assert samples.shared == 1 and samples.shared_prefix == "The " and samples.diverges_at == 1
+    assert samples.agreement[0] == 1.0 and samples.agreement[1] == 0.75
+    # each fork shares the instruction and is one more alternative of the reply
+    assert conv.branch is samples.branches[0]
+    assert len(conv.alternatives(2)) == 5
+    assert all(b.messages[1].id == branch.messages[1].id for b in samples.branches)
+    assert all(isinstance(b.messages[-1], AssistantResponse) for b in samples.branches)
+    html = samples_html(samples)
+    assert html.count('class="lion-sample"') == 4 and "temperature 0.8" in html
+
+
+async def test_a_failed_sample_leaves_no_fork_and_the_others_are_kept() -> None:
+    conv, branch, _ = conversation("One.", ServerError("down", provider="scripted"), "Two.")
+    await conv.asend("Count.")
+    session = branch.session
+    assert session is not None
+    samples = await conv.asample(3)
+    assert sorted(samples.texts) == ["One.", "Two."] and len(samples.errors) == 1
+    assert len(session.branches) == 3
+    assert conv.branch in samples.branches
+
+
+async def test_bad_counts_are_refused() -> None:
+    conv, _, _ = conversation()
+    await conv.asend("hi")
+    with pytest.raises(ValueError, match="1 to 20"):
+        await conv.asample(0)
+
+
+async def test_the_chat_view_samples_and_shows_the_first() -> None:
+    from lion_nb.widgets.chat_view import BranchView
+
+    _, branch, _ = conversation(*ANSWERS[:3])
+    view = BranchView(branch)
+    await view.conversation.asend("Describe the sky.")
+    samples = await view.asample(n=3, temperature=1.5)
+    assert len(samples) == 3 and view.branch is samples.branches[0]
+    assert "temperature 1.5" in (view.branch.name or "")
+    view.close()

@@ -1,0 +1,397 @@
+// ----- the token view (issue 25): a reply's tokens tinted by probability -----------------------
+//
+// Joined after lion_nb.js into one ES module (lion_nb.widgets.front.MODULE_FILES): it uses that
+// file's helpers (node, button, named) and is reached from it at two places: the `tokens` op and
+// the marks drawn after each update (tokenMarks); nameControls there names its two controls. The
+// kernel's side is lion_nb/widgets/token_panels.py; the op and the actions are in
+// lion_nb/widgets/protocol.py.
+//
+// A reply whose token view is open holds a panel: a legend of the five tint bins, a strip of
+// surprise (-log p) per token, the tokens (one span each, `data-token-index`, tinted by bin) and a
+// popup with the alternatives of the token hovered or focused (bars of their probabilities).
+// Tokens arrive as deltas (`at`: the page has those before it); alternatives in chunks, asked for
+// when a token there is shown. Choosing an alternative asks the kernel to fork there.
+
+// the tint bins: the largest surprise (hundredths of a nat) in each, and what it means
+const TOKEN_BINS = [
+  [10, "p ≥ 0.9"], // -ln 0.9 = 0.105
+  [51, "0.6–0.9"], // -ln 0.6 = 0.511
+  [120, "0.3–0.6"], // -ln 0.3 = 1.204
+  [230, "0.1–0.3"], // -ln 0.1 = 2.303
+  [Infinity, "p < 0.1"],
+];
+
+function tokenBin(s) {
+  let i = 0;
+  while (s > TOKEN_BINS[i][0]) i++;
+  return i;
+}
+
+function percentOf(p) {
+  const pc = p * 100;
+  if (pc >= 99.95) return "100%";
+  if (pc <= 0) return "0%";
+  return pc >= 10 ? `${pc.toFixed(1)}%` : `${pc.toPrecision(2)}%`;
+}
+
+function percent(s) {
+  return percentOf(Math.exp(-s / 100)); // s: surprise in hundredths of a nat
+}
+
+function shownToken(text) {
+  // a token as the popup names it: whitespace made visible
+  const shown = text.replace(/\n/g, "↵").replace(/\t/g, "⇥").replace(/ /g, "␣");
+  return shown || "∅";
+}
+
+// ----- the op --------------------------------------------------------------------------------
+function tokenOp(view, op) {
+  const part = view.parts.get(op.key);
+  if (!part) return;
+  let panel = part.tokens;
+  if (op.t) {
+    if (op.at === 0) {
+      if (panel) panel.el.remove();
+      panel = openTokenPanel(view, part, op.key);
+    } else if (!panel || panel.n !== op.at) {
+      // a delta the page cannot place (a part drawn anew, a page reloaded): the kernel has
+      // this view open, so ask for its tokens afresh
+      const asking = panel ? panel.asking : part.reopening;
+      if (!asking) {
+        if (panel) panel.asking = true;
+        else part.reopening = true;
+        view.model.send({ action: "tokens", key: op.key, open: true });
+      }
+      return;
+    }
+    appendTokens(panel, op.t, op.s || []);
+  }
+  if (op.top && panel) {
+    op.top.forEach((alts, k) => {
+      panel.top[op.at + k] = alts;
+    });
+    if (panel.active >= op.at && panel.active < op.at + op.top.length) showAlternatives(view, panel, panel.active);
+  }
+}
+
+function tokenStore(view) {
+  if (!view.store.tokOpen) view.store.tokOpen = new Set(); // keys whose token view is open
+  return view.store.tokOpen;
+}
+
+// ----- the panel -----------------------------------------------------------------------------
+function openTokenPanel(view, part, key) {
+  const panel = {
+    key, part, n: 0, drawn: 0, t: [], s: [], top: [], asked: new Set(), active: -1, asking: false,
+    el: node("div", "lion-tokens"),
+    text: node("div", "lion-tokens-text"),
+    strip: node("canvas", "lion-tokens-strip"),
+    pop: node("div", "lion-tok-pop"),
+  };
+  panel.el.setAttribute("role", "group");
+  named(panel.el, "Token view");
+  panel.text.setAttribute("aria-label", "Tokens (arrow keys move between them; Down: the alternatives)");
+  panel.text.setAttribute("role", "group");
+  panel.strip.height = 32;
+  panel.strip.setAttribute("aria-hidden", "true");
+  panel.strip.title = "Surprise (−log p) per token: click to go to a token";
+  panel.pop.hidden = true;
+  panel.pop.id = `lion-tok-pop-${Math.random().toString(36).slice(2)}`;
+  panel.el.append(tokenHead(view, panel), panel.strip, panel.text, panel.pop);
+  tokenEvents(view, panel);
+  const card = part.el.firstElementChild || part.el;
+  card.appendChild(panel.el);
+  part.tokens = panel;
+  part.reopening = false;
+  tokenStore(view).add(key);
+  return panel;
+}
+
+function tokenHead(view, panel) {
+  const head = node("div", "lion-tokens-head");
+  head.append(node("span", "lion-tokens-title", "Tokens by probability"));
+  const legend = node("span", "lion-tokens-legend");
+  legend.setAttribute("aria-label", "Tint legend");
+  TOKEN_BINS.forEach(([, label], b) => {
+    const item = node("span", `lion-tok lion-tok-b${b} lion-tokens-key`, label);
+    legend.append(item);
+  });
+  const close = button("lion-act lion-tokens-close", "Close", "Close the token view", () => closeTokenPanel(view, panel));
+  named(close, "Close the token view");
+  head.append(legend, close);
+  return head;
+}
+
+function closeTokenPanel(view, panel) {
+  panel.el.remove();
+  if (panel.part.tokens === panel) panel.part.tokens = null;
+  tokenStore(view).delete(panel.key);
+  view.model.send({ action: "tokens", key: panel.key, open: false });
+  tokenMarks(view);
+}
+
+function appendTokens(panel, texts, surprises) {
+  // kept at once, drawn a frame's worth at a time: the first screenful now, the rest (a long
+  // reply opened at once) over the next frames, so the view opens without waiting for it all
+  for (let k = 0; k < texts.length; k++) {
+    panel.t.push(texts[k]);
+    panel.s.push(surprises[k] ?? 0);
+  }
+  panel.n = panel.t.length;
+  panel.asking = false;
+  if (panel.drawn === 0) drawTokens(panel);
+  drawSoon(panel);
+}
+
+const TOKENS_PER_FRAME = 800;
+
+function drawTokens(panel) {
+  const end = Math.min(panel.n, panel.drawn + TOKENS_PER_FRAME);
+  const frag = document.createDocumentFragment();
+  for (let i = panel.drawn; i < end; i++) {
+    const span = document.createElement("span");
+    span.className = `lion-tok lion-tok-b${tokenBin(panel.s[i])}`;
+    span.setAttribute("data-token-index", i);
+    if (i === 0) span.tabIndex = 0; // one tab stop; arrow keys move it (focusToken)
+    span.textContent = panel.t[i];
+    frag.appendChild(span);
+  }
+  panel.drawn = end;
+  panel.text.appendChild(frag);
+}
+
+// ----- the surprise strip --------------------------------------------------------------------
+function drawSoon(panel) {
+  if (panel.drawing) return;
+  panel.drawing = true;
+  requestAnimationFrame(() => {
+    panel.drawing = false;
+    drawTokens(panel);
+    drawStrip(panel);
+    if (panel.drawn < panel.n) drawSoon(panel);
+  });
+}
+
+function drawStrip(panel) {
+  const { strip, s, n } = panel;
+  const width = Math.max(50, panel.text.clientWidth || panel.el.clientWidth || 600);
+  if (strip.width !== width) strip.width = width;
+  const ctx = strip.getContext("2d");
+  if (!ctx) return;
+  const height = strip.height;
+  ctx.clearRect(0, 0, width, height);
+  if (!n) return;
+  const top = Math.max(300, ...s.slice(-4000)); // at least 3 nats full scale
+  const step = width / n;
+  ctx.fillStyle = getComputedStyle(strip).color; // the theme's ink for it (tokens.css)
+  for (let i = 0; i < n; i++) {
+    const h = Math.max(1, Math.round((Math.min(s[i], top) / top) * (height - 1)));
+    ctx.fillRect(i * step, height - h, Math.max(1, step), h);
+  }
+}
+
+// ----- hover, focus, keys --------------------------------------------------------------------
+function tokenEvents(view, panel) {
+  const index = (el) => {
+    const tok = el && el.closest ? el.closest(".lion-tok[data-token-index]") : null;
+    return tok && panel.text.contains(tok) ? Number(tok.getAttribute("data-token-index")) : -1;
+  };
+  panel.text.addEventListener("mouseover", (event) => {
+    const i = index(event.target);
+    if (i >= 0 && i !== panel.active) showAlternatives(view, panel, i);
+  });
+  panel.text.addEventListener("focusin", (event) => {
+    const i = index(event.target);
+    if (i >= 0) showAlternatives(view, panel, i);
+  });
+  panel.text.addEventListener("keydown", (event) => tokenKeys(view, panel, event, index(event.target)));
+  panel.pop.addEventListener("keydown", (event) => popupKeys(panel, event));
+  panel.strip.addEventListener("click", (event) => {
+    const rect = panel.strip.getBoundingClientRect();
+    const i = Math.floor(((event.clientX - rect.left) / rect.width) * panel.n);
+    if (i >= 0 && i < panel.n) focusToken(panel, i);
+  });
+  panel.el.addEventListener("keyup", (event) => event.stopPropagation());
+}
+
+function tokenKeys(view, panel, event, i) {
+  event.stopPropagation(); // JupyterLab's shortcuts never see them
+  if (i < 0) return;
+  const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: panel.n - 1 }[event.key];
+  if (to !== undefined) {
+    event.preventDefault();
+    focusToken(panel, Math.max(0, Math.min(panel.n - 1, to)));
+  } else if (event.key === "ArrowDown" || event.key === "Enter") {
+    const first = panel.pop.querySelector("button:not(:disabled)");
+    if (first) {
+      event.preventDefault();
+      first.focus();
+    }
+  } else if (event.key === "Escape") {
+    panel.pop.hidden = true;
+  }
+}
+
+function popupKeys(panel, event) {
+  event.stopPropagation();
+  const items = [...panel.pop.querySelectorAll("button:not(:disabled)")];
+  const at = items.indexOf(document.activeElement);
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    event.preventDefault();
+    const next = at + (event.key === "ArrowDown" ? 1 : -1);
+    if (next < 0) focusToken(panel, panel.active);
+    else if (items[next]) items[next].focus();
+  } else if (event.key === "Escape") {
+    event.preventDefault();
+    focusToken(panel, panel.active);
+  }
+}
+
+function focusToken(panel, i) {
+  const span = panel.text.querySelector(`[data-token-index="${i}"]`);
+  if (!span) return;
+  const old = panel.text.querySelector('.lion-tok[tabindex="0"]');
+  if (old && old !== span) old.tabIndex = -1;
+  span.tabIndex = 0;
+  span.focus();
+}
+
+// ----- the alternatives ------------------------------------------------------------------------
+function showAlternatives(view, panel, i) {
+  const span = panel.text.querySelector(`[data-token-index="${i}"]`);
+  if (!span) return;
+  const old = panel.text.querySelector(".lion-tok-active");
+  if (old && old !== span) {
+    old.classList.remove("lion-tok-active");
+    old.removeAttribute("aria-describedby");
+  }
+  span.classList.add("lion-tok-active");
+  span.setAttribute("aria-describedby", panel.pop.id);
+  panel.active = i;
+  const alts = panel.top[i];
+  if (alts === undefined) askAlternatives(view, panel, i);
+  fillPopup(view, panel, i, alts);
+  placePopup(panel, span);
+}
+
+function askAlternatives(view, panel, i) {
+  if (panel.asked.has(i)) return;
+  // the kernel answers with the chunk holding `i`; every index of it counts as asked
+  for (let k = i - 32; k < i + 32; k++) panel.asked.add(k);
+  panel.asked.add(i);
+  view.model.send({ action: "token_top", key: panel.key, at: i });
+}
+
+function fillPopup(view, panel, i, alts) {
+  const { pop } = panel;
+  pop.textContent = "";
+  const chosen = panel.t[i];
+  const head = node("div", "lion-tok-pop-head");
+  const own = alts && alts.find((a) => a[0] === chosen);
+  const p = own ? percentOf(own[1]) : percent(panel.s[i]);
+  head.append(node("span", "lion-tok-pop-token", shownToken(chosen)), node("span", "lion-tok-pop-p", ` ${p} · token ${i + 1} of ${panel.n}`));
+  pop.append(head);
+  if (alts === undefined) {
+    pop.append(node("div", "lion-tok-pop-note", "alternatives…"));
+  } else if (!alts.length) {
+    pop.append(node("div", "lion-tok-pop-note", "no alternatives were recorded for this token"));
+  } else {
+    const list = node("div", "lion-tok-alts");
+    list.setAttribute("role", "list");
+    for (const [text, p] of alts) list.append(alternativeRow(view, panel, i, text, p, text === chosen));
+    pop.append(list);
+  }
+  pop.hidden = false;
+}
+
+function alternativeRow(view, panel, i, text, p, isChosen) {
+  const row = button("lion-tok-alt", undefined, undefined, () => {
+    if (isChosen) return;
+    view.model.send({ action: "fork_token", key: panel.key, index: i, text });
+    popNote(panel, `forking at token ${i + 1} with “${shownToken(text)}”…`);
+  });
+  row.setAttribute("role", "listitem");
+  const bar = node("span", "lion-tok-bar");
+  const fill = node("span", "lion-tok-bar-fill");
+  fill.style.width = `${Math.max(1, p * 100).toFixed(1)}%`;
+  bar.append(fill);
+  row.append(node("span", "lion-tok-alt-text", shownToken(text)), bar, node("span", "lion-tok-alt-p", percentOf(p)));
+  const live = !panel.part.el.querySelector(".lion-msg[data-id]");
+  if (isChosen) {
+    row.classList.add("lion-tok-alt-chosen");
+    row.setAttribute("aria-current", "true");
+    named(row, `${shownToken(text)}, ${percentOf(p)}, the token the model chose`);
+  } else if (live) {
+    row.disabled = true;
+    row.title = "The reply is still streaming: fork once it is recorded";
+  } else {
+    named(row, `Fork here with ${shownToken(text)} (${percentOf(p)})`);
+    row.title = "Fork the conversation here: this token instead, and the model goes on from it";
+  }
+  return row;
+}
+
+function popNote(panel, said) {
+  const note = node("div", "lion-tok-pop-note", said);
+  note.setAttribute("role", "status");
+  panel.pop.append(note);
+}
+
+function placePopup(panel, span) {
+  // under the token, or above it when the view's scroller has no room below
+  const box = panel.el.getBoundingClientRect();
+  const at = span.getBoundingClientRect();
+  const width = Math.min(320, box.width);
+  panel.pop.style.width = `${width}px`;
+  panel.pop.style.left = `${Math.max(0, Math.min(at.left - box.left, box.width - width))}px`;
+  const scroller = panel.el.closest(".lion-scroll");
+  const room = scroller ? scroller.getBoundingClientRect() : { top: -Infinity, bottom: Infinity };
+  const height = panel.pop.offsetHeight;
+  const above = at.bottom + height > room.bottom && at.top - height >= room.top;
+  panel.pop.style.top = `${(above ? at.top - height - 1 : at.bottom + 1) - box.top}px`;
+}
+
+// ----- the controls: "Tokens" (and "Sample ×5") on the replies that have tokens -------------------
+function tokenMarks(view) {
+  if (!view.chat) return;
+  const marked = new Set(view.cstate.token_marks || []);
+  const open = tokenStore(view);
+  for (const [key, part] of view.parts) {
+    const panel = part.tokens;
+    if (panel && panel.key !== key) {
+      // the part was renamed (a streamed reply recorded under its id)
+      open.delete(panel.key);
+      panel.key = key;
+      open.add(key);
+    }
+    if (panel && !part.el.contains(panel.el)) part.tokens = null;
+    tokenControl(view, part, key, marked.has(key));
+    if (!part.tokens && open.has(key) && marked.has(key) && !part.reopening) {
+      part.reopening = true; // a part drawn anew whose view was open: its tokens again
+      view.model.send({ action: "tokens", key, open: true });
+    }
+  }
+}
+
+function tokenControl(view, part, key, wanted) {
+  const head = part.el.querySelector(".lion-head");
+  if (!head) return;
+  let control = head.querySelector(".lion-tokens-btn");
+  if (!wanted) {
+    for (const el of head.querySelectorAll(".lion-tokens-btn, .lion-sample-btn")) el.remove();
+    return;
+  }
+  if (!control) {
+    control = button("lion-act lion-tokens-btn", "Tokens", "Show this reply's tokens tinted by probability, with the alternatives", () => {
+      if (part.tokens) closeTokenPanel(view, part.tokens);
+      else view.model.send({ action: "tokens", key: control.closest(".lion-part").getAttribute("data-key"), open: true });
+    });
+    head.insertBefore(control, head.querySelector(".lion-copy-msg"));
+  }
+  control.setAttribute("aria-pressed", part.tokens ? "true" : "false");
+  if (part.el.querySelector(".lion-msg[data-id]") && !head.querySelector(".lion-sample-btn")) {
+    const sample = button("lion-act lion-sample-btn", "Sample ×5", "Answer this turn 5 times at once, as alternatives (‹ n/of ›)",
+      () => view.model.send({ action: "sample", key: sample.closest(".lion-part").getAttribute("data-key"), n: 5 }));
+    head.insertBefore(sample, head.querySelector(".lion-copy-msg"));
+  }
+}
