@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow.errors import WorkerLost
 from lion_nb.flow.ray_start import import_ray
+from lion_nb.flow.worker import FLUSH_S
 from lion_nb.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ class RayEngine:
         cursor = 0
         while True:
             try:
-                cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0)
+                cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0, FLUSH_S)
             except Exception:  # the relay restarts (max_restarts=-1); records still arrive
                 logger.warning("the Ray relay did not answer; retrying", exc_info=True)
                 await asyncio.sleep(0.5)
