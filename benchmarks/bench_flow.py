@@ -17,7 +17,7 @@ Every figure is printed with the 1-minute load average it was measured at.
   llama.cpp thread each, ``num_cpus=1`` per task; ``max_concurrent`` 1 vs 2): throughput
   ratio, median of ``--runs`` pairs; beside it the machine's own two-process ceiling measured in
   the same run: the same prompts answered by one plain process vs split over two plain processes
-  started together (``embedded_side.py``), no Ray.
+  started together (``embedded_side.py``), no Ray, at the niceness Ray gives its workers (15).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ from lion_nb.models.imodel import iModel, local_model_available  # noqa: E402
 from lion_nb.session.session import Session  # noqa: E402
 
 LATENCY_S = 0.05
+# Ray runs its workers at this nice value; the ceiling's plain processes run at the same
+RAY_WORKER_NICENESS = os.environ.get("RAY_worker_niceness", "15")
 
 
 async def fan_out(rows: int, engine: str) -> float:
@@ -165,7 +167,9 @@ def ceiling_once(prompts: int, tokens: int) -> float:
     def timed(*halves: tuple[int, int]) -> float:
         sides = [
             _side(
-                str(HERE / "embedded_side.py"), str(a), str(n), str(tokens), stdin=subprocess.PIPE
+                str(HERE / "embedded_side.py"),
+                *(str(a), str(n), str(tokens), RAY_WORKER_NICENESS),
+                stdin=subprocess.PIPE,
             )
             for a, n in halves
         ]
