@@ -158,20 +158,27 @@ def test_the_environment_is_restored_when_the_start_fails(monkeypatch) -> None:
     assert "PYTHONPATH" not in os.environ
 
 
-def test_ray_processes_import_jsonschema_without_building_the_iri_grammar() -> None:
-    """The stand-in on a Ray process's path: importing jsonschema no longer builds
-    rfc3987_syntax's parser (~2 s of CPU); the first IRI validated builds it, with the real
-    package's answers."""
+@pytest.mark.parametrize("where", ["a Ray process", "the notebook"])
+def test_importing_ray_does_not_build_the_iri_grammar_until_an_iri_is_checked(where) -> None:
+    """The stand-in on a Ray process's path, or loaded by ``import_ray`` in the notebook's
+    process: importing Ray (and jsonschema) no longer builds rfc3987_syntax's parser (~2 s of
+    CPU); the first IRI validated builds it, with the real package's answers."""
     pytest.importorskip("rfc3987_syntax")
+    imports = (
+        "import ray"
+        if where == "a Ray process"
+        else ("from lion_nb.flow.ray_start import import_ray\nimport_ray()")
+    )
     code = (
-        "import sys, jsonschema\n"
+        f"import sys\n{imports}\nimport jsonschema\n"
         "built = 'rfc3987_syntax.syntax_helpers' in sys.modules\n"
         "check = jsonschema.FormatChecker()\n"
         "v = jsonschema.Draft7Validator({'format': 'iri'}, format_checker=check)\n"
         "print(built, v.is_valid('https://example.org/caf\\u00e9'), v.is_valid('no iri'),"
         " 'rfc3987_syntax.syntax_helpers' in sys.modules)\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAST_IMPORTS), *sys.path])}
+    path = [str(FAST_IMPORTS)] if where == "a Ray process" else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, *sys.path])}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
