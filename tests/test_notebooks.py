@@ -111,6 +111,9 @@ LIVE_OR_REPLAYED = {
         "The answers come from the cassette data/01_quickstart.cassette.jsonl (mode 'replay').",
     ),
 }
+# Notebooks whose Ray cells join the test run's one local cluster rather than start their own
+# (the start itself is what that cluster's fixture does, through the same start_ray).
+SHARES_RAY = {"08_flows.ipynb"}
 # Output that means something went wrong even though every cell finished.
 BAD_STDERR = ("Traceback", "Task exception was never retrieved", "Exception ignored", "Error")
 
@@ -160,8 +163,11 @@ def test_the_recorded_agent_session_is_replayable():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_top_to_bottom(name, monkeypatch, tmp_path):
+def test_notebook_runs_top_to_bottom(name, monkeypatch, tmp_path, request):
     from nbclient import NotebookClient
+
+    if name in SHARES_RAY:  # its Ray cells join the run's shared cluster (tests/conftest.py)
+        monkeypatch.setenv("RAY_ADDRESS", request.getfixturevalue("ray_head"))
 
     # Use the recorded agent session even on a machine where `claude` is installed.
     monkeypatch.setenv("LION_NB_REPLAY", "1")
