@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-_HEADER_OPTIONS = frozenset({"anthropic_version", "anthropic_beta", "extra_body"})
+_NOT_BODY = frozenset({"anthropic_version", "anthropic_beta", "extra_body"})  # headers, merged
 _DRAIN_LIMIT = 64 * 1024
 
 
@@ -88,7 +88,7 @@ class AnthropicProvider(HTTPProvider):
             options["thinking"] = {"type": "enabled", "budget_tokens": thinking}
         body: dict[str, Any] = {"model": self.model, "max_tokens": DEFAULT_MAX_TOKENS}
         for key, value in options.items():
-            if key in COMMON_LOCAL_OPTIONS or key in _HEADER_OPTIONS:
+            if key in COMMON_LOCAL_OPTIONS or key in _NOT_BODY:
                 continue
             if key == "stop":
                 body["stop_sequences"] = [value] if isinstance(value, str) else list(value)

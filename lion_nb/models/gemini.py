@@ -41,6 +41,8 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest
 from lion_nb.models.gemini_format import (
@@ -112,6 +114,23 @@ class GeminiProvider(HTTPStreamProvider):
 
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
+
+    async def _status_error(self, response: httpx.Response) -> ProviderError:
+        error = await super()._status_error(response)
+        if response.status_code == 400 and "API_KEY_INVALID" in (error.body or ""):
+            # Gemini answers a wrong key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID):
+            # an authentication failure all the same, naming the key's variables.
+            auth = status_error(
+                401,
+                response.headers,
+                error.body or "",
+                provider=self.name,
+                key_env=self.key_env,
+                key_sent=self._api_key() is not None,
+            )
+            auth.status = 400
+            return auth
+        return error
 
     def new_state(self, on_delta: DeltaSink | None) -> StreamAccumulator:
         return _GeminiState(on_delta, self.name)

@@ -25,6 +25,7 @@ from lion_nb.errors import ConfigurationError
 __all__ = [
     "COMMON_LOCAL_OPTIONS",
     "GEMINI_OPTIONS",
+    "LOCAL_SAMPLING_OPTIONS",
     "MODEL_FACTS",
     "PROVIDERS",
     "RESPONSES_OPTIONS",
@@ -260,14 +261,8 @@ RESPONSES_OPTIONS = frozenset(
     }
 )
 
-# The embedded model's options (models/local.py refuses the same names).
-_LOCAL_OPTIONS = frozenset(
+LOCAL_SAMPLING_OPTIONS = frozenset(
     {
-        "model_path",
-        "n_ctx",
-        "n_threads",
-        "max_items",
-        "max_length",
         "temperature",
         "top_p",
         "top_k",
@@ -279,12 +274,19 @@ _LOCAL_OPTIONS = frozenset(
         "repeat_penalty",
         "presence_penalty",
         "frequency_penalty",
-        "logit_bias",
-        "grammar",
-        "logprobs",
-        *COMMON_LOCAL_OPTIONS,
     }
 )
+"""The embedded model's request options (``models/local.py`` passes them to llama.cpp)."""
+
+_LOCAL_OPTIONS = LOCAL_SAMPLING_OPTIONS | {
+    "model_path",
+    "n_ctx",
+    "n_threads",
+    "max_items",
+    "max_length",
+    "logprobs",
+    *COMMON_LOCAL_OPTIONS,
+}
 
 PROVIDERS: dict[str, ProviderSpec] = {
     "openai": ProviderSpec(

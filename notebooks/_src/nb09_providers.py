@@ -148,7 +148,9 @@ CELLS = [
     gemini = model("gemini", "gemini-2.5-flash")
     trip = watch(Branch(chat_model=gemini, tools=[fahrenheit]), "gemini")
     with answers("gemini"):
-        await trip.operate(instruction="It is 24 °C in Rome. How warm is that for an American?", actions=True)
+        await trip.operate(
+            instruction="It is 24 °C in Rome. How warm is that for an American?", actions=True
+        )
         answer = await trip.communicate("So, in one sentence?")
     print("thinking before the call:", trip.messages[1].metadata["thinking"])
     for message in trip.messages:

@@ -281,3 +281,36 @@ async def test_the_official_sdk_parses_the_loopback_stream(server) -> None:
     kinds = [b.type for b in message.content]
     assert kinds == ["thinking", "text", "tool_use"] and message.content[2].input == {"a": 1}
     assert message.stop_reason == "tool_use"
+
+
+def mul(a: int, b: int) -> int:
+    """Multiply two numbers."""
+    return a * b
+
+
+async def test_react_runs_tools_and_reads_structured_rounds(server) -> None:
+    server.script(
+        Message(
+            thinking="Both tools.",
+            tool_uses=[
+                {"id": "toolu_a", "name": "add", "input": {"a": 2, "b": 3}},
+                {"id": "toolu_m", "name": "mul", "input": {"a": 4, "b": 5}},
+            ],
+        ),
+        Message(json.dumps({"analysis": "5 and 20", "extension_needed": False})),
+        Message(json.dumps({"answer": "5 and 20."})),
+    )
+    branch = Branch(system="Use the tools.", chat_model=claude(server, thinking=THINK))
+    branch.register_tools([add, mul])
+    assert await branch.ReAct("2+3 and 4*5?", max_extensions=2) == "5 and 20."
+    outputs = [m.output for m in branch.messages if m.role == "action_response"]
+    assert outputs == [5, 20]
+    second = server.requests[1]["body"]
+    assert [t["name"] for t in second["tools"]][:2] == ["add", "mul"]
+    assistant = second["messages"][1]["content"]
+    assert [b["type"] for b in assistant] == ["thinking", "tool_use", "tool_use"]
+    results = second["messages"][2]["content"]
+    assert [(b["type"], b["tool_use_id"]) for b in results[:2]] == [
+        ("tool_result", "toolu_a"),
+        ("tool_result", "toolu_m"),
+    ]

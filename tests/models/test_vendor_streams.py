@@ -692,3 +692,29 @@ async def test_responses_summary_parts_are_paragraphs_and_a_refusal_is_the_reply
         assert await branch.communicate("hi") == "I can't."
         await model.aclose()
     assert branch.messages[-1].metadata["thinking"] == "First.\n\nThen."
+
+
+async def test_a_wrong_gemini_key_is_an_authentication_error_though_the_status_is_400() -> None:
+    invalid = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                }
+            ],
+        }
+    }
+    with start_gemini_server() as server:
+        server.script(ErrorReply(400, body=invalid))
+        model = GEMINI.imodel(server)
+        with pytest.raises(AuthenticationError) as caught:
+            await Branch(chat_model=model).communicate("hi")
+        await model.aclose()
+        assert len(server.requests) == 1  # not retried
+    assert caught.value.status == 400 and "API key not valid" in str(caught.value)
+    assert "$GEMINI_API_KEY" in str(caught.value) and KEY not in str(caught.value)
