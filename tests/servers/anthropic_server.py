@@ -57,6 +57,7 @@ class Message:
     delay: float = 0.0
     error_after: int | None = None
     error_type: str = "overloaded_error"
+    error_message: str = "Overloaded"
     drop_after: int | None = None
     model: str | None = None
 
@@ -260,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
             if n == reply.error_after:
                 error = {
                     "type": "error",
-                    "error": {"type": reply.error_type, "message": "Overloaded"},
+                    "error": {"type": reply.error_type, "message": reply.error_message},
                 }
                 self._chunk(_sse("error", error))
                 break
