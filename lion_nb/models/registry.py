@@ -24,6 +24,7 @@ from lion_nb.errors import ConfigurationError
 
 __all__ = [
     "COMMON_LOCAL_OPTIONS",
+    "LOCAL_SAMPLING_OPTIONS",
     "MODEL_FACTS",
     "PROVIDERS",
     "ApiSpec",
@@ -202,14 +203,8 @@ _ANTHROPIC_OPTIONS = frozenset(
     }
 )
 
-# The embedded model's options (models/local.py refuses the same names).
-_LOCAL_OPTIONS = frozenset(
+LOCAL_SAMPLING_OPTIONS = frozenset(
     {
-        "model_path",
-        "n_ctx",
-        "n_threads",
-        "max_items",
-        "max_length",
         "temperature",
         "top_p",
         "top_k",
@@ -221,21 +216,18 @@ _LOCAL_OPTIONS = frozenset(
         "repeat_penalty",
         "presence_penalty",
         "frequency_penalty",
-        *COMMON_LOCAL_OPTIONS,
-    }
-)
-LOCAL_SAMPLING_OPTIONS = (
-    _LOCAL_OPTIONS
-    - COMMON_LOCAL_OPTIONS
-    - {
-        "model_path",
-        "n_ctx",
-        "n_threads",
-        "max_items",
-        "max_length",
     }
 )
 """The embedded model's request options (``models/local.py`` passes them to llama.cpp)."""
+
+_LOCAL_OPTIONS = LOCAL_SAMPLING_OPTIONS | {
+    "model_path",
+    "n_ctx",
+    "n_threads",
+    "max_items",
+    "max_length",
+    *COMMON_LOCAL_OPTIONS,
+}
 
 PROVIDERS: dict[str, ProviderSpec] = {
     "openai": ProviderSpec(
