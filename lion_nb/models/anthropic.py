@@ -15,7 +15,8 @@ forgiven). The key comes from ``api_key=`` or ``$ANTHROPIC_API_KEY``, sent as ``
 also to a loopback ``base_url`` (a proxy of the API or a test server), unlike the
 OpenAI-compatible provider.
 
-Every call streams (``stream: true``). ``max_tokens`` defaults to 4096 (the API requires it).
+Every call streams (``stream: true``); a server that ignores it and answers with the whole
+message as one JSON body works too. ``max_tokens`` defaults to 4096 (the API requires it).
 Thinking (``thinking={"type": "enabled", "budget_tokens": N}`` or ``thinking=N``) streams as
 thinking deltas and comes back in ``ModelResponse.thinking``, its signed blocks in
 ``thinking_blocks`` (sent back in a tool loop). Errors: ``models/http_errors.py``; an
@@ -121,6 +122,8 @@ class AnthropicProvider(HTTPProvider):
         return await self.with_retries(lambda: self.post_stream(url, body, headers, timeout, read))
 
     async def _read(self, response: httpx.Response, acc: MessageAccumulator) -> ModelResponse:
+        if "application/json" in response.headers.get("content-type", ""):
+            return await self._read_json(response, acc)
         decoder, drained = SSEDecoder(), 0
         try:
             async for piece in response.aiter_bytes():
@@ -145,6 +148,22 @@ class AnthropicProvider(HTTPProvider):
                 self._handle(event, acc)
         if not acc.stopped:
             raise acc.fail(ConnectionLost("the stream ended before message_stop"))
+        return acc.response()
+
+    async def _read_json(self, response: httpx.Response, acc: MessageAccumulator) -> ModelResponse:
+        """A server that ignored ``stream`` and sent the whole message as one body."""
+        try:
+            raw = await response.aread()
+        except httpx.HTTPError as exc:
+            raise acc.fail(read_failure(exc)) from exc
+        text = raw.decode("utf-8", "replace")
+        try:
+            message = json.loads(text)
+        except ValueError:
+            raise acc.fail(MalformedResponse("the reply is not JSON", body=text[:2000])) from None
+        if not isinstance(message, dict) or message.get("type") == "error":
+            raise acc.fail(event_error(text, provider=self.name))
+        acc.add_message(message)
         return acc.response()
 
     def _handle(self, event: SSEEvent, acc: MessageAccumulator) -> None:

@@ -277,6 +277,33 @@ class MessageAccumulator:
             self.stopped = True
         # ping, content_block_stop and event types added later carry nothing to keep
 
+    def add_message(self, message: dict[str, Any]) -> None:
+        """A whole (non-streamed) message, as a server that ignores ``stream`` answers: its
+        blocks as if they had streamed in one delta each."""
+        self.add({"type": "message_start", "message": {**message, "content": []}})
+        for index, block in enumerate(message.get("content") or ()):
+            if not isinstance(block, dict):
+                raise self._malformed("a content block is not an object")
+            kind = block.get("type")
+            self.add({"type": "content_block_start", "index": index, "content_block": block})
+            piece: dict[str, Any] | None = None
+            if kind == "text":
+                piece = {"type": "text_delta", "text": block.get("text", "")}
+            elif kind == "thinking":
+                piece = {"type": "thinking_delta", "thinking": block.get("thinking", "")}
+            elif kind in ("tool_use", "server_tool_use"):
+                piece = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}
+            if piece is not None:
+                self.add({"type": "content_block_delta", "index": index, "delta": piece})
+        self.add(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message.get("stop_reason")},
+                "usage": message.get("usage") or {},
+            }
+        )
+        self.add({"type": "message_stop"})
+
     def _delta(self, event: dict[str, Any]) -> None:
         block = self._blocks.get(int(event.get("index", -1)))
         if block is None:

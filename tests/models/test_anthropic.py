@@ -314,3 +314,32 @@ async def test_react_runs_tools_and_reads_structured_rounds(server) -> None:
         ("tool_result", "toolu_a"),
         ("tool_result", "toolu_m"),
     ]
+
+
+async def test_a_server_that_ignores_stream_answers_with_one_message(server) -> None:
+    from tests.servers.anthropic_server import WholeMessage
+
+    server.script(
+        WholeMessage(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [
+                    {"type": "thinking", "thinking": "hm", "signature": "s1"},
+                    {"type": "text", "text": "Whole."},
+                    {"type": "tool_use", "id": "toolu_w", "name": "add", "input": {"a": 1}},
+                ],
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 3, "output_tokens": 4},
+            }
+        )
+    )
+    sink = Sink()
+    response = await claude(server).complete(ask(), sink)
+    assert (response.text, response.thinking, sink.joined("text")) == ("Whole.", "hm", "Whole.")
+    assert response.thinking_blocks == [{"type": "thinking", "thinking": "hm", "signature": "s1"}]
+    assert [(c.id, c.arguments) for c in response.tool_calls] == [("toolu_w", {"a": 1})]
+    assert response.finish_reason == "tool_calls" and response.usage.output_tokens == 4

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["AnthropicServer", "ErrorReply", "Message", "start_anthropic_server"]
+__all__ = ["AnthropicServer", "ErrorReply", "Message", "WholeMessage", "start_anthropic_server"]
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Message:
     delay: float = 0.0
     error_after: int | None = None
     error_type: str = "overloaded_error"
+    error_message: str = "Overloaded"
     drop_after: int | None = None
     model: str | None = None
 
@@ -69,6 +70,13 @@ class ErrorReply:
     type: str = "overloaded_error"
     message: str = "Overloaded"
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class WholeMessage:
+    """A non-streamed reply: the message as one JSON body (a server that ignores ``stream``)."""
+
+    message: dict[str, Any]
 
 
 def _split(text: str | list[str], size: int) -> list[str]:
@@ -229,26 +237,30 @@ class _Handler(BaseHTTPRequestHandler):
         reply = owner._next()
         if isinstance(reply, ErrorReply):
             return self._error(reply)
+        if isinstance(reply, WholeMessage):
+            return self._send_json(200, reply.message)
         try:
             self._stream(reply, str(body.get("model")))
         except OSError:
             self.close_connection = True
 
-    def _error(self, reply: ErrorReply) -> None:
-        data = json.dumps(
-            {
-                "type": "error",
-                "error": {"type": reply.type, "message": reply.message},
-                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
-            }
-        ).encode()
-        self.send_response(reply.status)
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in reply.headers.items():
+        for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _error(self, reply: ErrorReply) -> None:
+        body = {
+            "type": "error",
+            "error": {"type": reply.type, "message": reply.message},
+            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+        }
+        self._send_json(reply.status, body, reply.headers)
 
     def _stream(self, reply: Message, model: str) -> None:
         self.send_response(200)
@@ -260,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
             if n == reply.error_after:
                 error = {
                     "type": "error",
-                    "error": {"type": reply.error_type, "message": "Overloaded"},
+                    "error": {"type": reply.error_type, "message": reply.error_message},
                 }
                 self._chunk(_sse("error", error))
                 break
@@ -296,7 +308,7 @@ class AnthropicServer:
         self.key = key
         self.default = default or Message("Hello from the loopback Messages API.")
         self.requests: list[dict[str, Any]] = []
-        self._queue: deque[Message | ErrorReply] = deque()
+        self._queue: deque[Message | ErrorReply | WholeMessage] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
@@ -309,12 +321,12 @@ class AnthropicServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
-    def script(self, *replies: Message | ErrorReply) -> AnthropicServer:
+    def script(self, *replies: Message | ErrorReply | WholeMessage) -> AnthropicServer:
         with self._lock:
             self._queue.extend(replies)
         return self
 
-    def _next(self) -> Message | ErrorReply:
+    def _next(self) -> Message | ErrorReply | WholeMessage:
         with self._lock:
             return self._queue.popleft() if self._queue else self.default
 
