@@ -196,3 +196,10 @@ async def test_a_stopped_reply_keeps_the_tokens_that_spell_what_it_streamed() ->
     assert isinstance(reply, AssistantResponse) and reply.metadata["stopped"] is True
     assert reply.response == "Paris"
     assert reply.tokens is not None and [t.text for t in reply.tokens] == ["Par", "is"]
+
+
+async def test_a_cli_agent_asked_for_logprobs_per_call_says_so() -> None:
+    branch = Branch(chat_model=iModel(provider="claude_code", cli_path="/nonexistent/claude"))
+    with pytest.raises(ConfigurationError, match="cannot give log-probabilities"):
+        async for _ in branch.run("hi", logprobs=3):
+            pass
