@@ -96,7 +96,7 @@ EXPECTED = {
         "fork:     Tomorrow morning will see a warm and sunny day in the Mediterranean",
         "original untouched: True",
         "sample 5/5 · temperature 0.8:",
-        "3 of 5 agree on the first 7, then they diverge",
+        "3 of 5 agree on the first 7, then diverge",
     ],
 }
 # Notebook 01 answers live where the embedded model is installed, from its cassette elsewhere

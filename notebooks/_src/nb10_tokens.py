@@ -89,11 +89,13 @@ CELLS = [
     answer = await branch.communicate("Describe the weather today in one sentence.")
     reply = branch.messages[-1]
     print(answer)
-    print(f"{len(reply.tokens)} tokens; they spell the reply: {''.join(t.text for t in reply.tokens) == answer}")
+    spelled = "".join(t.text for t in reply.tokens) == answer
+    print(f"{len(reply.tokens)} tokens; they spell the reply: {spelled}")
     unsure = sorted(range(len(reply.tokens)), key=lambda i: reply.tokens[i].logprob)[:3]
     for i in sorted(unsure):
         token = reply.tokens[i]
-        print(f"  token {i} {token.text!r}: p = {math.exp(token.logprob):.1%}; rivals", [a for a, _ in token.top[1:4]])
+        rivals = [a for a, _ in token.top[1:4]]
+        print(f"  token {i} {token.text!r}: p = {math.exp(token.logprob):.1%}; rivals {rivals}")
     lion_nb.tokens(reply)
     """),
     md("""
@@ -149,13 +151,15 @@ CELLS = [
     i = min(range(len(original.tokens)), key=lambda k: original.tokens[k].logprob)
     taken = original.tokens[i]
     favourite = next(text for text, _ in taken.top if text != taken.text)
-    print(f"token {i}: the sampler took {taken.text!r} (p = {math.exp(taken.logprob):.1%}); the favourite was {favourite!r}")
+    p = math.exp(taken.logprob)
+    print(f"token {i}: the sampler took {taken.text!r} (p = {p:.1%}); the favourite was {favourite!r}")
 
     fork = await hot.fork_at_token(original.id, i, favourite)
     print("original:", original.text)
     print("fork:    ", fork.messages[-1].text)
     origin = fork.metadata["forked_from"]
-    print(f"forked at token {origin['token_index']} of message {origin['message_id'][:8]}; original untouched: {hot.messages[-1] is original}")
+    print(f"forked at token {origin['token_index']} of message {origin['message_id'][:8]}")
+    print(f"original untouched: {hot.messages[-1] is original}")
     """),
     md("""
     ## 5. Sampling ×5: where do replies agree?
@@ -176,7 +180,8 @@ CELLS = [
         print(f"{fork.name}: {fork.messages[-1].text}")
     first = samples.agreement[0]
     run = next((k for k, a in enumerate(samples.agreement) if a < first), len(samples.agreement))
-    print(f"all 5 share {samples.shared} tokens; {round(first * 5)} of 5 agree on the first {run}, then they diverge")
+    agree = round(first * 5)
+    print(f"all 5 share {samples.shared} tokens; {agree} of 5 agree on the first {run}, then diverge")
     print("agreement per position:", " ".join(f"{a:.1f}" for a in samples.agreement[:12]), "...")
     samples
     """),
