@@ -32,6 +32,7 @@ NOTEBOOKS = {
     "07_cassettes.ipynb": "_src.nb07_cassettes",
     "08_flows.ipynb": "_src.nb08_flows",
     "09_providers.ipynb": "_src.nb09_providers",
+    "10_tokens.ipynb": "_src.nb10_tokens",
 }
 
 METADATA = {
