@@ -33,7 +33,7 @@ branch.observe(_StreamDelta, handler=_first_text)
 SAMPLER = """
 (root) => {
   const solid = (t) => t.replace(/\\s+/g, '').length;
-  const s = {changes: [], last: -1, firstText: null, ended: null, done: false};
+  const s = {changes: [], last: -1, firstText: null, ended: null, endText: null, done: false};
   window.__lionSampler = s;
   function tick() {
     const live = root.querySelector('.lion-live .lion-body');
@@ -44,6 +44,8 @@ SAMPLER = """
       s.last = n;
     } else if (s.last >= 0 && s.ended === null) {
       s.ended = performance.now();
+      const bodies = root.querySelectorAll('.lion-assistant .lion-body');
+      s.endText = bodies.length ? bodies[bodies.length - 1].textContent : '';
     }
     if (!s.done) requestAnimationFrame(tick);
   }
@@ -53,12 +55,14 @@ SAMPLER = """
 
 
 class Bytes:
-    """Bytes of the websocket frames the page receives (every frame: the kernel's messages
-    with their envelopes, or marimo's); ``mark()`` starts a count, ``since()`` reads it."""
+    """The websocket frames the page receives (every frame: the kernel's messages with their
+    envelopes, or marimo's) and their bytes; ``mark()`` starts a count, ``since()`` reads the
+    bytes since, ``frames_since()`` the frames (at least one per update message)."""
 
     def __init__(self, page: Any) -> None:
         self.total = 0
-        self._mark = 0
+        self.frames = 0
+        self._mark = (0, 0)
         page.on("websocket", self._socket)
 
     def _socket(self, ws: Any) -> None:
@@ -66,12 +70,16 @@ class Bytes:
 
     def _frame(self, payload: Any) -> None:
         self.total += len(payload.encode() if isinstance(payload, str) else payload)
+        self.frames += 1
 
     def mark(self) -> None:
-        self._mark = self.total
+        self._mark = (self.total, self.frames)
 
     def since(self) -> int:
-        return self.total - self._mark
+        return self.total - self._mark[0]
+
+    def frames_since(self) -> int:
+        return self.frames - self._mark[1]
 
 
 def start_sampler(page: Any, root: Any) -> None:
@@ -84,16 +92,17 @@ def wait_for_reply_end(page: Any, timeout: float = 120_000) -> None:
     page.wait_for_function("window.__lionSampler.ended !== null", timeout=timeout)
 
 
-def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[str, float]:
+def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[str, Any]:
     """The figures of the reply sampled since ``start_sampler``: visible updates per second
     and the longest gap between them while it streamed, its first text on screen after the
-    kernel had it (``first_path``: the kernel's file), the bytes the page received."""
+    kernel had it (``first_path``: the kernel's file), the bytes and websocket frames the page
+    received, and ``end_text``: the reply's text the first frame after it ended."""
     page.evaluate("() => { window.__lionSampler.done = true; }")
     s = page.evaluate("() => window.__lionSampler")
     times = s["changes"]
     span = (times[-1] - times[0]) / 1000 if len(times) > 1 else 0.0
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    out: dict[str, float] = {
+    out: dict[str, Any] = {
         "updates": len(times),
         "seconds": round(span, 2),
         "updates_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
@@ -102,16 +111,18 @@ def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[st
     if first_path is not None and first_path.exists() and s["firstText"] is not None:
         first = json.loads(first_path.read_text())[-1]
         out["first_token_ms"] = round(s["firstText"] - first * 1000, 1)
+    out["end_text"] = s["endText"]
     if bytes_ is not None:
         out["bytes"] = bytes_.since()
+        out["frames"] = bytes_.frames_since()
     return out
 
 
-def record(name: str, row: dict[str, float]) -> None:
+def record(name: str, row: dict[str, Any]) -> None:
     """Add (or replace) the figures ``name`` in the file the benchmark reads."""
     ARTIFACTS.mkdir(exist_ok=True)
     rows = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
-    rows[name] = row
+    rows[name] = {k: v for k, v in row.items() if k != "end_text"}
     FIGURES.write_text(json.dumps(rows, indent=2))
 
 

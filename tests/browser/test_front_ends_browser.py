@@ -12,6 +12,7 @@ shared), the goals live in the benchmark.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from tests.browser.conftest import screenshot
 from tests.browser.measure import (
     FIRST_TEXT,
     Bytes,
+    contrast_failures,
     figures,
     record,
     start_sampler,
@@ -73,8 +75,11 @@ def last_reply(view: Any) -> str:
     return cards.last.inner_text() if cards.count() else ""
 
 
-def stream_one(page: Any, view: Any, text: str, last: str, first: Path, received: Bytes) -> dict:
-    """Send ``text`` with Enter; the reply's figures once it ended with ``last``."""
+def stream_one(
+    page: Any, view: Any, text: str, words: tuple[str, int], first: Path, received: Bytes
+) -> dict:
+    """Send ``text`` with Enter; the reply's figures once it ended. ``words``: the reply is
+    ``prefix0 prefix1 ...`` (``(prefix, n)``), with paragraph breaks."""
     send = view.locator("button.lion-send")
     page.wait_for_function("(b) => !b.disabled", arg=send.element_handle(), timeout=30_000)
     start_sampler(page, view)
@@ -85,8 +90,12 @@ def stream_one(page: Any, view: Any, text: str, last: str, first: Path, received
     view.locator(f".lion-user:has-text({text!r})").wait_for(timeout=30_000)
     wait_for_reply_end(page)
     stats = figures(page, first, received)
-    assert last in last_reply(view), "the reply never finished"
-    assert stats["updates"] >= 5, f"expected progressive updates, saw {stats}"
+    prefix, n = words
+    expected = "".join(f"{prefix}{i}" for i in range(n))
+    # the reply's text is whole and exact the first frame after it ended (the seal)
+    assert "".join(stats.pop("end_text").split()) == expected, "the reply ended incomplete"
+    # revealed frame by frame: more visible updates than the page received messages
+    assert stats["updates"] > stats["frames"] >= 5, f"expected progressive updates, saw {stats}"
     return stats
 
 
@@ -102,8 +111,8 @@ def exercise_chat(
     screenshot(page, f"front_{name}_rendered")
     prompt.click()
     rates = {
-        "50 tok/s": stream_one(page, view, "question one", f"token{N_SHORT - 1}", first, received),
-        "1000 tok/s": stream_one(page, view, "question fast", f"fast{N_FAST - 1}", first, received),
+        "50 tok/s": stream_one(page, view, "question one", ("token", N_SHORT), first, received),
+        "1000 tok/s": stream_one(page, view, "question fast", ("fast", N_FAST), first, received),
     }
     screenshot(page, f"front_{name}_streamed")
     # Escape stops a long reply
@@ -136,14 +145,9 @@ FRONT = {"notebook7": "Notebook 7", "voila": "Voila", "marimo": "marimo"}
 
 
 # ----- Notebook 7 -------------------------------------------------------------------------------
-def test_chat_view_in_notebook7(front_page, notebook7):
-    import nbformat
-
-    page = front_page
-    received = Bytes(page)
-    first = notebook7.root / "chat.first.json"
-    write_ipynb(notebook7.root / "chat.ipynb", [setup(first) + JUPYTER_VIEW])
-    page.goto(notebook7.url("notebooks/chat.ipynb"))
+def open_in_notebook7(page: Any, notebook7: Any, name: str) -> Any:
+    """Open ``name`` in Notebook 7 and run it; returns its first view."""
+    page.goto(notebook7.url(f"notebooks/{name}"))
     page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(
         timeout=90_000
@@ -176,6 +180,17 @@ def test_chat_view_in_notebook7(front_page, notebook7):
     finally:
         screenshot(page, "front_notebook7_ran")
         print("notebook7 dialogs:", dialogs)
+    return view
+
+
+def test_chat_view_in_notebook7(front_page, notebook7):
+    import nbformat
+
+    page = front_page
+    received = Bytes(page)
+    first = notebook7.root / "chat.first.json"
+    write_ipynb(notebook7.root / "chat.ipynb", [setup(first) + JUPYTER_VIEW])
+    view = open_in_notebook7(page, notebook7, "chat.ipynb")
     exercise_chat(page, view, "notebook7", first, received)
     # the saved form: focus leaves the view (its saved output is refreshed), then File > Save
     page.locator(".jp-Cell .jp-InputArea").first.click()
@@ -262,3 +277,106 @@ def test_chat_view_in_marimo(front_page, marimo_root, marimo, tmp_path):
     )
     exported = out.read_text()
     assert "HISTORY-ANSWER-MARK" in exported, exported[-500:]
+
+
+# ----- themes: the chat view's text at WCAG AA contrast in each front end's light and dark -----
+THEMED = """
+import lion_nb
+from lion_nb import Branch, iModel
+from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, Instruction
+REPLY = ("A reply with **bold**, a [link](https://example.org), `inline code` and\\n\\n"
+         "```python\\n# a comment\\nprint('hi', 42)\\n```\\n\\n- a list item\\n")
+words = [f"shade{i} " + ("\\n\\n" if i % 25 == 24 else "") for i in range(100)]
+branch = Branch(system="You are terse.", chat_model=iModel(provider="scripted", replies=[
+    {"chunks": words, "delay": 0.02}]))
+branch.add_message(Instruction(instruction="First question", guidance="be brief", context=["ctx"]))
+branch.add_message(AssistantResponse(response=REPLY, metadata={
+    "usage": {"input_tokens": 12, "output_tokens": 30}, "model": "scripted"}))
+branch.add_message(ActionRequest(function="lookup", arguments={"q": "tides"}, call_id="c1"))
+branch.add_message(ActionResponse(function="lookup", output="no such page", is_error=True))
+"""
+
+
+def check_contrast(page: Any, view: Any, name: str, received: Bytes) -> None:
+    """A reply streams (revealed frame by frame) and ends whole; then every text in the view
+    reads at WCAG AA, whatever the OS colour scheme (the front end's theme decides)."""
+    view.locator("textarea.lion-prompt").wait_for(timeout=120_000)
+    view.get_by_text("no such page").wait_for(timeout=30_000)
+    stats = stream_one(page, view, "Second question", ("shade", 100), Path("-"), received)
+    assert stats["updates"] >= 5, stats
+    failures: list[str] = []
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_timeout(300)
+        count, low = contrast_failures(page, view)
+        print(f"{name} / OS {scheme}: {count} texts, {len(low)} under AA")
+        assert count > 20, f"{scheme} OS: only {count} texts measured"
+        failures += [f"{scheme} OS: {f}" for f in low]
+        screenshot(page, f"{name}_os_{scheme}")
+    page.emulate_media(color_scheme="light")
+    assert not failures, "\n".join(dict.fromkeys(failures))
+
+
+def nb7_theme(notebook7: Any, theme: str) -> None:
+    """The JupyterLab theme Notebook 7 shows (Settings > Theme writes the same setting)."""
+    body = json.dumps({"raw": json.dumps({"theme": theme})}).encode()
+    request = urllib.request.Request(
+        notebook7.url("lab/api/settings/@jupyterlab/apputils-extension:themes"),
+        data=body,
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=10).close()
+
+
+@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
+def test_chat_view_contrast_in_notebook7(front_page, notebook7, theme):
+    name = f"themes_{theme.split()[-1].lower()}.ipynb"
+    write_ipynb(notebook7.root / name, [THEMED + JUPYTER_VIEW])
+    nb7_theme(notebook7, theme)
+    try:
+        received = Bytes(front_page)  # before the page opens its websockets
+        view = open_in_notebook7(front_page, notebook7, name)
+        light = front_page.evaluate("document.body.dataset.jpThemeLight")
+        assert light == str(theme.endswith("Light")).lower()
+        check_contrast(
+            front_page, view, f"contrast_notebook7_{theme.split()[-1].lower()}", received
+        )
+    finally:
+        nb7_theme(notebook7, "JupyterLab Light")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_chat_view_contrast_in_voila(front_page, voila_root, voila, theme):
+    write_ipynb(voila_root / f"themes_{theme}.ipynb", [THEMED + JUPYTER_VIEW])
+    received = Bytes(front_page)
+    front_page.goto(voila.url(f"voila/render/themes_{theme}.ipynb?theme={theme}"))
+    view = front_page.locator(".lion-view.lion-chat").first
+    view.wait_for(timeout=120_000)
+    light = front_page.evaluate("document.body.dataset.jpThemeLight")
+    assert light == str(theme == "light").lower()
+    check_contrast(front_page, view, f"contrast_voila_{theme}", received)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_chat_view_contrast_in_marimo(front_page, marimo_root, marimo, theme):
+    found = marimo_root.parent.glob("marimo-home*/xdg-config/marimo/marimo.toml")
+    (config,) = {p.resolve() for p in found}  # marimo-homeN and its marimo-homecurrent link
+    saved = config.read_text()
+    config.write_text(saved + f'\n[display]\ntheme = "{theme}"\n')  # read at each page load
+    try:
+        lines = THEMED.strip().splitlines()
+        text = MARIMO_NB.format(setup="\n".join(f"    {x}" if x else "" for x in lines))
+        (marimo_root / f"themes_{theme}.py").write_text(text)
+        received = Bytes(front_page)
+        front_page.goto(marimo.url(f"?file=themes_{theme}.py"))
+        view = front_page.locator(".lion-view.lion-chat").first
+        view.wait_for(timeout=120_000)
+        dark = front_page.evaluate(
+            "document.documentElement.classList.contains('dark')"
+            " || document.body.classList.contains('dark')"
+        )
+        assert dark == (theme == "dark")
+        check_contrast(front_page, view, f"contrast_marimo_{theme}", received)
+    finally:
+        config.write_text(saved)
