@@ -639,7 +639,7 @@ function makeReveal(view) {
       if (share >= 1) runs.delete(part);
     }
     const { scroller } = view.shell;
-    if (view.scroll.atBottom) scroller.scrollTop = scroller.scrollHeight; // follow the text
+    if (view.chat && view.scroll.atBottom) scroller.scrollTop = scroller.scrollHeight; // follow
     if (runs.size) frame = requestAnimationFrame(tick);
   };
   const stop = (part) => {
