@@ -278,7 +278,10 @@ class ReActRoundsView(Front):
     def _placed(op: Op, box: _Box, later: list[str]) -> Op:
         """``op`` puts a new piece in ``box``, before the first of ``later`` it shows."""
         shown = [n for n in later if n in box.pieces]
-        return {**op, "parent": box.key, "before": f"{box.key}.{shown[0]}" if shown else None}
+        placed = {**op, "parent": box.key}
+        if shown:  # else at the end
+            placed["before"] = f"{box.key}.{shown[0]}"
+        return placed
 
     def _drop_piece(self, box: _Box, name: str) -> list[Op]:
         pkey = f"{box.key}.{name}"
