@@ -409,6 +409,36 @@ function contextMarks(view) {
   gauge.title = ctx.text || "";
 }
 
+// ----- the flow view: its Stop button and each node row's open/close control ---------------
+function makeFlowStop(view) {
+  const bar = node("div", "lion-flow-top");
+  const stop = button("lion-flow-stop", "Stop", "Cancel the flow's run()", () => view.model.send({ action: "stop" }));
+  named(stop, "Stop the flow");
+  bar.append(stop);
+  return {
+    el: bar,
+    chrome(cstate) {
+      // busy: the flow runs; can_stop: a Stop may go (not once asked)
+      stop.disabled = !cstate.can_stop;
+      stop.textContent = cstate.busy && !cstate.can_stop ? "Stopping…" : "Stop";
+    },
+  };
+}
+
+function addFlowOpen(view, container) {
+  const rows = container.matches(".lion-flow-row[data-id]") ? [container] : container.querySelectorAll(".lion-flow-row[data-id]");
+  for (const row of rows) {
+    if (row.querySelector(".lion-flow-open")) continue;
+    const key = row.getAttribute("data-id");
+    const open = !row.classList.contains("lion-flow-selected");
+    const n = (row.querySelector(".lion-flow-n") || {}).textContent || "";
+    const ctl = button("lion-act lion-flow-open", open ? "open" : "close", open ? "Show this node's transcript" : "Close this node's transcript",
+      () => view.model.send({ action: "open", key }));
+    named(ctl, `${open ? "Open" : "Close"} the transcript of node ${n.replace(".", "")}`.trim());
+    row.insertBefore(ctl, row.firstChild);
+  }
+}
+
 // ----- nested parts: a part inside another part's element marked data-parts -----------------
 function cardOf(part) {
   // the part's own element: a nested part is its element, a part is in a wrapper
@@ -496,6 +526,7 @@ function makeTranscript(view) {
       addCopyControls(view, container);
       addTurnControls(view, container);
     }
+    if (view.flow) addFlowOpen(view, container);
     addCodeCopy(container);
     // a reply being streamed is a polite live region, announced a finished block at a time:
     // its growing tail is busy until the block is finished (never read token by token)
@@ -718,6 +749,7 @@ function chrome(view) {
   const { cstate, shell } = view;
   shell.error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
   shell.status.innerHTML = cstate.status_line;
+  if (view.flowStop) view.flowStop.chrome(cstate);
   if (!view.chat) return;
   view.promptBox.chrome(cstate);
   view.comparePanel.show(cstate.compare_html || "");
@@ -733,7 +765,7 @@ function makeView(model) {
     if (!OPS[name]) console.warn(`lion_nb: the kernel sends op ${name}, which this page does not handle`);
   }
   const view = {
-    model, kind, chat: kind === "chat", store: STORE.get(uid),
+    model, kind, chat: kind === "chat", flow: kind === "flow-view", store: STORE.get(uid),
     chromeNames: protocol.chrome || [],
     parts: new Map(), // key -> {el, html, fp}
     wantClip: new Map(), // key -> the copy button that asked
@@ -747,6 +779,7 @@ function makeView(model) {
   };
   view.transcript = makeTranscript(view);
   view.scroll = makeScroll(view);
+  if (view.flow) view.flowStop = makeFlowStop(view);
   if (view.chat) {
     view.promptBox = makePromptBox(view);
     view.comparePanel = makeComparePanel(model);
@@ -763,6 +796,7 @@ function assemble(view, el) {
     shell.scroller.classList.add("lion-scroll-bounded");
     root.append(title);
   }
+  if (view.flowStop) root.append(view.flowStop.el);
   root.append(shell.empty, shell.scroller, shell.jump, shell.error);
   if (view.chat) root.append(view.promptBox.el);
   root.append(shell.status, shell.gauge);

@@ -48,7 +48,7 @@ from lion_nb.render.parse_tree import (
 from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, Signal, StreamDelta
 from lion_nb.viewmodels.parse import Effect, ParseModel
 from lion_nb.viewmodels.parse_tree import TreeRow
-from lion_nb.widgets.channel import Op
+from lion_nb.widgets.channel import Op, in_order
 from lion_nb.widgets.front import Front
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class ParseView(Front):
                     op["before"] = later
             self._rows[key] = value
             ops.append(op)
-        self._rows = {key: self._rows[key] for key in keys}
+        self._rows = in_order(self._rows, keys)
         return ops
 
     def state_parts(self) -> list[list[str]]:

@@ -34,7 +34,7 @@ are held a moment to share a message, and the traffic of a streamed reply stays 
 
 **Actions, page -> kernel.** ``{"action": name, ...}``, with ``"key"`` (a part's key) for
 per-message actions; the widget handles ``name`` with its ``_action_<name>`` method (``Front``:
-resync, copy, leave; the chat view the rest). ``ACTIONS`` names them.
+resync, copy, leave; the flow view open and stop; the chat view the rest). ``ACTIONS`` names them.
 
 **What the page is given.** The synced trait ``protocol`` (``Front.protocol``) is ``PAGE``:
 the op names, the action names and the chrome trait names, so the module holds no second list.
@@ -267,6 +267,13 @@ class CompareCloseAction(TypedDict):
     action: Literal["compare_close"]
 
 
+class OpenAction(TypedDict):
+    """Show (or, shown, close) the detail of part ``key`` (a flow node's transcript)."""
+
+    action: Literal["open"]
+    key: str
+
+
 ACTIONS: dict[str, type] = {
     "resync": ResyncAction,
     "copy": CopyAction,
@@ -280,6 +287,7 @@ ACTIONS: dict[str, type] = {
     "switch": SwitchAction,
     "compare": CompareAction,
     "compare_close": CompareCloseAction,
+    "open": OpenAction,
 }
 
 

@@ -53,7 +53,7 @@ from lion_nb.signals import (
 )
 from lion_nb.viewmodels.rounds import LiveReply, Round, RoundsModel, RunGroup, shown
 from lion_nb.viewmodels.stream import GrowingText
-from lion_nb.widgets.channel import Channel, Op
+from lion_nb.widgets.channel import Channel, Op, in_order
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveMessage
 
@@ -271,7 +271,7 @@ class ReActRoundsView(Front):
             op = {"op": "put", "key": pkey, "html": value}
             ops.append(self._placed(op, box, names[at + 1 :]) if name not in box.pieces else op)
             box.pieces[name] = value
-        box.pieces = {name: box.pieces[name] for name in names if name in box.pieces}
+        box.pieces = in_order(box.pieces, names)
         return ops
 
     @staticmethod
