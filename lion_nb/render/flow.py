@@ -44,6 +44,7 @@ __all__ = [
     "row_cells_html",
     "row_html",
     "row_part_html",
+    "strip_box_html",
     "strip_html",
 ]
 
@@ -125,6 +126,12 @@ def row_part_html(row: NodeRow, *, selected: bool = False) -> str:
         f'<div class="{cls}" data-id="{escape(row.id)}">'
         f'<div class="lion-flow-cells">{row_cells_html(row)}</div></div>'
     )
+
+
+def strip_box_html() -> str:
+    """The box of the time strip in a live view (``data-parts``: the strip, redrawn as time
+    passes, is a nested part; the box stays)."""
+    return '<div class="lion-flow-strip-box" data-parts></div>'
 
 
 def detail_frame_html() -> str:

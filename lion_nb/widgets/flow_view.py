@@ -33,6 +33,7 @@ from lion_nb.render.flow import (
     flow_html,
     flow_text,
     row_part_html,
+    strip_box_html,
     strip_html,
 )
 from lion_nb.render.html import assistant_parts, transcript_cards
@@ -57,6 +58,7 @@ class FlowView(Front):
         self.tick = tick
         self._stopping = False  # Stop was asked; the run has not settled yet
         self._shown: dict[str, str] = {}  # top-level parts: key -> HTML, in order
+        self._strip = ""  # the time strip (part "ss" in the strip's box)
         self._detail_of: uuid.UUID | None = None  # the node whose transcript is shown
         self._pieces: dict[str, str | None] = {}  # the transcript's cards (None: streaming)
         self._lives: dict[str, LiveMessage] = {}
@@ -116,7 +118,7 @@ class FlowView(Front):
         pieces = {"head": flow_header_html(snapshot)}
         for row in snapshot.rows:
             pieces[f"n{row.index}"] = row_part_html(row, selected=row.id == snapshot.selected)
-        pieces["strip"] = strip_html(snapshot)
+        pieces["strip"] = strip_box_html()
         selected = snapshot.selected
         pieces["detail"] = detail_frame_html() if selected is not None else ""
         ops: list[Op] = []
@@ -131,6 +133,10 @@ class FlowView(Front):
                 op["before"] = later
             ops.append(op)
         self._shown = pieces
+        strip = strip_html(snapshot)
+        if strip != self._strip:
+            self._strip = strip
+            ops.append({"op": "put", "key": "ss", "html": strip, "parent": "strip"})
         ops += self._detail_ops(snapshot)
         self._schedule_tick()
         return ops
@@ -250,6 +256,7 @@ class FlowView(Front):
     # ----- reading -----------------------------------------------------------------------
     def state_parts(self) -> list[list[str]]:
         parts = [[key, value] for key, value in self._shown.items()]
+        parts.append(["ss", self._strip, "strip"])
         for name, value in self._pieces.items():
             live = self._lives.get(name)
             html_ = live.html() if live is not None and value is None else value

@@ -101,7 +101,7 @@ def test_stop_in_jupyterlab_reads_stopped_and_cancelled_and_the_strip_shows_the_
     )
     assert stop.is_enabled()
     # Lab skips drawing what is off screen (content-visibility): measure the strip in view
-    view.locator(".lion-flow-strip").scroll_into_view_if_needed()
+    view.locator(".lion-flow-strip-box").scroll_into_view_if_needed()
     first = _bars(view)
     for _ in range(100):  # laid out once in view (a busy machine draws it late)
         if all(b["width"] > 0 for b in first):
@@ -165,13 +165,13 @@ def test_stop_in_jupyterlab_reads_stopped_and_cancelled_and_the_strip_shows_the_
     assert all(i.endswith("kernel") for i in infos[:3]) and infos[3:] == ["", ""]
     assert lanes.nth(3).locator(".lion-flow-nobar").inner_text() == "cancelled"
     assert _fields_wrapped(page) == []
-    view.locator(".lion-flow-strip").scroll_into_view_if_needed()
+    view.locator(".lion-flow-strip-box").scroll_into_view_if_needed()
     screenshot(page, "flow_stopped")
 
     # narrow: rows wrap between fields, never inside one ("552 ms" stays whole)
     page.set_viewport_size({"width": 560, "height": 900})
     page.wait_for_timeout(300)
-    view.locator(".lion-flow-strip").scroll_into_view_if_needed()
+    view.locator(".lion-flow-strip-box").scroll_into_view_if_needed()
     assert _fields_wrapped(page) == []
     heights = view.locator(".lion-flow-cells").evaluate_all(
         "cells => cells.map(c => c.getBoundingClientRect().height)"

@@ -19,7 +19,8 @@ from lion_nb.signals import StreamDelta
 
 
 def part(view: FlowView, key: str) -> str:
-    return dict(p for p in view.state_parts() if len(p) == 2)[key]
+    parts = {p[0]: p[1] for p in view.state_parts()}
+    return parts["ss" if key == "strip" else key]
 
 
 def rows(view: FlowView) -> list[str]:
