@@ -21,10 +21,11 @@ every piece of HTML comes from ``lion_nb.render.flow`` and ``render.html``.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.flow.view_model import FlowSnapshot, FlowViewModel
+from lion_nb.flow.view_model import FlowSnapshot, FlowViewModel, NodeRow
 from lion_nb.render.flow import (
     detail_frame_html,
     detail_title_html,
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
 __all__ = ["FlowView"]
 
 
+def _settled_part(row: NodeRow) -> tuple[Any, ...]:
+    """What a row says but for the times that tick while it runs."""
+    return (row.id, row.status, row.error, row.branch, row.input_tokens, row.output_tokens)
+
+
 class FlowView(Front):
     def __init__(self, flow: Flow, *, refresh_interval: float = 0.1, tick: float = 0.5) -> None:
         super().__init__(kind="flow-view")
@@ -59,6 +65,8 @@ class FlowView(Front):
         self._stopping = False  # Stop was asked; the run has not settled yet
         self._shown: dict[str, str] = {}  # top-level parts: key -> HTML, in order
         self._strip = ""  # the time strip (part "ss" in the strip's box)
+        self._board: tuple[Any, ...] = ()  # what the rows said when last sent, but times
+        self._board_at = 0.0
         self._detail_of: uuid.UUID | None = None  # the node whose transcript is shown
         self._pieces: dict[str, str | None] = {}  # the transcript's cards (None: streaming)
         self._lives: dict[str, LiveMessage] = {}
@@ -115,6 +123,18 @@ class FlowView(Front):
         if not snapshot.stoppable:
             self._stopping = False
         self.set_chrome(busy=snapshot.stoppable, can_stop=snapshot.stoppable and not self._stopping)
+        ops = self._board_ops(snapshot) + self._detail_ops(snapshot)
+        self._schedule_tick()
+        return ops
+
+    def _board_ops(self, snapshot: FlowSnapshot) -> list[Op]:
+        """The heading, rows and strip that changed. Run times tick every ``tick`` seconds, not
+        with every update of a reply being written (those only stream the transcript)."""
+        now = time.monotonic()
+        state = (snapshot.selected, *(_settled_part(row) for row in snapshot.rows))
+        if state == self._board and now - self._board_at < self.tick:
+            return []
+        self._board, self._board_at = state, now
         pieces = {"head": flow_header_html(snapshot)}
         for row in snapshot.rows:
             pieces[f"n{row.index}"] = row_part_html(row, selected=row.id == snapshot.selected)
@@ -137,8 +157,6 @@ class FlowView(Front):
         if strip != self._strip:
             self._strip = strip
             ops.append({"op": "put", "key": "ss", "html": strip, "parent": "strip"})
-        ops += self._detail_ops(snapshot)
-        self._schedule_tick()
         return ops
 
     # ----- the selected node's transcript ----------------------------------------------------

@@ -66,8 +66,8 @@ class LiveConfig:
 
 class WidgetKit:
     """Creates the stock ipywidgets a view is made of, sharing one Layout and one style so a
-    new widget costs only its own small state on the comm (the views that stay on stock
-    widgets: inspector, compare, flow)."""
+    new widget costs only its own small state on the comm (the view that stays on stock
+    widgets: the inspector; ARCHITECTURE.md says why)."""
 
     def __init__(self) -> None:
         import ipywidgets
