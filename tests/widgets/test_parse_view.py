@@ -8,6 +8,7 @@ import re
 import pytest
 from helpers.orders import ORDER, Order, rows_by_path
 from pydantic import BaseModel, ValidationError
+from widgets.page_model import Page
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import ParseError
@@ -285,4 +286,21 @@ async def test_a_long_reply_streams_in_bytes_linear_in_the_tree() -> None:
     assert len(sizes) >= 10, "it did not stream in many updates"
     assert sum(sizes) <= 2.5 * final, (sum(sizes), final)
     assert "item-199" in tree(view)
+    view.close()
+
+
+async def test_a_page_following_the_ops_shows_what_the_state_holds() -> None:
+    chunks = [json.dumps(ORDER)[i : i + 5] for i in range(0, len(json.dumps(ORDER)), 5)]
+    replies = [{"chunks": chunks, "delay": 0.002}]
+    branch = Branch(chat_model=iModel(provider="scripted", replies=replies))
+    view = ParseView(Order, branch=branch, refresh_interval=1 / 30)
+    page = Page(view.state_parts(), view.channel.seq)
+    send = view.channel._send
+    view.channel._send = lambda msg: (page.receive(msg), send(msg))
+    await branch.communicate("order", response_format=Order)
+    view.channel.flush()
+    view.sync_state()
+    assert page.resyncs == 0 and page.updates >= 2
+    assert page.html() == Page(view.state_parts()).html()
+    assert "ring twice" in page.html() and "not received yet" not in page.html()
     view.close()
