@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from lion_nb.usage import format_cost
+
 __all__ = [
     "format_usage",
     "message_markdown",
@@ -72,7 +74,7 @@ def format_usage(usage: dict[str, Any] | None) -> str:
         parts.append(f"{tokens_out:,} out")
     cost = usage.get("total_cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        parts.append(f"${cost:.4f}")
+        parts.append(format_cost(cost))
     return " · ".join(parts)
 
 
