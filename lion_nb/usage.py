@@ -57,6 +57,10 @@ class RunUsage:
         self.cache_write_tokens: int | None = None
         self.reasoning_tokens: int | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """The fields some call reported (as ``Usage.as_dict``)."""
+        return {k: v for k in FIELDS if (v := getattr(self, k)) is not None}
+
     def add(self, usage: Usage | None) -> None:
         if usage is None:
             return

@@ -70,6 +70,7 @@ async def test_an_anthropic_flow_runs_on_ray_with_the_workers_key_and_is_priced(
         assert node.usage.total_cost_usd == pytest.approx(one)
         assert node.metadata["ray"]["attempts"][0]["pid"] is not None
     assert sorted(e.total_cost_usd for e in ends) == [pytest.approx(one)] * 2
+    assert [(e.usage["input_tokens"], e.usage["output_tokens"]) for e in ends] == [(900, 30)] * 2
     assert intro.branch.messages[-1].metadata["usage"]["total_cost_usd"] == pytest.approx(one)
     snapshot = FlowViewModel(flow).snapshot()
     assert [r.cost_usd for r in snapshot.rows] == [pytest.approx(one)] * 2
