@@ -27,6 +27,7 @@ __all__ = [
     "safe_markdown_source",
     "transcript_markdown",
     "transcript_plain",
+    "unpriced_note",
 ]
 
 ROLE_LABELS = {
@@ -76,6 +77,12 @@ def format_usage(usage: dict[str, Any] | None) -> str:
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         parts.append(format_cost(cost))
     return " · ".join(parts)
+
+
+def unpriced_note(count: int, what: str) -> str:
+    """What a summed cost leaves out: ``" + 1 unpriced node"`` (the sum of the priced ones is
+    not the total, and no price is made up for the others); "" for none."""
+    return f" + {count} unpriced {what}{'s' if count != 1 else ''}" if count else ""
 
 
 def to_json(value: Any) -> str:

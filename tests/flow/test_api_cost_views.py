@@ -136,3 +136,35 @@ def test_a_cheap_call_keeps_its_digits_instead_of_reading_as_zero() -> None:
         input_tokens=3, output_tokens=2, total_cost_usd=cheap,
     )  # fmt: skip
     assert status_of(end) == ("done", "communicate done in 0.9 s · 3 in / 2 out tokens · $0.000013")
+
+
+async def test_a_sum_that_leaves_unpriced_calls_out_says_so(server) -> None:
+    branch = Branch(chat_model=claude(server, PRICED))
+    server.script(reply("one", PRICED), reply("two", UNPRICED))
+    await branch.communicate("first")
+    branch.chat_model = claude(server, UNPRICED)
+    await branch.communicate("second")
+    view = inspect(branch)
+    try:
+        head = view.static_html()
+    finally:
+        view.close()
+    assert "2,400 in · 80 out · $0.0042 + 1 unpriced reply" in head
+
+    server.script(reply("outline", PRICED), reply("intro", UNPRICED))
+    flow = Flow(name="mixed")
+    first = flow.add(
+        "communicate", instruction="a", branch=Branch(chat_model=claude(server, PRICED))
+    )
+    flow.add(
+        "communicate", instruction="b", depends_on=[first], chat_model=claude(server, UNPRICED)
+    )
+    view = FlowView(flow, refresh_interval=0)
+    try:
+        await flow.run()
+        view._refresh.flush()
+        header = view._header.value
+    finally:
+        view.close()
+    assert [n.status.value for n in flow.nodes] == ["completed"] * 2
+    assert "2,400 in · 80 out · $0.0042 + 1 unpriced node" in header
