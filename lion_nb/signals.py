@@ -42,7 +42,9 @@ class RunStart(Signal):
 class RunEnd(Signal):
     """A run ended normally (including a consumer that stopped reading a stream).
 
-    Usage counts only the model calls made during this run."""
+    Usage counts only the model calls made during this run. ``usage``: all of it that some
+    call reported (``usage.Usage`` fields: the tokens above plus ``cache_read_tokens``,
+    ``cache_write_tokens``, ``reasoning_tokens``, and ``total_cost_usd``); {} when none did."""
 
     run_id: uuid.UUID
     operation: str
@@ -52,6 +54,7 @@ class RunEnd(Signal):
     output_tokens: int | None = None
     total_cost_usd: float | None = None
     stopped: bool = False
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True, kw_only=True)

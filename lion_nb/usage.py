@@ -57,6 +57,10 @@ class RunUsage:
         self.cache_write_tokens: int | None = None
         self.reasoning_tokens: int | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """The fields some call reported (as ``Usage.as_dict``)."""
+        return {k: v for k in FIELDS if (v := getattr(self, k)) is not None}
+
     def add(self, usage: Usage | None) -> None:
         if usage is None:
             return
@@ -65,6 +69,16 @@ class RunUsage:
             if value is not None:
                 current = getattr(self, name)
                 setattr(self, name, value if current is None else current + value)
+
+
+def format_cost(cost: float) -> str:
+    """``"$0.0123"``; a call cheaper than a hundredth of a cent keeps its own digits
+    (``"$0.000013"``) rather than reading as ``"$0.0000"``, which would be a made-up zero."""
+    if 0 < cost < 0.0000005:
+        return "<$0.000001"
+    if 0 < cost < 0.0001:
+        return f"${cost:.6f}"
+    return f"${cost:.4f}"
 
 
 current_run_usage: ContextVar[RunUsage | None] = ContextVar("lion_nb_run_usage", default=None)

@@ -57,6 +57,7 @@ class FlowSnapshot:
     selected: uuid.UUID | None
     span_ms: float = 0.0  # from the first start to the last end (or now, while running)
     stoppable: bool = False  # a run is in progress with nodes still to settle: Stop applies
+    unpriced: int = 0  # nodes with tokens but no known price, when others have one
 
 
 def error_text(error: BaseException | None) -> str | None:
@@ -212,6 +213,11 @@ class FlowViewModel:
         for r in rows:
             counts[r.status] += 1
         costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+        unpriced = sum(
+            1
+            for r in rows
+            if r.cost_usd is None and (r.input_tokens is not None or r.output_tokens is not None)
+        )
         ends = [(r.start_ms or 0.0) + (r.run_ms or 0.0) for r in rows if r.start_ms is not None]
         return FlowSnapshot(
             title=self.flow.name or "Flow",
@@ -223,6 +229,7 @@ class FlowViewModel:
             selected=self.selected,
             span_ms=max(ends, default=0.0),
             stoppable=self.stoppable,
+            unpriced=unpriced if costs else 0,  # the sum leaves them out: say so
         )
 
     @property

@@ -25,6 +25,7 @@ __all__ = [
     "ChatAccumulator",
     "format_tool",
     "format_tool_choice",
+    "logprob_tokens",
     "response_format",
     "usage_from",
 ]
@@ -165,14 +166,9 @@ class ChatAccumulator:
             return
         if not isinstance(content, list):
             raise self._malformed("logprobs.content is not a list", json.dumps(content)[:2000])
-        decoder, new = self._token_decoder, []
-        assert decoder is not None and self.tokens is not None
+        assert self._token_decoder is not None and self.tokens is not None
         try:
-            for entry in content:
-                top = [
-                    (_token_bytes(a), float(a["logprob"])) for a in entry.get("top_logprobs") or ()
-                ]
-                new += decoder.feed(_token_bytes(entry), float(entry["logprob"]), top)
+            new = logprob_tokens(self._token_decoder, content)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._malformed(f"a logprobs entry is malformed ({exc!r})") from None
         self._emit_tokens(new)
@@ -249,6 +245,18 @@ class ChatAccumulator:
             f"the server's log-probability tokens spell {spelled[:80]!r}, not its reply "
             f"{self.text[:80]!r}"
         )
+
+
+def logprob_tokens(decoder: TokenDecoder, content: list[Any]) -> list[TokenChoice]:
+    """The tokens ``content`` completes: OpenAI's logprobs entries (chat completions'
+    ``logprobs.content``, the Responses API's ``logprobs`` of a text delta), ``[{"token",
+    "logprob", "bytes"?, "top_logprobs": [{"token", "logprob", "bytes"?}, ...]}, ...]``.
+    A malformed entry raises KeyError, TypeError, ValueError or AttributeError."""
+    new: list[TokenChoice] = []
+    for entry in content:
+        top = [(_token_bytes(a), float(a["logprob"])) for a in entry.get("top_logprobs") or ()]
+        new += decoder.feed(_token_bytes(entry), float(entry["logprob"]), top)
+    return new
 
 
 def _token_bytes(entry: dict[str, Any]) -> bytes:

@@ -212,6 +212,11 @@ class HTTPStreamProvider(HTTPProvider):
     def new_state(self, on_delta: DeltaSink | None) -> StreamAccumulator:
         raise NotImplementedError
 
+    def state_for(self, body: dict[str, Any], on_delta: DeltaSink | None) -> StreamAccumulator:
+        """The state that reads the reply to ``body`` (``new_state``, unless what the body
+        asked for changes how the reply is read)."""
+        return self.new_state(on_delta)
+
     def check_options(self, options: dict[str, Any]) -> None:
         """Refuse, by name, an option this API does not take (instead of sending it)."""
         unknown = sorted(k for k in options if k not in self.options | TRANSPORT_OPTIONS)
@@ -248,7 +253,7 @@ class HTTPStreamProvider(HTTPProvider):
         url, headers = self.url(request), self._request_headers()
 
         async def read(response: httpx.Response) -> ModelResponse:
-            return await self._read(response, self.new_state(on_delta))
+            return await self._read(response, self.state_for(body, on_delta))
 
         return await self.with_retries(lambda: self.post_stream(url, body, headers, timeout, read))
 

@@ -176,6 +176,8 @@ class iModel:
         asked = check_logprobs(logprobs)
         if self.spec.logprobs and self.api in (None, self.spec.default_api):
             return
+        if prefix is None and self.spec.api(self.api).logprobs:  # logprobs, no prefix
+            return
         if getattr(self.provider_or_none, "supports_logprobs", False):
             return
         wanted = "log-probabilities (logprobs=K)" if asked is not None else "a prefix to continue"

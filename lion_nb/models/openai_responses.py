@@ -27,22 +27,29 @@ Translated both ways:
   (``"stop"``, or ``"tool_calls"`` when it called tools), ``response.incomplete`` with
   ``max_output_tokens`` gives ``"length"``; ``response.failed`` and ``error`` events raise the
   classified error with what arrived so far. Usage from the final response: input and output
-  tokens (reasoning tokens are part of the output).
+  tokens (reasoning tokens are part of the output);
+* ``logprobs=K``: ``top_logprobs=K`` and ``include`` ``message.output_text.logprobs``; each
+  text delta's ``logprobs`` become the reply's ``tokens`` (``"tokens"`` deltas as they come),
+  as chat completions' do (``chat_format.logprob_tokens``). The API cannot continue a prefix.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import ConfigurationError, ProviderError
-from lion_nb.models.base import DeltaSink, ModelRequest
-from lion_nb.models.chat_format import format_tool
+from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
+from lion_nb.models.chat_format import format_tool, logprob_tokens
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, RESPONSES_OPTIONS
 from lion_nb.models.sse import SSEEvent
+from lion_nb.tokens import TokenDecoder, check_logprobs, encode_tokens_delta
 from lion_nb.usage import Usage
+
+if TYPE_CHECKING:
+    from lion_nb.messages import TokenChoice
 
 __all__ = ["DEFAULT_BASE_URL", "OPTIONS", "OpenAIResponsesProvider"]
 
@@ -50,7 +57,10 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 OPTIONS = RESPONSES_OPTIONS
 """The request options ``OpenAIResponsesProvider`` takes (its registry entry's list)."""
-_RENAMED = frozenset({"max_tokens", "reasoning_effort", "reasoning_summary", "verbosity"})
+_RENAMED = frozenset(
+    {"max_tokens", "reasoning_effort", "reasoning_summary", "verbosity", "logprobs"}
+)
+_LOGPROBS = "message.output_text.logprobs"  # what ``include`` names to get them
 _PASSED = OPTIONS - COMMON_LOCAL_OPTIONS - _RENAMED
 
 _REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "codex")
@@ -77,6 +87,9 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
     def new_state(self, on_delta: DeltaSink | None) -> StreamAccumulator:
         return _ResponsesState(on_delta, self.name)
 
+    def state_for(self, body: dict[str, Any], on_delta: DeltaSink | None) -> StreamAccumulator:
+        return _ResponsesState(on_delta, self.name, logprobs=_LOGPROBS in body.get("include", ()))
+
     def build_body(self, request: ModelRequest) -> tuple[dict[str, Any], float | None]:
         options, timeout = self.merged_options(request)
         instructions, items = _input(request.messages)
@@ -96,6 +109,10 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
             reasoning.setdefault("summary", "auto")
         if reasoning:
             body["reasoning"] = reasoning
+        logprobs = check_logprobs(options.get("logprobs"))
+        if logprobs is not None:  # the reply's tokens, with K alternatives each
+            body["top_logprobs"] = logprobs
+            body["include"] = [*(i for i in body.get("include") or () if i != _LOGPROBS), _LOGPROBS]
         text = dict(body.get("text") or {})
         if "verbosity" in options:
             text["verbosity"] = options["verbosity"]
@@ -201,7 +218,53 @@ def _input(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
 
 
 class _ResponsesState(StreamAccumulator):
-    """The Responses API's typed events -> the reply; ends at a terminal event."""
+    """The Responses API's typed events -> the reply; ends at a terminal event. ``logprobs``:
+    the request included the output text's logprobs, which become the reply's ``tokens``."""
+
+    def __init__(self, on_delta: DeltaSink | None, provider: str, *, logprobs: bool = False):
+        super().__init__(on_delta, provider)
+        self._decoder: TokenDecoder | None = TokenDecoder() if logprobs else None
+        self.tokens: list[TokenChoice] = []
+        self.refused = False
+
+    def _add_logprobs(self, content: Any) -> None:
+        if self._decoder is None or not content:
+            return
+        if not isinstance(content, list):
+            raise self.malformed("logprobs is not a list", json.dumps(content)[:2000])
+        try:
+            new = logprob_tokens(self._decoder, content)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self.malformed(f"a logprobs entry is malformed ({exc!r})") from None
+        self._emit_tokens(new)
+
+    def _emit_tokens(self, new: list[TokenChoice]) -> None:
+        if new:
+            self.tokens.extend(new)
+            if self._on_delta is not None:
+                self._on_delta("tokens", encode_tokens_delta(new))
+
+    def response(self, raw: Any = None) -> ModelResponse:
+        response = super().response(raw)
+        if self._decoder is not None and not self.refused:  # a refusal comes without them
+            response.tokens = self._final_tokens()
+        return response
+
+    def _final_tokens(self) -> list[TokenChoice]:
+        """The reply's tokens, spelling its text; asked for and not sent is an error."""
+        assert self._decoder is not None
+        self._emit_tokens(self._decoder.finish())
+        spelled = "".join(t.text for t in self.tokens)
+        if spelled == self.text:
+            return self.tokens
+        if not self.tokens:
+            raise ConfigurationError(
+                "log-probabilities were asked for (logprobs=K) but the API sent none; "
+                "this model does not give them"
+            )
+        raise self.malformed(
+            f"the log-probability tokens spell {spelled[:80]!r}, not the reply {self.text[:80]!r}"
+        )
 
     def feed(self, event: SSEEvent) -> None:
         if not event.data.strip() or event.data.strip() == "[DONE]":
@@ -233,6 +296,7 @@ class _ResponsesState(StreamAccumulator):
             for part in item.get("content") or []:
                 if part.get("type") == "output_text":
                     self.add_text(str(part.get("text", "")))
+                    self._add_logprobs(part.get("logprobs"))
         elif item.get("type") == "function_call":
             self._open_call(index, item)
             self.set_tool_args(str(index), str(item.get("arguments") or ""))
@@ -255,6 +319,11 @@ class _ResponsesState(StreamAccumulator):
 
     def on_text(self, obj: dict[str, Any], text: str) -> None:
         self.add_text(str(obj.get("delta") or ""))
+        self._add_logprobs(obj.get("logprobs"))
+
+    def on_refusal(self, obj: dict[str, Any], text: str) -> None:
+        self.refused = True
+        self.add_text(str(obj.get("delta") or ""))  # a refusal is the reply's text
 
     def on_thinking(self, obj: dict[str, Any], text: str) -> None:
         self.add_thinking(str(obj.get("delta") or ""))
@@ -303,7 +372,7 @@ _HANDLERS = {
     "response.in_progress": _ResponsesState.on_created,
     "response.output_item.added": _ResponsesState.on_item_added,
     "response.output_text.delta": _ResponsesState.on_text,
-    "response.refusal.delta": _ResponsesState.on_text,  # a refusal is the reply's text
+    "response.refusal.delta": _ResponsesState.on_refusal,
     "response.reasoning_summary_part.added": _ResponsesState.on_summary_part_added,
     "response.reasoning_summary_text.delta": _ResponsesState.on_thinking,
     "response.reasoning_text.delta": _ResponsesState.on_thinking,

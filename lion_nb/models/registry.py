@@ -86,11 +86,14 @@ _OPEN_WINDOWS = (("smollm2", 8_192),)
 
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
-    """One wire API of a provider (``iModel(provider="openai", api="responses")``)."""
+    """One wire API of a provider (``iModel(provider="openai", api="responses")``).
+    ``logprobs``: it gives log-probabilities (``logprobs=K``), though it cannot continue a
+    reply's prefix."""
 
     module: str
     cls: str
     options: frozenset[str] | None = None  # None: as the provider's entry says
+    logprobs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +260,7 @@ RESPONSES_OPTIONS = frozenset(
         "safety_identifier",
         "max_tool_calls",
         "top_logprobs",
+        "logprobs",  # logprobs=K: top_logprobs=K and the output text's logprobs included
         *COMMON_LOCAL_OPTIONS,
     }
 )
@@ -300,7 +304,10 @@ PROVIDERS: dict[str, ProviderSpec] = {
             (
                 "responses",
                 ApiSpec(
-                    "lion_nb.models.openai_responses", "OpenAIResponsesProvider", RESPONSES_OPTIONS
+                    "lion_nb.models.openai_responses",
+                    "OpenAIResponsesProvider",
+                    RESPONSES_OPTIONS,
+                    logprobs=True,
                 ),
             ),
         ),

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.escape import escape
 from lion_nb.render.html import streaming_html, transcript_html
-from lion_nb.render.text import format_usage
+from lion_nb.render.text import format_usage, unpriced_note
 
 if TYPE_CHECKING:
     from lion_nb.flow.view_model import FlowSnapshot, NodeRow
@@ -157,7 +157,7 @@ def flow_header_html(snapshot: FlowSnapshot) -> str:
             "output_tokens": snapshot.output_tokens,
             "total_cost_usd": snapshot.cost_usd,
         }
-    )
+    ) + unpriced_note(snapshot.unpriced, "node")
     return (
         f'<div class="lion-flow-head"><b class="lion-title">{escape(snapshot.title)}</b> '
         f'<span class="lion-view-status">{escape(counts or "no nodes")}</span> '

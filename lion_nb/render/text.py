@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from lion_nb.usage import format_cost
+
 __all__ = [
     "format_usage",
     "message_markdown",
@@ -25,6 +27,7 @@ __all__ = [
     "safe_markdown_source",
     "transcript_markdown",
     "transcript_plain",
+    "unpriced_note",
 ]
 
 ROLE_LABELS = {
@@ -72,8 +75,14 @@ def format_usage(usage: dict[str, Any] | None) -> str:
         parts.append(f"{tokens_out:,} out")
     cost = usage.get("total_cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        parts.append(f"${cost:.4f}")
+        parts.append(format_cost(cost))
     return " · ".join(parts)
+
+
+def unpriced_note(count: int, what: str) -> str:
+    """What a summed cost leaves out: ``" + 1 unpriced node"`` (the sum of the priced ones is
+    not the total, and no price is made up for the others); "" for none."""
+    return f" + {count} unpriced {what}{'s' if count != 1 else ''}" if count else ""
 
 
 def to_json(value: Any) -> str:

@@ -16,7 +16,7 @@ from lion_nb.provenance import Provenance, RunRecord
 from lion_nb.render.escape import escape
 from lion_nb.render.html import message_html, replayed_badge_html
 from lion_nb.render.preview import plain_preview
-from lion_nb.render.text import format_time, format_usage, label
+from lion_nb.render.text import format_time, format_usage, label, unpriced_note
 from lion_nb.render.turns import next_turn_html, payload_json, turn_payload
 from lion_nb.viewmodels.timeline import TimelineRow, branch_totals, run_usage
 
@@ -161,6 +161,8 @@ def row_detail_html(
 def header_html(title: str, total: int, totals: dict[str, Any], runs: int) -> str:
     roles = ", ".join(f"{n:,} {label(r).lower()}" for r, n in totals["roles"].items())
     usage = format_usage(totals["usage"])
+    if "total_cost_usd" in totals["usage"]:
+        usage += unpriced_note(totals.get("unpriced", 0), "reply")
     bits = [f"{total:,} message{'s' if total != 1 else ''}"]
     if roles:
         bits.append(roles)

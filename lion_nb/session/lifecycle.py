@@ -101,6 +101,7 @@ class RunTracker:
                 output_tokens=u.output_tokens,
                 total_cost_usd=u.total_cost_usd,
                 stopped=stopped,
+                usage=u.as_dict(),
             )
         )
 

@@ -24,6 +24,7 @@ from lion_nb.signals import (
     RunStart,
     Signal,
 )
+from lion_nb.usage import format_cost
 
 __all__ = ["SLOTS", "ChatRuns", "Claim", "RunSlots", "status_of"]
 
@@ -159,7 +160,7 @@ def _run_end_status(signal: RunEnd, kept: bool | None) -> tuple[str, str]:
     if signal.output_tokens:
         usage = f" · {signal.input_tokens or 0:,} in / {signal.output_tokens:,} out tokens"
     if signal.total_cost_usd is not None:  # an API model's price (models/cost.py)
-        usage += f" · ${signal.total_cost_usd:.4f}"
+        usage += f" · {format_cost(signal.total_cost_usd)}"
     return "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}"
 
 

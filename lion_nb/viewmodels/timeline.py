@@ -127,16 +127,24 @@ def messages_before_runs(
 def branch_totals(
     messages: Sequence[RoledMessage] | Any, base: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Counts per role and summed usage, added onto ``base`` (totals of earlier messages)."""
+    """Counts per role and summed usage, added onto ``base`` (totals of earlier messages);
+    ``unpriced``: replies with tokens but no known cost (the summed cost leaves them out)."""
     roles: dict[str, int] = dict(base["roles"]) if base else {}
     usage: dict[str, Any] = dict(base["usage"]) if base else {}
+    unpriced: int = base.get("unpriced", 0) if base else 0
     for msg in messages:
         roles[msg.role] = roles.get(msg.role, 0) + 1
         if msg.role == "assistant":
-            for key, value in (msg.metadata.get("usage") or {}).items():
+            reported = msg.metadata.get("usage") or {}
+            for key, value in reported.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     usage[key] = usage.get(key, 0) + value
-    return {"roles": roles, "usage": usage}
+            if reported.get("total_cost_usd") is None and (
+                reported.get("input_tokens") is not None
+                or reported.get("output_tokens") is not None
+            ):
+                unpriced += 1
+    return {"roles": roles, "usage": usage, "unpriced": unpriced}
 
 
 class TotalsCache:
@@ -148,7 +156,7 @@ class TotalsCache:
     def __init__(self) -> None:
         self._count = 0
         self._last: Any = None
-        self._totals: dict[str, Any] = {"roles": {}, "usage": {}}
+        self._totals: dict[str, Any] = {"roles": {}, "usage": {}, "unpriced": 0}
 
     def get(self, messages: Sequence[RoledMessage] | Any) -> dict[str, Any]:
         n = len(messages)

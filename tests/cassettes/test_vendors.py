@@ -88,3 +88,29 @@ async def test_a_mid_stream_failure_replays_as_the_same_error(tmp_path: Path, ve
     with lion_nb.cassette(path, mode="replay", speed=None), pytest.raises(ServerError) as again:
         await Branch(chat_model=model).communicate("hi")
     assert str(again.value) == str(live.value)
+
+
+async def test_responses_logprobs_replay_as_the_same_tokens(tmp_path: Path) -> None:
+    path = tmp_path / "responses-logprobs.jsonl"
+    server = start_responses_server()
+    server.script(Reply("Paris is the capital.", chunk_size=5))
+    try:
+        model = model_for("responses", server.base_url, api_key=KEY, logprobs=2)
+        with lion_nb.cassette(path, mode="record", speed=None):
+            branch = Branch(chat_model=model)
+            trace = Trace(branch)
+            await branch.communicate("Capital of France?")
+        recorded = (branch.messages[-1].tokens, trace.deltas())
+        await model.aclose()
+        port = server.port
+    finally:
+        server.stop()
+    assert recorded[0] is not None and len(recorded[0]) == 5
+
+    model = model_for("responses", f"http://127.0.0.1:{port}", logprobs=2)
+    with lion_nb.cassette(path, mode="replay", speed=None):
+        branch = Branch(chat_model=model)
+        trace = Trace(branch)
+        await branch.communicate("Capital of France?")
+    assert (branch.messages[-1].tokens, trace.deltas()) == recorded
+    assert branch.messages[-1].tokens[0].top == [("Paris", -0.05), (" alt1", -1.05)]

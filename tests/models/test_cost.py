@@ -90,3 +90,32 @@ def test_openai_cached_prompt_tokens_are_read_from_the_details() -> None:
     # gpt-4.1-mini per million: input 0.40, cached input 0.10, output 1.60
     expected = (200 * 0.40 + 800 * 0.10 + 100 * 1.60) * PER_M
     assert cost_usd("openai", "gpt-4.1-mini", usage) == pytest.approx(expected)
+
+
+async def test_run_end_carries_the_runs_cache_and_reasoning_tokens(server) -> None:
+    model = iModel(
+        provider="anthropic", model="claude-sonnet-4-5", base_url=server.base_url, api_key="k-123"
+    )
+    branch = Branch(chat_model=model)
+    ends: list[RunEnd] = []
+    branch.observe(RunEnd, handler=ends.append)
+    cached = {"input_tokens": 10, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 100}
+    server.script(
+        Message("a", usage={**cached, "output_tokens": 1}, output_tokens=7),
+    )
+    await branch.communicate("one")
+    first = ends[-1].usage
+    assert first["cache_read_tokens"] == 100 and first["cache_write_tokens"] == 5
+    assert first["input_tokens"] == 115 and first["output_tokens"] == 7  # cached ones counted
+    assert first["total_cost_usd"] == ends[-1].total_cost_usd
+    assert first == branch.messages[-1].metadata["usage"]
+
+    scripted = Branch(
+        chat_model=iModel(
+            provider="scripted",
+            replies=[{"text": "x", "usage": {"input_tokens": 3, "output_tokens": 4}}],
+        )
+    )
+    scripted.observe(RunEnd, handler=ends.append)
+    await scripted.communicate("q")
+    assert ends[-1].usage == {"input_tokens": 3, "output_tokens": 4}  # only what was reported

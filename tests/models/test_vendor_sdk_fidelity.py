@@ -171,6 +171,39 @@ async def test_the_openai_sdk_types_the_failure_events_we_raise_on(
         await ours(responses_provider(responses_server), responses_server, failing)
 
 
+async def test_the_openai_sdk_reads_the_logprobs_we_turn_into_tokens(
+    openai_sdk, responses_server
+) -> None:
+    client = openai_sdk.OpenAI(api_key=KEY, base_url=responses_server.base_url, max_retries=0)
+    turn = Reply("Paris is the capital.", chunk_size=5)
+    responses_server.script(turn)
+    with client.responses.stream(
+        model="gpt-5-mini",
+        input="Capital of France?",
+        top_logprobs=2,
+        include=["message.output_text.logprobs"],
+    ) as stream:
+        deltas = [e.logprobs for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    provider = OpenAIResponsesProvider(
+        model="gpt-5-mini", api_key=KEY, base_url=responses_server.base_url
+    )
+    mine = await ours(provider, responses_server, turn, options={"logprobs": 2})
+    body = responses_server.requests[-1].body
+    assert (body["top_logprobs"], body["include"]) == (2, ["message.output_text.logprobs"])
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+    TypeAdapter(ResponseCreateParamsStreaming).validate_python(body)  # a request it accepts
+    assert mine.tokens is not None
+    sdk = [(lp.token, lp.logprob) for delta in deltas for lp in delta]
+    assert sdk == [(t.text, t.logprob) for t in mine.tokens]
+    assert [[(a.token, a.logprob) for a in lp.top_logprobs] for d in deltas for lp in d] == [
+        t.top for t in mine.tokens
+    ]
+    part = final.output[0].content[0]
+    assert [lp.token for lp in part.logprobs] == [t.text for t in mine.tokens]
+
+
 def test_our_responses_request_is_one_the_sdk_types_accept(openai_sdk) -> None:
     from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 

@@ -718,3 +718,47 @@ async def test_a_wrong_gemini_key_is_an_authentication_error_though_the_status_i
         assert len(server.requests) == 1  # not retried
     assert caught.value.status == 400 and "API key not valid" in str(caught.value)
     assert "$GEMINI_API_KEY" in str(caught.value) and KEY not in str(caught.value)
+
+
+async def test_responses_logprobs_become_the_replys_tokens() -> None:
+    with start_responses_server() as server:
+        server.script(Reply("The answer is 42.", chunk_size=6), Reply("Plain.", chunk_size=6))
+        model = RESPONSES.imodel(server, logprobs=3)
+        branch = Branch(chat_model=model)
+        seen = watch(branch)
+        assert await branch.communicate("6*7?") == "The answer is 42."
+        body = server.requests[-1].body
+        assert body["top_logprobs"] == 3 and "logprobs" not in body
+        assert body["include"] == ["message.output_text.logprobs"]
+        reply = branch.messages[-1]
+        assert reply.tokens is not None
+        assert [t.text for t in reply.tokens] == ["The an", "swer i", "s 42."]
+        assert [round(t.logprob, 6) for t in reply.tokens] == [-0.05, -0.1, -0.15]
+        assert reply.tokens[0].top == [("The an", -0.05), (" alt1", -1.05), (" alt2", -2.05)]
+        assert any(isinstance(s, StreamDelta) and s.kind == "tokens" for s in seen)
+        # without logprobs=K nothing is asked for, and a reply has no tokens
+        plain = RESPONSES.imodel(server)
+        assert await Branch(chat_model=plain).chat("q") == "Plain."
+        assert "top_logprobs" not in server.requests[-1].body
+        assert "include" not in server.requests[-1].body
+        await model.aclose()
+        await plain.aclose()
+    with pytest.raises(ConfigurationError, match="cannot give a prefix"):  # only logprobs
+        await RESPONSES.imodel(server).complete(ModelRequest(messages=[], prefix="The"), None)
+    with pytest.raises(ConfigurationError, match="cannot give log-probabilities"):
+        await GEMINI.imodel(server).complete(ModelRequest(messages=[], options={"logprobs": 2}))
+
+
+async def test_responses_logprobs_asked_and_not_sent_is_an_error(monkeypatch) -> None:
+    from tests.servers import vendor_servers
+
+    monkeypatch.setattr(vendor_servers._ResponseBuilder, "_logprobs", lambda *a: [])
+    with start_responses_server() as server:
+        server.script(Reply("Hi."))
+        model = RESPONSES.imodel(server)
+        with pytest.raises(ConfigurationError, match="sent none"):
+            await model.complete(
+                ModelRequest(messages=[{"role": "user", "content": "q"}], options={"logprobs": 2}),
+                None,
+            )
+        await model.aclose()

@@ -406,16 +406,35 @@ class _ResponseBuilder:
             body,
         )
 
+    def _logprobs(self, n: int, piece: str) -> list[dict[str, Any]]:
+        """The logprobs of delta ``n`` (one token: the piece), when the request included
+        ``message.output_text.logprobs``: ``top_logprobs`` alternatives, the token first."""
+        if "message.output_text.logprobs" not in (self.body.get("include") or []):
+            return []
+        k = int(self.body.get("top_logprobs") or 0)
+        chosen = -0.05 * (n + 1)
+        top = [{"token": piece, "logprob": chosen}]
+        top += [{"token": f" alt{j}", "logprob": chosen - j} for j in range(1, k)]
+        return [{"token": piece, "logprob": chosen, "top_logprobs": top[:k]}]
+
     def _message(self, pieces: list[str]) -> None:
         mid, text = f"msg_{len(self.output)}", "".join(pieces)
-        part = {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+        logprobs = [
+            {**entry, "bytes": list(entry["token"].encode())}
+            for n, piece in enumerate(pieces)
+            for entry in self._logprobs(n, piece)
+        ]
+        part = {"type": "output_text", "annotations": [], "logprobs": logprobs, "text": text}
 
         def body(index: int) -> None:
             at = {"item_id": mid, "output_index": index, "content_index": 0}
-            self.emit("response.content_part.added", **at, part={**part, "text": ""})
-            for piece in pieces:
-                self.emit("response.output_text.delta", **at, delta=piece, logprobs=[])
-            self.emit("response.output_text.done", **at, text=text, logprobs=[])
+            self.emit(
+                "response.content_part.added", **at, part={**part, "text": "", "logprobs": []}
+            )
+            for n, piece in enumerate(pieces):
+                delta = self._logprobs(n, piece)
+                self.emit("response.output_text.delta", **at, delta=piece, logprobs=delta)
+            self.emit("response.output_text.done", **at, text=text, logprobs=logprobs)
             self.emit("response.content_part.done", **at, part=part)
 
         message = {"id": mid, "type": "message", "role": "assistant"}
