@@ -66,10 +66,11 @@ async def flowed(server: AnthropicServer, model: str) -> tuple[Flow, list[str]]:
     view = FlowView(flow, refresh_interval=0)
     try:
         await flow.run()
-        view._refresh.flush()
+        view.channel.flush()
+        parts = {key: html for key, html, *_ in view.state_parts()}
         shown = [
-            view._header.value,
-            *(row.cells.value for row in view._rows.values()),
+            parts["head"],
+            *(html for key, html in parts.items() if key.startswith("n")),
             view.static_html(),
             view.static_text(),
         ]
@@ -162,8 +163,8 @@ async def test_a_sum_that_leaves_unpriced_calls_out_says_so(server) -> None:
     view = FlowView(flow, refresh_interval=0)
     try:
         await flow.run()
-        view._refresh.flush()
-        header = view._header.value
+        view.channel.flush()
+        header = next(html for key, html, *_ in view.state_parts() if key == "head")
     finally:
         view.close()
     assert [n.status.value for n in flow.nodes] == ["completed"] * 2
