@@ -50,9 +50,10 @@ function tokenOp(view, op) {
   if (!part) return;
   let panel = part.tokens;
   if (op.t) {
+    if (!panel && op.at > 0) panel = reattach(view, part, op.key);
     if (op.at === 0) {
       if (panel) panel.el.remove();
-      panel = openTokenPanel(view, part, op.key);
+      panel = openTokenPanel(view, part, op.key, null);
     } else if (!panel || panel.n !== op.at) {
       // a delta the page cannot place (a part drawn anew, a page reloaded): the kernel has
       // this view open, so ask for its tokens afresh
@@ -75,14 +76,23 @@ function tokenOp(view, op) {
 }
 
 function tokenStore(view) {
-  if (!view.store.tokOpen) view.store.tokOpen = new Set(); // keys whose token view is open
-  return view.store.tokOpen;
+  // key -> the tokens of each open token view ({t, s, top}): a view drawn anew (JupyterLab
+  // redraws a widget when its saved output is refreshed) shows them again without asking
+  if (!view.store.tokens) view.store.tokens = new Map();
+  return view.store.tokens;
+}
+
+function reattach(view, part, key) {
+  // a copy: two views of one widget on the page each keep their own
+  const data = tokenStore(view).get(key);
+  return data ? openTokenPanel(view, part, key, { t: [...data.t], s: [...data.s], top: [...data.top] }) : null;
 }
 
 // ----- the panel -----------------------------------------------------------------------------
-function openTokenPanel(view, part, key) {
+function openTokenPanel(view, part, key, kept) {
+  const data = kept || { t: [], s: [], top: [] };
   const panel = {
-    key, part, n: 0, drawn: 0, t: [], s: [], top: [], asked: new Set(), active: -1, asking: false,
+    key, part, n: data.t.length, drawn: 0, t: data.t, s: data.s, top: data.top, asked: new Set(), active: -1, asking: false,
     el: node("div", "lion-tokens"),
     text: node("div", "lion-tokens-text"),
     strip: node("canvas", "lion-tokens-strip"),
@@ -103,7 +113,8 @@ function openTokenPanel(view, part, key) {
   card.appendChild(panel.el);
   part.tokens = panel;
   part.reopening = false;
-  tokenStore(view).add(key);
+  tokenStore(view).set(key, data);
+  if (panel.n) appendTokens(panel, [], []);
   return panel;
 }
 
@@ -360,16 +371,14 @@ function tokenMarks(view) {
     const panel = part.tokens;
     if (panel && panel.key !== key) {
       // the part was renamed (a streamed reply recorded under its id)
+      open.set(key, open.get(panel.key));
       open.delete(panel.key);
       panel.key = key;
-      open.add(key);
     }
     if (panel && !part.el.contains(panel.el)) part.tokens = null;
+    // a part drawn anew whose view was open: drawn again from what the page has
+    if (!part.tokens && marked.has(key)) reattach(view, part, key);
     tokenControl(view, part, key, marked.has(key));
-    if (!part.tokens && open.has(key) && marked.has(key) && !part.reopening) {
-      part.reopening = true; // a part drawn anew whose view was open: its tokens again
-      view.model.send({ action: "tokens", key, open: true });
-    }
   }
 }
 
