@@ -91,8 +91,17 @@ def _decode(value: Any) -> Any:
 
 
 def _message_dict(message: Any) -> dict[str, Any]:
-    # field by field (not model_dump) so pydantic values inside Any fields keep their type tag
-    return {name: _encode(getattr(message, name)) for name in type(message).model_fields}
+    # field by field (not model_dump) so pydantic values inside Any fields keep their type tag;
+    # a reply's tokens are plain data of a known shape: as in the snapshot, absent when None
+    out = {}
+    for name in type(message).model_fields:
+        value = getattr(message, name)
+        if name == "tokens":
+            if value is not None:
+                out[name] = [t.model_dump(mode="json") for t in value]
+            continue
+        out[name] = _encode(value)
+    return out
 
 
 # ----- JSON ----------------------------------------------------------------------------------------

@@ -316,6 +316,19 @@ def token_view(message: Any) -> TokenView:
     return TokenView(message)
 
 
+def __getattr__(name: str) -> Any:
+    """``TokenChoice`` and ``TokenView`` are importable from here too (resolved on use)."""
+    if name == "TokenChoice":
+        from lion_nb.messages import TokenChoice
+
+        return TokenChoice
+    if name == "TokenView":
+        from lion_nb.render.tokens_html import TokenView
+
+        return TokenView
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class _CallableModule(types.ModuleType):
     def __call__(self, message: Any) -> TokenView:
         return token_view(message)

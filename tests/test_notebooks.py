@@ -85,6 +85,19 @@ EXPECTED = {
         "nodes run in Ray worker processes: True",
         "same answers as in the kernel: True",
     ],
+    "10_tokens.ipynb": [
+        "after 'The capital of France is':",
+        "' Paris'        93.6%",
+        "26 tokens; they spell the reply: True",
+        "<TokenView of 26 tokens",
+        "' a'              100.0%     80.2%     46.9%",
+        "T = 1.5: mean surprise",
+        "token 12: the sampler took ' sky' (p = 1.7%); the favourite was ' Mediterranean'",
+        "fork:     Tomorrow morning will see a warm and sunny day in the Mediterranean",
+        "original untouched: True",
+        "sample 5/5 · temperature 0.8:",
+        "3 of 5 agree on the first 7, then diverge",
+    ],
 }
 # Notebook 01 answers live where the embedded model is installed, from its cassette elsewhere
 # (its words then differ from the cassette's: the expectations above are about structure).

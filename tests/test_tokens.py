@@ -121,6 +121,7 @@ async def test_logprobs_per_call_and_none_when_not_asked() -> None:
     plain = branch.messages[-1]
     assert isinstance(plain, AssistantResponse) and plain.tokens is None
     assert "tokens" not in MESSAGE_LIST.dump_python([plain], mode="json")[0]
+    assert '"tokens"' not in export_json(branch)  # nor in an export
     await branch.communicate("hi", logprobs=0)
     asked = branch.messages[-1]
     assert isinstance(asked, AssistantResponse) and asked.tokens is not None
@@ -139,7 +140,9 @@ async def test_tokens_are_persisted_and_exported() -> None:
     await branch.communicate("Capital of France?")
     restored = Branch.from_dict(json.loads(json.dumps(branch.to_dict())))
     assert restored.messages[-1] == branch.messages[-1]
-    imported = import_json(export_json(branch))
+    exported = export_json(branch)
+    assert "__lion_nb_model__" not in exported  # tokens are plain data, not tagged models
+    imported = import_json(exported)
     assert imported.messages[-1] == branch.messages[-1]
     assert imported.messages[-1].tokens[2].top == [(".", -0.7), ("!", -1.2)]  # type: ignore[attr-defined]
 
@@ -171,3 +174,32 @@ async def test_a_damaged_tokens_entry_is_a_cassette_error(tmp_path: Path) -> Non
     path.write_text("\n".join([lines[0], json.dumps(call)]) + "\n", encoding="utf-8")
     with pytest.raises(CassetteError, match=r"line 2.*token"):
         lion_nb.cassette(path, mode="replay")
+
+
+async def test_a_stopped_reply_keeps_the_tokens_that_spell_what_it_streamed() -> None:
+    import asyncio
+
+    branch = Branch(chat_model=scripted({"tokens": TOKENS, "delay": 0.01}, logprobs=3))
+    task: asyncio.Task[object] | None = None
+    seen: list[StreamDelta] = []
+
+    def on_delta(signal: StreamDelta) -> None:
+        seen.append(signal)
+        if signal.kind == "tokens" and signal.token_index == 1 and task is not None:
+            task.cancel()
+
+    branch.subscribe((StreamDelta,), on_delta)
+    task = asyncio.ensure_future(branch.communicate("Capital?", on_stop="record"))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    reply = branch.messages[-1]
+    assert isinstance(reply, AssistantResponse) and reply.metadata["stopped"] is True
+    assert reply.response == "Paris"
+    assert reply.tokens is not None and [t.text for t in reply.tokens] == ["Par", "is"]
+
+
+async def test_a_cli_agent_asked_for_logprobs_per_call_says_so() -> None:
+    branch = Branch(chat_model=iModel(provider="claude_code", cli_path="/nonexistent/claude"))
+    with pytest.raises(ConfigurationError, match="cannot give log-probabilities"):
+        async for _ in branch.run("hi", logprobs=3):
+            pass

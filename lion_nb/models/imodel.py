@@ -188,6 +188,8 @@ class iModel:
     def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         """A CLI agent's chunks, through the active cassette when there is one: a replayed
         stream starts no process."""
+        if request.options.get("logprobs") not in (None, False):
+            self._check_logprobs(request.options["logprobs"], None)
         tape = current_cassette()
         if tape is None:
             return self.provider.stream(request)  # type: ignore[no-any-return]

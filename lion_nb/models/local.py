@@ -16,6 +16,14 @@ flag is set. The worker checks it before every token, and while a long prompt is
 evaluated llama.cpp's abort callback checks it between graph nodes; either way generation ends
 within a token or so and the model's lock is released before ``complete`` re-raises.
 
+Log-probabilities (``logprobs=K``, on the model or per request): as each token is sampled, its
+distribution is read from the logits llama.cpp computed for the last position (no
+``logits_all``, which would compute the logits of every prompt position too): the token's own
+log-probability and the K most likely tokens (``local_runtime.TokenReader``), streamed as
+``"tokens"`` deltas and returned as ``ModelResponse.tokens``. They are the model's own
+distribution, before temperature and the other samplers reshape it. A request with a
+``prefix`` (``fork_at_token``) is a raw completion over the chat template with the reply begun.
+
 Structured output and tools (this is a 135M model: what works is what the grammar enforces).
 ``response_schema`` becomes llama.cpp's JSON-schema grammar, after ``bound_schema`` has given
 unbounded strings a ``maxLength`` and arrays a ``maxItems`` (an unbounded schema makes the

@@ -170,7 +170,10 @@ async def _continue(
     model = chat_model or port.chat_model
     history = port.history()
     ins = next((m for m in reversed(history) if isinstance(m, Instruction)), None)
-    request = ModelRequest(messages=compile_messages(history), options=options, prefix=prefix)
+    # no prefix at all (token 0, no text): a plain new reply, which every provider gives
+    request = ModelRequest(
+        messages=compile_messages(history), options=options, prefix=prefix or None
+    )
     response_id = uuid.uuid4()
     stream = port.stream(response_id)
     if prefix:  # the reply's start, as the view will show the whole reply

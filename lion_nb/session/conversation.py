@@ -356,8 +356,9 @@ class Conversation:
         """``n`` replies to the last turn (or to the turn of the reply at ``index``), run
         concurrently, each on its own fork of the instruction (like ``aregenerate``), sampled
         with ``temperature`` / ``top_p`` (None: the model's own). Each fork is named by its
-        place and settings (``"sample 2/5 · temperature 0.8"``) and joins the reply's
-        alternatives; the first is shown before the runs start, so a view streams it. Returns
+        place and settings (``"sample 2/5 · temperature 0.8"``) and is asked with its own
+        ``seed`` (the given one, or 0, plus its place: distinct samples that replay alike), and
+        joins the reply's alternatives; the first is shown before the runs start, so a view streams it. Returns
         ``Samples``: the replies and where they agree. ``kwargs`` are more request options
         (``logprobs=K``: the agreement is then counted in tokens)."""
         from lion_nb.tokens import Samples, sampling_label
@@ -383,8 +384,15 @@ class Conversation:
         self.show(forks[0])
         self._running = True
         try:
+            base = options.get("seed")
+            base = base if isinstance(base, int) and not isinstance(base, bool) else 0
+            for j, fork in enumerate(forks):  # each its own seed: distinct and reproducible
+                fork.metadata["sample"]["seed"] = base + j
             results = await asyncio.gather(
-                *(self._sample_one(fork, ins, options) for fork in forks),
+                *(
+                    self._sample_one(fork, ins, {**options, "seed": base + j})
+                    for j, fork in enumerate(forks)
+                ),
                 return_exceptions=True,
             )
         finally:
@@ -441,6 +449,8 @@ class Conversation:
         ins = messages[i]
         assert isinstance(ins, Instruction)
         return i, ins
+
+    sample = asample  # ``await conversation.sample(n=5, temperature=0.8)``
 
     def clear(self) -> Branch:
         """Show a fresh branch with the same system message, models and tools (a fork of the

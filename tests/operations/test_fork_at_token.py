@@ -124,3 +124,19 @@ async def test_the_conversation_shows_the_fork_among_the_alternatives() -> None:
     assert conv.alternatives(2) == [branch, fork]
     assert conv.position(2) == (2, 2)
     assert conv.previous_alternative(2) is branch
+
+
+async def test_forking_at_the_first_token_without_text_is_a_plain_new_reply() -> None:
+    session = Session()
+    model = iModel(provider="openai", model="m", api_key="sk-x")  # cannot continue a prefix
+    branch = Branch(chat_model=model)
+    session.include_branches(branch)
+    branch.add_message(Instruction(instruction="hello"))
+    reply = AssistantResponse(response="Hi", tokens=[{"text": "Hi", "logprob": -0.1}])
+    branch.add_message(reply)
+    scripted = iModel(provider="scripted", replies=["Hello!"])
+    fork = await branch.fork_at_token(reply.id, 0, "", chat_model=scripted)
+    assert fork.messages[-1].text == "Hello!"
+    assert scripted.provider.requests[-1].prefix is None
+    sent = fork.metadata["forked_from"]
+    assert (sent["token_index"], sent["token"]) == (0, "")

@@ -46,6 +46,7 @@ async def test_samples_run_concurrently_as_labelled_forks_and_say_where_they_agr
     assert most == 4  # concurrently: all four were being answered at once
     assert all(r.options["temperature"] == 0.8 for r in model.provider.requests[1:])
     assert all(r.options["top_p"] == 0.9 for r in model.provider.requests[1:])
+    assert sorted(r.options["seed"] for r in model.provider.requests[1:]) == [0, 1, 2, 3]
     names = sorted(b.name for b in samples.branches)
     assert names[0] == "sample 1/4 · temperature 0.8 · top-p 0.9"
     assert samples.label() == "temperature 0.8 · top-p 0.9"
