@@ -146,7 +146,8 @@ class TokenPanels:
         """At rest: a reply streamed but not recorded keeps its tokens while its card is shown
         (a stopped reply "not recorded"), no longer."""
         live = self._view.transcript.live
-        self._streams = {m: t for m, t in self._streams.items() if m in live}
+        for gone in [mid for mid in self._streams if mid not in live]:
+            del self._streams[gone]
 
     def _stream(self, mid: uuid.UUID) -> None:
         self._view.channel.stream(f"tokens:{mid}", lambda: self._delta(mid))
