@@ -223,6 +223,8 @@ function tokenEvents(view, panel) {
     if (i >= 0 && i < panel.n) focusToken(panel, i);
   });
   panel.el.addEventListener("keyup", (event) => event.stopPropagation());
+  // the strip is drawn to the text's width: again when the view is resized
+  if (typeof ResizeObserver === "function") new ResizeObserver(() => drawSoon(panel)).observe(panel.text);
 }
 
 function tokenKeys(view, panel, event, i) {
