@@ -6,7 +6,10 @@ The rules (tested in tests/test_compile.py):
   into the first user turn).
 * ``Instruction`` -> ``{"role": "user"}`` whose content is ``Instruction.text``; with images the
   content becomes parts (text + ``image_url``).
-* ``AssistantResponse`` -> ``{"role": "assistant", "content": text}``.
+* ``AssistantResponse`` -> ``{"role": "assistant", "content": text}``; with
+  ``thinking_blocks=True`` (a provider whose registry entry says its API wants them back, as
+  Anthropic's does in a tool loop) also ``"thinking_blocks"``: the signed blocks recorded in
+  ``metadata["thinking_blocks"]``, sent back exactly as received.
 * ``ActionRequest`` -> a ``tool_calls`` entry on an assistant message: appended to the directly
   preceding assistant message when there is one (the model asked for it in that turn),
   otherwise on a new assistant message with empty content. Missing call ids get a stable id
@@ -67,7 +70,9 @@ def instruction_content(ins: Instruction) -> str | list[dict[str, Any]]:
     return parts
 
 
-def compile_messages(messages: Iterable[RoledMessage]) -> list[dict[str, Any]]:
+def compile_messages(
+    messages: Iterable[RoledMessage], *, thinking_blocks: bool = False
+) -> list[dict[str, Any]]:
     """Compile messages (in order) to chat-completions dicts. See the module docstring."""
     out: list[dict[str, Any]] = []
     compiled_calls: set[str] = set()
@@ -77,7 +82,11 @@ def compile_messages(messages: Iterable[RoledMessage]) -> list[dict[str, Any]]:
         elif isinstance(msg, Instruction):
             out.append({"role": "user", "content": instruction_content(msg)})
         elif isinstance(msg, AssistantResponse):
-            out.append({"role": "assistant", "content": msg.response})
+            assistant: dict[str, Any] = {"role": "assistant", "content": msg.response}
+            blocks = msg.metadata.get("thinking_blocks") if thinking_blocks else None
+            if isinstance(blocks, list) and blocks:
+                assistant["thinking_blocks"] = blocks
+            out.append(assistant)
         elif isinstance(msg, ActionRequest):
             cid = call_id_of(msg)
             call = {

@@ -11,40 +11,56 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "total_cost_usd",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
 
 @dataclass(slots=True)
 class Usage:
+    """One call's usage. ``input_tokens`` counts every input token, the cached ones included
+    (``cache_read_tokens`` read from a prompt cache, ``cache_write_tokens`` written to one);
+    ``output_tokens`` includes ``reasoning_tokens`` (thinking). ``total_cost_usd``: what the
+    provider reported, or the price table's figure (``models/cost.py``); None when unknown."""
+
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_cost_usd: float | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            k: v
-            for k in ("input_tokens", "output_tokens", "total_cost_usd")
-            if (v := getattr(self, k)) is not None
-        }
+        return {k: v for k in FIELDS if (v := getattr(self, k)) is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
-        return cls(data.get("input_tokens"), data.get("output_tokens"), data.get("total_cost_usd"))
+        return cls(**{k: data.get(k) for k in FIELDS})
 
 
 class RunUsage:
     """Sums usage; a field stays None until some call reports it."""
 
-    __slots__ = ("input_tokens", "output_tokens", "total_cost_usd")
+    __slots__ = FIELDS
 
     def __init__(self) -> None:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.total_cost_usd: float | None = None
+        self.cache_read_tokens: int | None = None
+        self.cache_write_tokens: int | None = None
+        self.reasoning_tokens: int | None = None
 
     def add(self, usage: Usage | None) -> None:
         if usage is None:
             return
-        for name in ("input_tokens", "output_tokens", "total_cost_usd"):
+        for name in FIELDS:
             value = getattr(usage, name)
             if value is not None:
                 current = getattr(self, name)

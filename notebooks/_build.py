@@ -31,6 +31,7 @@ NOTEBOOKS = {
     "06_extending_operations.ipynb": "_src.nb06_extending_operations",
     "07_cassettes.ipynb": "_src.nb07_cassettes",
     "08_flows.ipynb": "_src.nb08_flows",
+    "09_providers.ipynb": "_src.nb09_providers",
     "10_tokens.ipynb": "_src.nb10_tokens",
 }
 

@@ -85,6 +85,23 @@ EXPECTED = {
         "nodes run in Ray worker processes: True",
         "same answers as in the kernel: True",
     ],
+    "09_providers.ipynb": [
+        "anthropic  no key: replayed from data/09_providers.cassette.jsonl",
+        "gemini     no key: replayed from data/09_providers.cassette.jsonl",
+        "openai     no key: replayed from data/09_providers.cassette.jsonl",
+        "thinking: The question is about the chemistry",
+        "thinking before the call: The user wants Fahrenheit.",
+        "tool call: fahrenheit({'celsius': 24})",
+        "tool result: 75.2",
+        "answer: 24 °C is 75.2 °F",
+        "Packing(destination='Rome', items=['comfortable walking shoes'",
+        "reasoning summary: **Planning a May weekend in Rome**",
+        "finish_reason: length",
+        "cost (genai-prices): $0.",
+        "anthropic  1 runs, 150 tokens, cost $0.",
+        "gemini     2 runs, 297 tokens, cost $0.",
+        "openai     2 runs, 384 tokens, cost $0.",
+    ],
     "10_tokens.ipynb": [
         "after 'The capital of France is':",
         "' Paris'        93.6%",
@@ -107,6 +124,9 @@ LIVE_OR_REPLAYED = {
         "The answers come from the cassette data/01_quickstart.cassette.jsonl (mode 'replay').",
     ),
 }
+# Notebooks whose Ray cells join the test run's one local cluster rather than start their own
+# (the start itself is what that cluster's fixture does, through the same start_ray).
+SHARES_RAY = {"08_flows.ipynb"}
 # Output that means something went wrong even though every cell finished.
 BAD_STDERR = ("Traceback", "Task exception was never retrieved", "Exception ignored", "Error")
 
@@ -156,8 +176,11 @@ def test_the_recorded_agent_session_is_replayable():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_top_to_bottom(name, monkeypatch, tmp_path):
+def test_notebook_runs_top_to_bottom(name, monkeypatch, tmp_path, request):
     from nbclient import NotebookClient
+
+    if name in SHARES_RAY:  # its Ray cells join the run's shared cluster (tests/conftest.py)
+        monkeypatch.setenv("RAY_ADDRESS", request.getfixturevalue("ray_head"))
 
     # Use the recorded agent session even on a machine where `claude` is installed.
     monkeypatch.setenv("LION_NB_REPLAY", "1")

@@ -340,6 +340,38 @@ async def test_an_openai_error_echoing_the_corpus(chat_server: ChatServer) -> No
     assert REDACTED in str(info.value)
 
 
+async def test_an_anthropic_error_echoing_the_corpus() -> None:
+    """The Messages API's error bodies and a mid-stream error event carry the corpus."""
+    from tests.servers.anthropic_server import ErrorReply as AnthropicError
+    from tests.servers.anthropic_server import Message, start_anthropic_server
+
+    exits = Exits()
+    with start_anthropic_server() as server:
+        model = iModel(
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            api_key=ANTHROPIC,
+            base_url=url_with_password(server.base_url),
+            max_retries=0,
+            headers=HEADERS,
+            temperature=0.2,
+        )
+        server.script(
+            AnthropicError(401, "authentication_error", TEXT),
+            AnthropicError(529, "overloaded_error", TEXT),
+            Message("partial", error_after=3, error_message=TEXT),
+        )
+        branch = Branch(chat_model=model)
+        for n, expected in enumerate((AuthenticationError, ServerError, ServerError)):
+            with pytest.raises(expected) as info:
+                await branch.communicate("hi")
+            exits.add(f"anthropic error {n}", info.value)
+            exits.add(f"anthropic error {n} body", info.value.body or "")
+        await model.aclose()
+        assert server.requests[0]["headers"]["x-api-key"] == ANTHROPIC
+    exits.assert_clean()
+
+
 async def test_a_cli_agent_printing_the_corpus_persisted_run(tmp_path: Path) -> None:
     """The real Claude Code provider over the fake CLI: the agent gets ``env=`` (``ACME_AUTH``
     among it), prints the corpus on stderr and exits 1. The error, the run buffer while it

@@ -106,6 +106,8 @@ def encode_response(response: ModelResponse) -> dict[str, Any]:
         ]
     if response.thinking is not None:
         out["thinking"] = response.thinking
+    if response.thinking_blocks:
+        out["thinking_blocks"] = response.thinking_blocks
     usage = response.usage.as_dict()
     if usage:
         out["usage"] = usage
@@ -152,6 +154,7 @@ def decode_response(data: dict[str, Any], replayed: dict[str, Any] | None = None
             for c in data.get("tool_calls") or []
         ],
         thinking=data.get("thinking"),
+        thinking_blocks=data.get("thinking_blocks") or None,
         usage=Usage.from_dict(data.get("usage") or {}),
         model=data.get("model"),
         finish_reason=data.get("finish_reason"),

@@ -27,39 +27,17 @@ __all__ = [
     "request_of",
 ]
 
-EXCLUDED_OPTIONS = frozenset(
-    {
-        # credentials and transport
-        "api_key",
-        "api_key_env",
-        "headers",
-        "base_url",
-        "http_client",
-        "timeout",
-        "max_retries",
-        "sleep",
-        "backoff",
-        "max_backoff",
-        "max_retry_after",
-        "stream",
-        "stream_options",
-        # what lion_nb reads itself and never sends (models.imodel.MODEL_FACTS)
-        "context_window",
-        # machine-local
-        "cwd",
-        "cli_path",
-        "env",
-        "grace",
-        "terminate_grace",
-        "model_path",
-        "n_threads",
-        # the scripted model's fixtures (its "weights")
-        "replies",
-        "default_reply",
-        "delay",
-        "cli",
-    }
-)
+
+def _excluded(model: Any) -> frozenset[str]:
+    """Options of ``model`` that never match: its registry entry's (credentials, transport,
+    model facts, machine-local settings such as a CLI's working directory, the scripted
+    model's fixtures); a model without an entry keeps only the options every provider keeps."""
+    from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS
+
+    spec = PROVIDERS.get(getattr(model, "provider_name", ""))
+    if spec is None:
+        return COMMON_LOCAL_OPTIONS
+    return spec.unmatched_options
 
 
 def _jsonable(value: Any) -> Any:
@@ -76,10 +54,11 @@ def _jsonable(value: Any) -> Any:
 
 def _options(model: Any, request_options: dict[str, Any]) -> dict[str, Any]:
     merged = {**getattr(model, "request_defaults", {}), **request_options}
+    excluded = _excluded(model)
     return {
         k: _jsonable(v)
         for k, v in merged.items()
-        if v is not None and k not in EXCLUDED_OPTIONS and not callable(v)
+        if v is not None and k not in excluded and not callable(v)
     }
 
 

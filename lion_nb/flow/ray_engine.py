@@ -37,7 +37,9 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.flow.errors import EngineUnavailable, WorkerLost
+from lion_nb.flow.errors import WorkerLost
+from lion_nb.flow.ray_start import import_ray
+from lion_nb.flow.worker import FLUSH_S
 from lion_nb.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
@@ -48,19 +50,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("lion_nb")
 
-INSTALL_HINT = "pip install 'lion_nb[ray]'"
 DEFAULT_OPTIONS: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
 END_WAIT_S = 30.0  # how long a finished attempt's last live events may lag behind its record
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise EngineUnavailable(
-            f"engine='ray' needs Ray, which is not installed: {INSTALL_HINT}"
-        ) from exc
-    return ray
 
 
 def _emit(branch: Branch, signal: Signal) -> None:
@@ -243,7 +234,7 @@ class RayEngine:
         if not ray.is_initialized():
             from lion_nb.flow.ray_start import start_ray
 
-            start_ray()  # quiet, and tried again when a busy machine makes it time out
+            start_ray()  # joins RAY_ADDRESS, else starts a local cluster (quietly, fast)
         self._flow = flow
         self._task = ray.remote(run_node_task).options(**self.options)
         self._relay = await job_relay(ray)
@@ -253,7 +244,7 @@ class RayEngine:
         cursor = 0
         while True:
             try:
-                cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0)
+                cursor, entries = await self._relay.pull.remote(self._channel, cursor, 1.0, FLUSH_S)
             except Exception:  # the relay restarts (max_restarts=-1); records still arrive
                 logger.warning("the Ray relay did not answer; retrying", exc_info=True)
                 await asyncio.sleep(0.5)

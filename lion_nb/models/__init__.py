@@ -1,6 +1,7 @@
 """Model providers, registered by name and imported only when first used.
 
-Adding a provider is one file plus one line in ``PROVIDERS``. ``iModel`` is the object users
+Adding a provider is one file plus one entry in ``PROVIDERS`` (``models/registry.py``: its
+kind, windows, key variables, options, APIs). ``iModel`` is the object users
 hold; it owns credentials (never shown) and per-model request defaults.
 """
 

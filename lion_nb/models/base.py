@@ -55,6 +55,10 @@ class ModelResponse:
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     thinking: str | None = None
+    # The provider's own thinking blocks with their signatures (Anthropic: ``{"type":
+    # "thinking", "thinking", "signature"}`` / ``{"type": "redacted_thinking", "data"}``): what
+    # a tool loop must send back; recorded as ``metadata["thinking_blocks"]``.
+    thinking_blocks: list[dict[str, Any]] | None = None
     usage: Usage = field(default_factory=Usage)
     model: str | None = None
     finish_reason: str | None = None

@@ -273,7 +273,8 @@ def _as_text(value: Any) -> str:
 
 
 def usage_from(data: dict[str, Any]) -> Usage:
-    """chat-completions usage -> ``Usage`` (OpenRouter's ``cost`` becomes ``total_cost_usd``)."""
+    """chat-completions usage -> ``Usage`` (OpenRouter's ``cost`` becomes ``total_cost_usd``;
+    cached prompt tokens and reasoning tokens from the ``..._details``)."""
 
     def number(*keys: str) -> Any:
         for key in keys:
@@ -284,8 +285,19 @@ def usage_from(data: dict[str, Any]) -> Usage:
 
     inp, out = number("prompt_tokens", "input_tokens"), number("completion_tokens", "output_tokens")
     cost = number("cost", "total_cost_usd")
-    return Usage(
+    usage = Usage(
         int(inp) if inp is not None else None,
         int(out) if out is not None else None,
         float(cost) if cost is not None else None,
     )
+    # prompt_tokens counts the cached ones; completion_tokens the reasoning ones (OpenAI)
+    cached = _detail(data, "prompt_tokens_details", "cached_tokens")
+    usage.cache_read_tokens = cached or None
+    usage.reasoning_tokens = _detail(data, "completion_tokens_details", "reasoning_tokens")
+    return usage
+
+
+def _detail(data: dict[str, Any], group: str, key: str) -> int | None:
+    details = data.get(group)
+    value = details.get(key) if isinstance(details, dict) else None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None

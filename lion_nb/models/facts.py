@@ -9,9 +9,7 @@ and its weights, which a machine replaying a cassette may not have.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from importlib import import_module
 from typing import TYPE_CHECKING
 
 from lion_nb.errors import LionError
@@ -19,55 +17,15 @@ from lion_nb.errors import LionError
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
 
-__all__ = ["KNOWN_WINDOWS", "context_window", "is_cli", "token_counter"]
+__all__ = ["context_window", "is_cli", "token_counter"]
 
-# Context windows of well-known models, by name prefix (providers that know better say so
-# through ``context_window`` / ``n_ctx``; an unknown window stays unknown, never guessed).
-KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("gpt-4.1", 1_047_576),
-    ("gpt-4o", 128_000),
-    ("o3", 200_000),
-    ("o4-mini", 200_000),
-    ("claude", 200_000),
-    ("sonnet", 200_000),
-    ("opus", 200_000),
-    ("haiku", 200_000),
-    ("gemini-2.5", 1_048_576),
-    ("smollm2", 8_192),
-)
 _WINDOW_NAMES = ("context_window", "n_ctx")
-
-
-def _provider_class(model: iModel) -> type | None:
-    from lion_nb.models.imodel import PROVIDERS
-
-    spec = PROVIDERS.get(model.provider_name)
-    if spec is None:
-        return None
-    try:
-        return getattr(import_module(spec.module), spec.cls)  # type: ignore[no-any-return]
-    except (ImportError, AttributeError):
-        return None
-
-
-def _constructor_default(model: iModel) -> int | None:
-    cls = _provider_class(model)
-    if cls is None:
-        return None
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return None
-    for name in _WINDOW_NAMES:
-        default = params[name].default if name in params else None
-        if isinstance(default, int) and not isinstance(default, bool) and default > 0:
-            return default
-    return None
 
 
 def context_window(model: iModel) -> int | None:
     """The window in tokens: ``context_window=`` (or ``n_ctx=``) given to the model, the
-    constructed provider's own figure, its constructor's default, or a known model name."""
+    constructed provider's own figure, else its registry entry's (a known model name, or the
+    entry's default)."""
     for name in _WINDOW_NAMES:
         value = model.request_defaults.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -82,25 +40,12 @@ def context_window(model: iModel) -> int | None:
                 value = None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
-    if provider is None and (value := _constructor_default(model)) is not None:
-        return value
-    name = (model.model or model.provider_name or "").lower()
-    for prefix, window in KNOWN_WINDOWS:
-        if name.startswith(prefix) or f"/{prefix}" in name or name.endswith(prefix):
-            return window
-    return None
+    return model.spec.window(model.model)
 
 
 def is_cli(model: iModel) -> bool:
     """A CLI agent (it keeps its own history: nothing is fitted or cut for it)."""
-    from lion_nb.models.imodel import CLI_PROVIDERS
-
-    if model.provider_name in CLI_PROVIDERS or model.request_defaults.get("cli"):
-        return True
-    provider = model.provider_or_none
-    if provider is not None:
-        return bool(getattr(provider, "is_cli", False))
-    return bool(getattr(_provider_class(model), "is_cli", False) is True)
+    return model.spec.kind == "cli" or bool(model.request_defaults.get("cli"))
 
 
 def token_counter(model: iModel) -> Callable[[str], int] | None:

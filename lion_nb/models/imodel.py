@@ -2,62 +2,32 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
+from lion_nb.models.registry import (
+    MODEL_FACTS,
+    PROVIDERS,
+    ProviderSpec,
+    key_env_names,
+    register_provider,
+)
 from lion_nb.secrets import public_url, redact_mapping, secret_values
 
-
-@dataclass(frozen=True, slots=True)
-class ProviderSpec:
-    module: str
-    cls: str
-    defaults: tuple[tuple[str, Any], ...] = ()  # constructor defaults (e.g. an alias' base_url)
-
-
-PROVIDERS: dict[str, ProviderSpec] = {
-    "openai": ProviderSpec("lion_nb.models.openai", "OpenAIProvider"),
-    "ollama": ProviderSpec(
-        "lion_nb.models.openai",
-        "OpenAIProvider",
-        (("base_url", "http://127.0.0.1:11434/v1"), ("api_key_env", None)),
-    ),
-    "openrouter": ProviderSpec(
-        "lion_nb.models.openai",
-        "OpenAIProvider",
-        (("base_url", "https://openrouter.ai/api/v1"), ("api_key_env", "OPENROUTER_API_KEY")),
-    ),
-    "scripted": ProviderSpec("lion_nb.models.scripted", "ScriptedProvider"),
-    "local": ProviderSpec("lion_nb.models.local", "LocalProvider"),
-    "claude_code": ProviderSpec("lion_nb.models.claude_code", "ClaudeCodeProvider"),
-    "codex": ProviderSpec("lion_nb.models.codex", "CodexProvider"),
-    "gemini_cli": ProviderSpec("lion_nb.models.gemini_cli", "GeminiCLIProvider"),
-}
-
-CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli")
-
-
-def register_provider(name: str, module: str, cls: str, *, update: bool = False) -> None:
-    """Register a provider class by import path; it is imported on first use."""
-    if name in PROVIDERS and not update:
-        raise ValueError(f"provider {name!r} is already registered (pass update=True to replace)")
-    PROVIDERS[name] = ProviderSpec(module, cls)
-
-
-LOGPROBS = frozenset({"openai", "ollama", "openrouter", "scripted", "local"})
-"""Providers that give log-probabilities (``logprobs=K``) and continue a reply's prefix
-(``fork_at_token``); any other raises ConfigurationError when asked (issue 25). A provider
-class may also say ``supports_logprobs = True``."""
-
-MODEL_FACTS = frozenset({"context_window"})
-"""Settings that describe the model (``iModel.context_window`` reads them); never sent."""
+__all__ = [
+    "MODEL_FACTS",
+    "PROVIDERS",
+    "ProviderSpec",
+    "iModel",
+    "local_model_available",
+    "register_provider",
+    "resolve_default_model",
+]
 
 
 class iModel:
@@ -82,6 +52,10 @@ class iModel:
         if provider not in PROVIDERS:
             known = ", ".join(sorted(PROVIDERS))
             raise ConfigurationError(f"unknown provider {provider!r}; known providers: {known}")
+        spec = PROVIDERS[provider]
+        api = request_defaults.get("api")
+        spec.api(api)  # an API the provider does not speak is refused here, not ignored
+        spec.check_options({k: v for k, v in request_defaults.items() if k != "api"}, api, provider)
         self.provider_name = provider
         self.model = model
         self.base_url = base_url
@@ -100,16 +74,42 @@ class iModel:
     @property
     def provider(self) -> Any:
         if self._provider is None:
-            spec = PROVIDERS[self.provider_name]
-            module = importlib.import_module(spec.module)
+            spec = self.spec
+            cls = spec.load(self.request_defaults.get("api"))
             options = dict(spec.defaults)
-            options.update({k: v for k, v in self.request_defaults.items() if k not in MODEL_FACTS})
+            if spec.kind == "api":
+                options["api_key_env"] = spec.key_env
+            options.update(
+                {
+                    k: v
+                    for k, v in self.request_defaults.items()
+                    if k not in MODEL_FACTS and k != "api"
+                }
+            )
             if self.base_url is not None:
                 options["base_url"] = self.base_url
-            self._provider = getattr(module, spec.cls)(
-                model=self.model, api_key=self.__api_key, **options
-            )
+            self._provider = cls(model=self.model, api_key=self.__api_key, **options)
         return self._provider
+
+    @property
+    def spec(self) -> ProviderSpec:
+        """This provider's registry entry: what lion_nb knows about it without constructing it
+        (kind, windows, key variables, options; ``lion_nb.models.registry``)."""
+        return PROVIDERS[self.provider_name]
+
+    @property
+    def api(self) -> str | None:
+        """The wire API (``api="responses"``); None: the provider's default."""
+        api = self.request_defaults.get("api")
+        return api if isinstance(api, str) else None
+
+    @property
+    def key_env(self) -> tuple[str, ...]:
+        """The environment variables the key is read from (``api_key_env=`` given here, else
+        the registry's), in order; never the key."""
+        if "api_key_env" not in self.request_defaults:
+            return self.spec.key_env
+        return key_env_names(self.request_defaults["api_key_env"])
 
     @property
     def provider_or_none(self) -> Any:
@@ -162,6 +162,10 @@ class iModel:
             response = await self.provider.complete(request, on_delta)
         else:
             response = await tape.complete(self, request, on_delta, self._live_complete)
+        if self.spec.prices:  # an API with a price table (a replayed call is priced alike)
+            from lion_nb.models.cost import price_response
+
+            price_response(self.spec.prices, response.model or self.model, response.usage)
         record_usage(response.usage)
         return response
 
@@ -170,7 +174,7 @@ class iModel:
         from lion_nb.tokens import check_logprobs
 
         asked = check_logprobs(logprobs)
-        if self.provider_name in LOGPROBS:
+        if self.spec.logprobs and self.api in (None, self.spec.default_api):
             return
         if getattr(self.provider_or_none, "supports_logprobs", False):
             return

@@ -59,6 +59,7 @@ from lion_nb.models.local_runtime import (
     loop_sink,
     unload_models,
 )
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, LOCAL_SAMPLING_OPTIONS
 from lion_nb.models.schema_bounds import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_MAX_LENGTH,
@@ -79,22 +80,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SAMPLING_OPTIONS = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "top_k",
-        "min_p",
-        "typical_p",
-        "max_tokens",
-        "stop",
-        "seed",
-        "repeat_penalty",
-        "presence_penalty",
-        "frequency_penalty",
-    }
-)
-"""Request options passed to llama.cpp."""
+SAMPLING_OPTIONS = LOCAL_SAMPLING_OPTIONS
+"""Request options passed to llama.cpp (the registry entry's, ``models/registry.py``)."""
 SAMPLING_DEFAULTS: dict[str, Any] = {
     "repeat_penalty": 1.15,
     "top_p": 0.95,
@@ -106,8 +93,8 @@ SmolLM2-135M, whose long replies otherwise loop (one sentence twenty times over)
 temperature 0.6 and these, the median reply of 400 tokens repeats 2-4 of its word 4-grams
 instead of 166 (``benchmarks/bench_local_loops.py``). A greedy request (temperature 0, what
 tests use) gets none of them: it stays the model's plain argmax, output for output."""
-_HTTP_ONLY = frozenset({"timeout", "max_retries", "stream", "stream_options"})
-"""Options that mean something to HTTP providers only; accepted and ignored here."""
+_HTTP_ONLY = COMMON_LOCAL_OPTIONS
+"""Options of every provider (transport, credentials, model facts); accepted and ignored here."""
 _OURS = frozenset({"logprobs"})
 """Options this provider handles itself (``logprobs=K``: read from the sampled logits)."""
 _LOCK_POLL = 0.05  # seconds between stop-flag checks while waiting for a busy model

@@ -73,7 +73,7 @@ async def request(
     history = port.history(chat_param.progression)
     ins, sent, plan = _fit(history, ins, model, chat_param)
     req = ModelRequest(
-        messages=compile_messages([*sent, ins]),
+        messages=compile_messages([*sent, ins], thinking_blocks=model.spec.thinking_blocks),
         tools=chat_param.tool_schemas or None,
         tool_choice=chat_param.tool_choice,
         response_schema=ins.response_schema,
@@ -174,6 +174,8 @@ def _response(
         metadata["usage"] = usage
     if result.thinking:
         metadata["thinking"] = result.thinking
+    if result.thinking_blocks:  # signed: sent back in a tool loop (compile_messages)
+        metadata["thinking_blocks"] = result.thinking_blocks
     if result.tool_calls:
         metadata["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls

@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CLI_HINT = "claude_code, codex, gemini_cli (or iModel(provider='scripted', cli=True) offline)"
-
 
 def _label(model: iModel) -> str:
     return f"{model.provider_name}/{model.model}" if model.model else model.provider_name
@@ -50,9 +48,12 @@ def _select_model(port: BranchPort, param: RunParam) -> iModel:
     it is known to be a CLI model, so a rejected model leaves the branch as it was."""
     model = param.imodel if param.imodel is not None else port.chat_model
     if not model.is_cli:
+        from lion_nb.models.registry import cli_provider_names
+
+        names = ", ".join(cli_provider_names())
         raise ValueError(
             f"run() streams a CLI coding agent, but {model!r} is not one. Use a CLI provider: "
-            f"{CLI_HINT}. run() does not fall back to communicate(); use communicate() for "
+            f"{names} (or iModel(provider='scripted', cli=True) offline). run() does not fall back to communicate(); use communicate() for "
             f"API models."
         )
     if param.imodel is not None:

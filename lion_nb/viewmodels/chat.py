@@ -158,6 +158,8 @@ def _run_end_status(signal: RunEnd, kept: bool | None) -> tuple[str, str]:
     usage = ""
     if signal.output_tokens:
         usage = f" · {signal.input_tokens or 0:,} in / {signal.output_tokens:,} out tokens"
+    if signal.total_cost_usd is not None:  # an API model's price (models/cost.py)
+        usage += f" · ${signal.total_cost_usd:.4f}"
     return "done", f"{signal.operation} done in {signal.duration_ms / 1000:.1f} s{usage}"
 
 

@@ -121,18 +121,21 @@ CELLS = [
     the worker records it, with its id, once (if a worker dies, Ray runs the node again and
     what the lost attempt had landed is taken back first).
 
-    `start_ray()` starts a local cluster here, quietly: its first start takes about 8 s on two
-    cores (longer on a busy machine; it tries once more when Ray's own start-up wait runs out)
-    and later runs reuse it. `ray.init(address="ray://<head>:10001")` before it points the same
-    cells at a real cluster (workers need `pip install 'lion_nb[ray]'`).
+    `start_ray()` starts a local cluster here, quietly: about 4 s on two quiet cores, longer on
+    a busy machine (Ray's start-up waits are raised, and it tries once more if they still run
+    out). Later runs in this kernel reuse it. To keep one cluster for every notebook and kernel,
+    start it once in a terminal, `ray start --head --num-cpus=2` (or
+    `python -m lion_nb.flow.ray_start`, which starts faster and prints the address), and start
+    Jupyter with `RAY_ADDRESS=auto` (or that address): `start_ray()` then joins it in about a
+    second. `ray.init(address="ray://<head>:10001")` before it points the same cells at a real
+    cluster (workers need `pip install 'lion_nb[ray]'`).
     """),
     code("""
-    import ray
-
     from lion_nb.flow.ray_start import start_ray
 
-    started = start_ray(num_cpus=2)
-    print(f"Ray ready in {started.seconds:.1f} s" if not started.reused else "Ray reused")
+    started = start_ray(num_cpus=2)  # joins RAY_ADDRESS when it is set
+    joined = f" (joined {started.address})" if started.joined else ""
+    print(f"Ray ready in {started.seconds:.1f} s{joined}" if not started.reused else "Ray reused")
     talk_on_ray = Flow(session, name="talk on tides (Ray)")
     outline = talk_on_ray.add(
         "communicate", instruction="Outline a talk on tides", branch=template.fork()
@@ -144,6 +147,8 @@ CELLS = [
     """),
     code("""
     import os
+
+    import ray
 
     await talk_on_ray.run(engine="ray")
     attempts = [node.metadata["ray"]["attempts"][0] for node in talk_on_ray]

@@ -5,6 +5,7 @@ changes the record."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from helpers_core import scripted
 
@@ -122,6 +123,24 @@ async def test_relay_channels_are_separate_and_survive_a_restart():
     assert await fresh.pull("a", 5, 0.01) == (6, [("k", "t", [3])])
     await relay.close("a")
     assert await relay.pull("b", 0, 0.01) == (1, [("k", "t", [2])])
+
+
+async def test_a_relay_pull_gathers_what_two_workers_push_into_one_return():
+    """At most one return with entries per ``gather_s``: a pull that comes sooner waits, and
+    the pushes of both workers meanwhile arrive together (half the calls, each costing CPU)."""
+    relay = Relay()
+    await relay.push("c", "node 1", "t", [1])
+    cursor, first = await relay.pull("c", 0, 1.0, 0.3)  # the first return is at once
+    assert [key for key, _, _ in first] == ["node 1"]
+    asked = time.monotonic()
+    later = asyncio.create_task(relay.pull("c", cursor, 1.0, 0.3))
+    await relay.push("c", "node 1", "t", [2])
+    await asyncio.sleep(0.1)
+    await relay.push("c", "node 2", "t", [3])  # pushed while the pull waits out its gap
+    cursor, entries = await later
+    assert time.monotonic() - asked >= 0.15
+    assert [(key, events) for key, _, events in entries] == [("node 1", [2]), ("node 2", [3])]
+    assert cursor == 3
 
 
 async def test_closing_the_outbox_sends_the_last_events_without_waiting_for_the_batch():

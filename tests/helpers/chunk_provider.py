@@ -72,7 +72,9 @@ def use_chunk_provider(monkeypatch: Any) -> None:
     from lion_nb.models.imodel import PROVIDERS, ProviderSpec
 
     monkeypatch.setitem(
-        PROVIDERS, "chunk_list", ProviderSpec("helpers.chunk_provider", "ChunkListProvider")
+        PROVIDERS,
+        "chunk_list",
+        ProviderSpec("helpers.chunk_provider", "ChunkListProvider", kind="cli"),
     )
 
 

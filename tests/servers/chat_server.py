@@ -70,6 +70,11 @@ class Reply:
     json_body: bool = False
     done: bool = True
     headers: dict[str, str] = field(default_factory=dict)
+    # The vendor servers (``vendor_servers``) only: after ``fail_after`` events, the vendor's
+    # mid-stream error (``fail_event``: ``"error"``, or the Responses API's ``"response.failed"``).
+    fail_after: int | None = None
+    fail_event: Literal["error", "response.failed"] = "error"
+    fail_message: str = "The server had an error while processing your request."
 
 
 @dataclass
@@ -398,6 +403,8 @@ class ChatServer:
     """The running server. ``base_url`` ends in ``/v1``; ``requests`` records every POST;
     ``disconnects`` counts replies the client abandoned (a write failed)."""
 
+    handler: type[BaseHTTPRequestHandler] = _Handler  # a vendor server speaks its own format
+
     def __init__(
         self,
         *,
@@ -413,7 +420,7 @@ class ChatServer:
         self._queue: deque[AnyReply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _HTTPServer(("127.0.0.1", 0), self.handler)
         self._httpd.owner = self
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,

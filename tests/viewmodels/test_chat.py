@@ -63,6 +63,8 @@ def test_status_lines() -> None:
         "done",
         "communicate done in 1.5 s · 3 in / 5 out tokens",
     )
+    priced = end(rid, input_tokens=3000, output_tokens=50, total_cost_usd=0.00976)
+    assert status_of(priced)[1] == "communicate done in 1.5 s · 3,000 in / 50 out tokens · $0.0098"
     assert status_of(end(rid, stopped=True)) == ("stopped", "communicate stopped")
     failed = RunFailed(
         branch_id=BID, run_id=rid, operation="run", duration_ms=2000, error=ValueError("x")

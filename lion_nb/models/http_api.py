@@ -1,0 +1,219 @@
+"""What every HTTP API provider shares: its client (one per event loop, closed with the
+provider or its loop), its key (``api_key=`` or the registry's environment variables), the
+retry loop and the classification of failures (``models/http_errors.py``).
+
+A provider subclasses ``HTTPProvider`` and writes ``build_body`` / ``complete`` and its stream
+reader; ``post_stream`` sends one attempt and hands the open response to the reader, turning a
+status >= 400, a timeout or a connection failure before the body into a retryable
+``RetrySafe``; ``read_failure`` turns a transport failure mid-body into the error carrying what
+arrived. A key read from the environment is not sent to a loopback server (it belongs to the
+hosted API; pass ``api_key=`` for a local server that wants one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from lion_nb.errors import ConfigurationError, ConnectionLost, ProviderError, ProviderTimeout
+from lion_nb.models.http_errors import Retry, RetrySafe, call_with_retries, status_error
+from lion_nb.models.registry import env_key, key_env_names
+from lion_nb.secrets import public_url, secret_values
+
+__all__ = ["HTTPProvider", "is_loopback"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[Any]]
+
+_ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body worth reading
+
+
+class HTTPProvider:
+    """Base of the HTTP API providers. ``http_client``: an ``httpx.AsyncClient`` to use (its
+    owner closes it); otherwise one is created on first use per event loop and closed by
+    ``aclose()``. ``sleep``: the coroutine used between retries (tests inject one)."""
+
+    name = "http"
+    is_cli = False
+    default_base_url = ""
+    # A key from the environment goes to a loopback server too? No for OpenAI-compatible
+    # servers (a local one is other software: OPENAI_API_KEY is not its key); a vendor whose
+    # only servers are its API and proxies of it says yes.
+    env_key_to_loopback = False
+
+    def __init__(
+        self,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | tuple[str, ...] | None = (),
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        http_client: httpx.AsyncClient | None = None,
+        headers: dict[str, str] | None = None,
+        sleep: Sleep | None = None,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        max_retry_after: float = 60.0,
+        **defaults: Any,
+    ) -> None:
+        self.model = model
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.key_env = key_env_names(api_key_env)
+        self.api_key_env = self.key_env[0] if self.key_env else None  # named in messages
+        self.timeout = timeout
+        self.max_retries = max(0, int(max_retries))
+        self.retry = Retry(self.max_retries, backoff, max_backoff, max_retry_after)
+        self.defaults = {k: v for k, v in defaults.items() if v is not None}
+        self.__api_key = api_key or None
+        self._headers = dict(headers or {})
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+        self._loopback = is_loopback(urlsplit(self.base_url).hostname)
+        # Shown in messages: without any user:password@ part of the URL.
+        self._shown_url = public_url(self.base_url) or self.base_url
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this provider created (an injected client is left open)."""
+        closer, self._closer, self._client_loop = self._closer, None, None
+        if self._owns_client:
+            self._client = None
+        if closer is not None:
+            await closer.aclose()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _http(self) -> httpx.AsyncClient:
+        if not self._owns_client:
+            assert self._client is not None
+            return self._client
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed or self._client_loop is not loop:
+            # Pooled connections belong to the loop that opened them: each loop gets its own
+            # client, closed by ``aclose()`` or, failing that, when its loop shuts down (the
+            # closer is an async generator, and asyncio.run / pytest close those first).
+            client = httpx.AsyncClient(timeout=self.timeout)
+            closer = _close_on_loop_shutdown(client)
+            await anext(closer)
+            self._client, self._client_loop, self._closer = client, loop, closer
+        return self._client
+
+    # -- credentials -------------------------------------------------------------------------
+
+    def _api_key(self) -> str | None:
+        if self.__api_key:
+            return self.__api_key
+        if self.env_key_to_loopback or not self._loopback:
+            return env_key(self.key_env)
+        return None
+
+    def secret_values(self) -> list[str | None]:
+        """The credentials this provider may send (for redaction by cassettes)."""
+        return self._secrets()
+
+    def _secrets(self) -> list[str | None]:
+        env = [os.environ.get(name) for name in self.key_env]
+        return [self.__api_key, *env, *secret_values(self._headers), *secret_values(self.defaults)]
+
+    # -- one call ----------------------------------------------------------------------------
+
+    async def with_retries(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt`` retried as ``http_errors.call_with_retries`` says, errors scrubbed."""
+        return await call_with_retries(attempt, self.retry, self._sleep, self._secrets())
+
+    async def post_stream(
+        self,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        timeout: float | None,  # noqa: ASYNC109 - httpx's per-request timeout, passed on
+        read: Callable[[httpx.Response], Awaitable[T]],
+    ) -> T:
+        """POST ``body`` and give the open response to ``read``; failures before the body are
+        classified and wrapped in ``RetrySafe``."""
+        client = await self._http()
+        error: ProviderError
+        try:
+            async with client.stream(
+                "POST", url, json=body, headers=headers, timeout=timeout
+            ) as response:
+                if response.status_code >= 400:
+                    raise RetrySafe(await self._status_error(response))
+                return await read(response)
+        except httpx.TimeoutException as exc:
+            error = ProviderTimeout(
+                f"no response from {self._shown_url} within {timeout} s", provider=self.name
+            )
+            raise RetrySafe(error) from exc
+        except httpx.UnsupportedProtocol as exc:
+            raise ConfigurationError(f"base_url {self._shown_url!r} is not http(s)") from exc
+        except httpx.TransportError as exc:
+            reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
+            error = ConnectionLost(f"cannot reach {self._shown_url}: {reason}", provider=self.name)
+            raise RetrySafe(error) from exc
+
+    async def _status_error(self, response: httpx.Response) -> ProviderError:
+        raw = b""
+        try:
+            async for piece in response.aiter_bytes():
+                raw += piece
+                if len(raw) >= _ERROR_BODY_LIMIT:
+                    break
+        except httpx.HTTPError:
+            pass  # the status says enough; the body was a courtesy
+        return status_error(
+            response.status_code,
+            response.headers,
+            raw[:_ERROR_BODY_LIMIT].decode("utf-8", "replace"),
+            provider=self.name,
+            key_env=self.key_env,
+            key_sent=self._api_key() is not None,
+            loopback=self._loopback and not self.env_key_to_loopback,
+        )
+
+
+def read_failure(exc: httpx.HTTPError) -> ProviderError:
+    """A transport failure while the body was being read."""
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout("the reply stalled: no data within the timeout")
+    return ConnectionLost(f"the connection dropped mid-reply ({type(exc).__name__})")
+
+
+async def _close_on_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        try:
+            await client.aclose()
+        except Exception:  # a broken connection must not fail the close
+            log.debug("closing the HTTP client failed", exc_info=True)
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
