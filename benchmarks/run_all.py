@@ -245,11 +245,17 @@ def b9_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def b10_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The live views in a real browser: each figure's median against its goal."""
-    units = {"updates_per_s": "updates/s", "longest_gap_ms": "ms", "first_token_ms": "ms"}
+    units = {
+        "updates_per_s": "updates/s",
+        "longest_gap_ms": "ms",
+        "first_token_ms": "ms",
+        "bytes": "bytes",
+    }
     words = {
         "updates_per_s": "visible updates",
         "longest_gap_ms": "longest gap",
-        "first_token_ms": "first token",
+        "first_token_ms": "first text",
+        "bytes": "bytes received",
     }
     return [
         {
@@ -258,7 +264,7 @@ def b10_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             "lion_nb": r["median"],
             "baseline": None,
             "ratio": None,
-            "target": ("≥ " if r["figure"] == "updates_per_s" else "≤ ") + f"{r['goal']:g}",
+            "target": ("≥ " if r["figure"] == "updates_per_s" else "≤ ") + f"{r['goal']:,.0f}",
             "met": r["met"],
             "detail": {"samples": r["samples"]},
         }

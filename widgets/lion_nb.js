@@ -89,10 +89,12 @@ const onPart = (fn) => (view, op) => {
 const OPS = {
   put: (view, op) => view.transcript.put(op),
   drop: onPart((view, op, part) => {
+    view.reveal.stop(part);
     part.el.remove();
     view.parts.delete(op.key);
   }),
   add: onPart((view, op, part) => {
+    view.reveal.mark(part);
     const frozen = slot(part, "frozen");
     frozen.insertAdjacentHTML("beforeend", op.html); // sanitized by the kernel
     keepTail(slot(part, "tail"), op.keep);
@@ -100,6 +102,7 @@ const OPS = {
     part.html = null;
   }),
   tail: onPart((view, op, part) => {
+    view.reveal.mark(part);
     view.transcript.tail(part, op);
     part.html = null;
   }),
@@ -109,7 +112,10 @@ const OPS = {
     view.transcript.decorate(el);
     part.html = null;
   }),
-  seal: onPart((view, op, part) => view.transcript.seal(part, op)),
+  seal: onPart((view, op, part) => {
+    view.reveal.stop(part); // the final text, exact, the moment the reply ends
+    view.transcript.seal(part, op);
+  }),
   chrome: (view, op) => {
     Object.assign(view.cstate, op.values);
     view.chrome();
@@ -544,6 +550,143 @@ function partsFromState(view, makePart) {
   }
 }
 
+// ----- reveal: the text of one message shown over the frames until the next ----------------
+// The kernel sends streamed text at most ~15 times a second; shown at once, a reader would see
+// that rate. The page shows what came in one message a few characters a frame instead, done
+// by the time the next message is due (the gap between messages, measured, at most 100 ms),
+// and at once when the next op touches the card or seals it: not a byte more is sent, and the
+// final text is exact when the reply ends. Counted in non-space characters, so what shows
+// never shrinks when the kernel sends rendered blocks for text the page showed as plain text.
+const SPACE = /\s/;
+const FRAME_MS = 1000 / 60;
+const REVEAL_MAX_MS = 100;
+const UNREVEALED = "lion-unrevealed"; // an element none of whose text shows yet (CSS: hidden)
+
+function solid(text) {
+  return text.replace(/\s+/g, "").length;
+}
+
+export function cutAt(text, k) {
+  // the length of the shortest start of `text` that holds k non-space characters
+  if (k <= 0) return 0;
+  for (let i = 0; i < text.length; i++) {
+    if (SPACE.test(text[i])) continue;
+    if (--k === 0) {
+      const code = text.charCodeAt(i);
+      return code >= 0xd800 && code < 0xdc00 ? i + 2 : i + 1; // never half a surrogate pair
+    }
+  }
+  return text.length;
+}
+
+function eachTextAndElement(body, fn) {
+  // the text nodes and elements of a card's body in document order, controls left out
+  const walk = document.createTreeWalker(body, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.nodeName === "BUTTON" ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) fn(n);
+}
+
+function shownCount(body) {
+  let count = 0;
+  eachTextAndElement(body, (n) => {
+    if (n.nodeType === Node.TEXT_NODE) count += solid(n.data);
+  });
+  return count;
+}
+
+function revealRun(body, from) {
+  // what of `body` lies past its first `from` non-space characters: the text nodes and the
+  // elements that start there, each with the number of characters before it
+  const run = { from, total: 0, nodes: [], els: [] };
+  eachTextAndElement(body, (n) => {
+    if (n.nodeType !== Node.TEXT_NODE) {
+      if (run.total >= from) run.els.push([n, run.total]);
+      return;
+    }
+    const size = solid(n.data);
+    if (run.total + size > from) run.nodes.push([n, n.data, run.total, size]);
+    run.total += size;
+  });
+  return run;
+}
+
+function clipRun(run, shown) {
+  // show the first `shown` non-space characters of the run's text (Infinity: all of it)
+  for (const [n, full, before, size] of run.nodes) {
+    const want = shown - before;
+    const text = want >= size ? full : want <= 0 ? "" : full.slice(0, cutAt(full, want));
+    if (n.data !== text) n.data = text;
+  }
+  for (const [el, before] of run.els) {
+    const hide = shown <= before;
+    if (el.classList.contains(UNREVEALED) !== hide) el.classList.toggle(UNREVEALED, hide);
+  }
+}
+
+function makeReveal(view) {
+  const runs = new Map(); // part -> the run being revealed
+  const marked = new Map(); // part -> characters it showed before this message's ops
+  const calm = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  let frame = 0;
+  let last = null; // when the last message with text came
+  let gap = 1000 / 15; // the time between such messages (ms), measured
+  const body = (part) => part.el.querySelector(".lion-body");
+  const tick = (now) => {
+    frame = 0;
+    for (const [part, run] of runs) {
+      // (a frame's time may precede the message that started the run: never show less)
+      const share = Math.min(1, (now - run.t0 + FRAME_MS) / run.span);
+      run.shown = Math.max(run.shown, Math.ceil(run.from + (run.total - run.from) * share));
+      clipRun(run, share >= 1 ? Infinity : run.shown);
+      if (share >= 1) runs.delete(part);
+    }
+    const { scroller } = view.shell;
+    if (view.chat && view.scroll.atBottom) scroller.scrollTop = scroller.scrollHeight; // follow
+    if (runs.size) frame = requestAnimationFrame(tick);
+  };
+  const stop = (part) => {
+    // everything the part was sent shows now: before an op changes it, and at its seal
+    const run = runs.get(part);
+    if (run) clipRun(run, Infinity);
+    runs.delete(part);
+    marked.delete(part);
+  };
+  return {
+    stop,
+    mark(part) {
+      // an op adds text to the part: remember what it shows before the message's ops
+      if (marked.has(part)) return;
+      stop(part);
+      const el = body(part);
+      if (el) marked.set(part, shownCount(el));
+    },
+    start() {
+      // after a message's ops: reveal what they added over the frames until the next
+      if (!marked.size) return;
+      const now = performance.now();
+      if (last !== null && now - last < 250) gap = 0.7 * gap + 0.3 * Math.max(now - last, FRAME_MS);
+      last = now;
+      for (const [part, from] of marked) {
+        const el = body(part);
+        const run = el && !calm && el.isConnected ? revealRun(el, from) : null;
+        if (!run || run.total <= from) continue;
+        Object.assign(run, { t0: now, span: Math.min(gap, REVEAL_MAX_MS), shown: from });
+        runs.set(part, run);
+      }
+      marked.clear();
+      if (frame) cancelAnimationFrame(frame);
+      if (runs.size) tick(now);
+    },
+    finish() {
+      for (const part of [...runs.keys()]) stop(part);
+      marked.clear();
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+    },
+  };
+}
+
 // ----- scroll: follow the stream only while the reader is at the bottom ----------------------
 function makeScroll(view) {
   const { scroller, jump } = view.shell;
@@ -609,6 +752,7 @@ function onMessage(view, msg) {
       if (!apply) throw new Error(`unknown op ${op.op}`);
       apply(view, op);
     }
+    view.reveal.start();
     view.applied = msg.seq;
     view.store.applied = Math.max(view.store.applied, view.applied);
   } catch (err) {
@@ -620,6 +764,7 @@ function onMessage(view, msg) {
 
 function fromState(view) {
   view.stateQueued = false;
+  view.reveal.finish();
   const follow = view.scroll.atBottom;
   view.transcript.fromState();
   view.applied = view.model.get("seq");
@@ -661,6 +806,7 @@ function makeView(model) {
   };
   view.transcript = makeTranscript(view);
   view.scroll = makeScroll(view);
+  view.reveal = makeReveal(view);
   if (view.chat) {
     view.promptBox = makePromptBox(view);
     view.comparePanel = makeComparePanel(model);
@@ -747,6 +893,7 @@ function render({ model, el }) {
   ];
   for (const [name, fn] of handlers) model.on(name, fn);
   return () => {
+    view.reveal.finish();
     for (const [name, fn] of handlers) model.off(name, fn);
   };
 }

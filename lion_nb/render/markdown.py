@@ -40,7 +40,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
 
-__all__ = ["MarkdownStream", "render_markdown", "split_markdown_blocks"]
+__all__ = ["MarkdownStream", "render_markdown", "split_markdown_blocks", "warm_up"]
 
 _LANG_RE = re.compile(r"^[\w+#.-]{1,40}$")
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -61,6 +61,16 @@ def _lexer(lang: str) -> Any:
         return get_lexer_by_name(lang.lower(), stripnl=False, ensurenl=False)
     except ClassNotFound:
         return None
+
+
+@functools.cache
+def warm_up() -> None:
+    """Highlight a line of Python once: the first code block costs ~0.2 s (pygments loads and
+    compiles its lexer), which would otherwise hold back the first text of the first reply that
+    opens with code. Live views run it in a thread when they are created."""
+    lexer = _lexer("python")
+    if lexer is not None:
+        _pygments_highlight("x = 1\n", lexer, _FORMATTER)
 
 
 def _highlight(code: str, lang: str, _attrs: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 import uuid
 from importlib import resources
 from pathlib import Path
@@ -31,6 +32,7 @@ import ipywidgets
 import traitlets
 
 from lion_nb.render.html import lion_css
+from lion_nb.render.markdown import warm_up
 from lion_nb.widgets.channel import Channel
 from lion_nb.widgets.protocol import ACTIONS, CHROME, PAGE
 from lion_nb.widgets.viewbase import StaticFallback
@@ -62,6 +64,14 @@ def _module_file(name: str) -> str:
             f"installed package or {source} in a source checkout"
         )
     return source.read_text(encoding="utf-8")
+
+
+@functools.cache
+def _warm_up_soon() -> threading.Thread:
+    """``render.markdown.warm_up`` in a thread, once per process."""
+    thread = threading.Thread(target=warm_up, name="lion_nb-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
@@ -110,6 +120,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
         self.channel.before_flush = self._chrome_now
         self.channel.templates = dict(zip(self.templates.values(), self.templates, strict=True))
         self.on_msg(self._on_page)
+        _warm_up_soon()  # the first code block of a reply renders without the lexer's load
 
     # ----- state -----------------------------------------------------------------------------
     def state_parts(self) -> list[list[str]]:

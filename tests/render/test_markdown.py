@@ -270,3 +270,16 @@ def test_the_stream_knows_the_length_of_its_tail() -> None:
     assert stream.tail_chars == len("```\ncode more\nline")
     stream.finish()
     assert stream.tail_chars == 0
+
+
+def test_warm_up_loads_the_python_lexer_a_first_code_block_uses():
+    from lion_nb.render.markdown import _lexer, warm_up
+
+    _lexer.cache_clear()
+    warm_up.cache_clear()
+    warm_up()
+    before = _lexer.cache_info()
+    assert before.currsize == 1
+    render_markdown("```python\nprint(1)\n```\n")
+    after = _lexer.cache_info()
+    assert after.hits == before.hits + 1 and after.misses == before.misses  # loaded already

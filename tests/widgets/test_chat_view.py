@@ -456,3 +456,16 @@ async def test_a_retracted_message_leaves_the_chat_view():
     assert message_html(gone) not in view.rendered_html()
     assert view.rendered_html() == "".join(message_html(m) for m in branch.messages)
     assert view.rendered_html() == BranchView(branch).rendered_html()
+
+
+def test_a_new_view_warms_the_code_highlighter_in_a_thread():
+    # the first code block of the first reply must not wait for pygments to load its lexer
+    from lion_nb.render import markdown
+    from lion_nb.widgets import front
+
+    markdown._lexer.cache_clear()
+    markdown.warm_up.cache_clear()
+    front._warm_up_soon.cache_clear()
+    BranchView(Branch())
+    front._warm_up_soon().join(timeout=30)
+    assert markdown._lexer.cache_info().currsize == 1

@@ -102,3 +102,23 @@ def test_fnv_is_the_same_in_both_languages() -> None:
         timeout=60,
     )
     assert json.loads(out.stdout) == [fingerprint(s) for s in STRINGS]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_reveal_cuts_after_k_non_space_characters_never_inside_a_surrogate_pair() -> None:
+    # makeReveal shows the first k non-space characters of a text node: cutAt(text, k) is
+    # the length of the shortest start of `text` holding them
+    cases = [("ab c", 3), ("  a b", 1), ("abc", 0), ("ab", 5), ("x🦁y", 2), ("a\n\nb", 2)]
+    script = (
+        f"import {{ cutAt }} from {json.dumps((ROOT / 'widgets' / 'lion_nb.js').as_uri())};"
+        f"console.log(JSON.stringify({json.dumps(cases)}.map(([t, k]) => cutAt(t, k))));"
+    )
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    # "x🦁y": the lion is two UTF-16 code units, kept together
+    assert json.loads(out.stdout) == [4, 3, 0, 2, 3, 4]
