@@ -155,9 +155,12 @@ function appendTokens(panel, texts, surprises) {
 }
 
 const TOKENS_PER_FRAME = 800;
+// tokens that arrived in one message are revealed over this many frames (the kernel sends at
+// most 15 a second: a frame is due every ~4), a few at a time instead of all at once
+const REVEAL_FRAMES = 3;
 
-function drawTokens(panel) {
-  const end = Math.min(panel.n, panel.drawn + TOKENS_PER_FRAME);
+function drawTokens(panel, most = TOKENS_PER_FRAME) {
+  const end = Math.min(panel.n, panel.drawn + most);
   const frag = document.createDocumentFragment();
   for (let i = panel.drawn; i < end; i++) {
     const span = document.createElement("span");
@@ -177,7 +180,8 @@ function drawSoon(panel) {
   panel.drawing = true;
   requestAnimationFrame(() => {
     panel.drawing = false;
-    drawTokens(panel);
+    const step = Math.ceil((panel.n - panel.drawn) / REVEAL_FRAMES);
+    drawTokens(panel, Math.min(TOKENS_PER_FRAME, Math.max(1, step)));
     drawStrip(panel);
     if (panel.drawn < panel.n) drawSoon(panel);
   });
