@@ -151,6 +151,8 @@ function appendTokens(panel, texts, surprises) {
   panel.n = panel.t.length;
   panel.asking = false;
   if (panel.drawn === 0) drawTokens(panel);
+  // what is not drawn yet goes at an even pace, done within REVEAL_FRAMES frames
+  panel.step = Math.max(1, Math.ceil((panel.n - panel.drawn) / REVEAL_FRAMES));
   drawSoon(panel);
 }
 
@@ -180,8 +182,7 @@ function drawSoon(panel) {
   panel.drawing = true;
   requestAnimationFrame(() => {
     panel.drawing = false;
-    const step = Math.ceil((panel.n - panel.drawn) / REVEAL_FRAMES);
-    drawTokens(panel, Math.min(TOKENS_PER_FRAME, Math.max(1, step)));
+    drawTokens(panel, Math.min(TOKENS_PER_FRAME, panel.step));
     drawStrip(panel);
     if (panel.drawn < panel.n) drawSoon(panel);
   });
