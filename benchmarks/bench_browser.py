@@ -11,7 +11,8 @@ sampled every animation frame inside the view, Debian chromium); this script run
 test-artifacts/front_end_browser.json, and prints per view the median of each figure beside its
 goal: >= 30 updates/s, longest gap <= 100 ms, first text <= 100 ms, bytes no more than before
 the page revealed text frame by frame (``BYTES_BEFORE``, measured with the module of commit
-f88d5e3, + 15% for the coalescing that varies with the machine's timing). The tests assert only
+f88d5e3, for as long as the reply streams, + 10%: a busy machine streams longer, and the kernel
+sends up to ~15 messages a second). The tests assert only
 bounds that hold on a busy machine. The script exits 1 when a goal is missed (the results are
 written either way).
 """
@@ -44,19 +45,21 @@ GOALS = {  # figure -> (goal, whether more is better); bytes: BYTES_BEFORE
     "longest_gap_ms": (100.0, False),
     "first_token_ms": (100.0, False),
 }
-# the bytes a page received for each reply before the reveal (the same kernel: what it sends
-# did not change), one run of these tests with the module of commit f88d5e3
-BYTES_BEFORE = {
-    "JupyterLab 4 | chat | 50 tok/s": 49_830,
-    "JupyterLab 4 | chat | 1000 tok/s": 65_196,
-    "Notebook 7 | chat | 50 tok/s": 50_442,
-    "Notebook 7 | chat | 1000 tok/s": 67_958,
-    "Voila | chat | 50 tok/s": 47_497,
-    "Voila | chat | 1000 tok/s": 66_143,
-    "marimo | chat | 50 tok/s": 20_139,
-    "marimo | chat | 1000 tok/s": 44_485,
+# the bytes a page received for each reply and the seconds it streamed, before the reveal (the
+# same kernel: what it sends did not change), one run of these tests with the module of commit
+# f88d5e3. The kernel sends at most ~15 messages a second, so a reply that streams longer on a
+# busy machine costs more envelopes: the goal scales with the streaming time.
+BYTES_BEFORE = {  # view -> (bytes, seconds)
+    "JupyterLab 4 | chat | 50 tok/s": (49_830, 4.13),
+    "JupyterLab 4 | chat | 1000 tok/s": (65_196, 4.22),
+    "Notebook 7 | chat | 50 tok/s": (50_442, 4.12),
+    "Notebook 7 | chat | 1000 tok/s": (67_958, 3.68),
+    "Voila | chat | 50 tok/s": (47_497, 4.2),
+    "Voila | chat | 1000 tok/s": (66_143, 3.82),
+    "marimo | chat | 50 tok/s": (20_139, 4.27),
+    "marimo | chat | 1000 tok/s": (44_485, 4.4),
 }
-BYTES_SLACK = 1.15
+BYTES_SLACK = 1.10
 SHORT = {"updates_per_s": "updates/s", "longest_gap_ms": "gap ms", "first_token_ms": "first ms"}
 
 
@@ -77,10 +80,18 @@ def one_round() -> dict[str, dict[str, float]]:
     return json.loads(FIGURES.read_text())  # type: ignore[no-any-return]
 
 
-def goal_of(view: str, figure: str) -> tuple[float, bool] | None:
+def bytes_goal(view: str, seconds: float) -> float | None:
+    """The bytes a reply may cost: what it cost before, for as long as it streams, +10%."""
+    if view not in BYTES_BEFORE:
+        return None
+    before, before_s = BYTES_BEFORE[view]
+    return before * max(1.0, seconds / before_s) * BYTES_SLACK
+
+
+def goal_of(view: str, figure: str, rows: list[dict[str, float]]) -> tuple[float, bool] | None:
     if figure == "bytes":
-        before = BYTES_BEFORE.get(view)
-        return (before * BYTES_SLACK, False) if before else None
+        goals = [bytes_goal(view, r.get("seconds", 0.0)) for r in rows]
+        return (statistics.median(goals), False) if rows and None not in goals else None
     return GOALS.get(figure)
 
 
@@ -89,8 +100,9 @@ def rows_of(rounds: list[dict[str, dict[str, float]]]) -> list[dict[str, Any]]:
     views = list(dict.fromkeys(view for r in rounds for view in r))
     for view in views:
         for figure in [*GOALS, "bytes"]:
-            samples = [r[view][figure] for r in rounds if figure in r.get(view, {})]
-            goal = goal_of(view, figure)
+            measured = [r[view] for r in rounds if figure in r.get(view, {})]
+            samples = [m[figure] for m in measured]
+            goal = goal_of(view, figure, measured)
             if not samples or goal is None:
                 continue
             value = statistics.median(samples)
@@ -114,7 +126,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         + "  ".join(f"{name:>22}" for name in [*SHORT.values(), "bytes"])
     ]
     goals = [("≥ " if more else "≤ ") + f"{goal:g}" for goal, more in GOALS.values()]
-    lines.append(f"{'goal':<36} " + "  ".join(f"{g:>22}" for g in [*goals, "≤ before +15%"]))
+    lines.append(f"{'goal':<36} " + "  ".join(f"{g:>22}" for g in [*goals, "≤ before +10%"]))
     for view in dict.fromkeys(r["view"] for r in rows):
         cells = []
         for figure in [*GOALS, "bytes"]:

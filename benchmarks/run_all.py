@@ -272,6 +272,24 @@ def b10_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def b13_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Bytes the rounds, parse and flow views send while a run streams (kernel side)."""
+    before = {"rounds": 977_222, "parse": 2_154_509}  # f88d5e3: whole parts re-put per update
+    return [
+        {
+            "name": f"B13 {r['view']} view bytes while streaming",
+            "unit": "bytes",
+            "lion_nb": r["bytes"],
+            "baseline": before.get(r["view"]),
+            "ratio": r["bytes"] / before[r["view"]] if r["view"] in before else None,
+            "target": f"≤ 2× final HTML + 16 KB/s (is {r['ratio']:.2f}×)",
+            "met": r["met"],
+            "detail": r,
+        }
+        for r in result["rows"]
+    ]
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -299,6 +317,7 @@ def main() -> None:
     rows += b10_rows(external("bench_browser.py", args.quick))
     rows += external("bench_tokens_view.py", args.quick)["rows"]  # B11 tokens view
     rows += external("bench_logprobs.py", args.quick)["rows"]  # B12 logprobs
+    rows += b13_rows(external("bench_view_bytes.py", args.quick))
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)

@@ -90,6 +90,7 @@ const OPS = {
   put: (view, op) => view.transcript.put(op),
   drop: onPart((view, op, part) => {
     view.reveal.stop(part);
+    forgetInside(view, part);
     part.el.remove();
     view.parts.delete(op.key);
   }),
@@ -116,6 +117,7 @@ const OPS = {
     view.reveal.stop(part); // the final text, exact, the moment the reply ends
     view.transcript.seal(part, op);
   }),
+  attrs: onPart((view, op, part) => setAttrs(part, op)),
   chrome: (view, op) => {
     Object.assign(view.cstate, op.values);
     view.chrome();
@@ -416,6 +418,118 @@ function contextMarks(view) {
   gauge.title = ctx.text || "";
 }
 
+// ----- the flow view: its Stop button and each node row's open/close control ---------------
+function makeFlowStop(view) {
+  const bar = node("div", "lion-flow-top");
+  const stop = button("lion-flow-stop", "Stop", "Cancel the flow's run()", () => view.model.send({ action: "stop" }));
+  named(stop, "Stop the flow");
+  bar.append(stop);
+  return {
+    el: bar,
+    chrome(cstate) {
+      // busy: the flow runs; can_stop: a Stop may go (not once asked)
+      stop.disabled = !cstate.can_stop;
+      stop.textContent = cstate.busy && !cstate.can_stop ? "Stopping…" : "Stop";
+    },
+  };
+}
+
+function addFlowOpen(view, container) {
+  const rows = container.matches(".lion-flow-row[data-id]") ? [container] : container.querySelectorAll(".lion-flow-row[data-id]");
+  for (const row of rows) {
+    if (row.querySelector(".lion-flow-open")) continue;
+    const key = row.getAttribute("data-id");
+    const open = !row.classList.contains("lion-flow-selected");
+    const n = (row.querySelector(".lion-flow-n") || {}).textContent || "";
+    const ctl = button("lion-act lion-flow-open", open ? "open" : "close", open ? "Show this node's transcript" : "Close this node's transcript",
+      () => view.model.send({ action: "open", key }));
+    named(ctl, `${open ? "Open" : "Close"} the transcript of node ${n.replace(".", "")}`.trim());
+    row.insertBefore(ctl, row.firstChild);
+  }
+}
+
+// ----- nested parts: a part inside another part's element marked data-parts -----------------
+function cardOf(part) {
+  // the part's own element: a nested part is its element, a part is in a wrapper
+  return part.parent === undefined ? part.el.firstElementChild : part.el;
+}
+
+function setAttrs(part, op) {
+  const el = cardOf(part);
+  if (!el) return;
+  el.className = op.cls;
+  for (const [name, value] of Object.entries(op.attrs || {})) el.setAttribute(name, value);
+  part.html = null;
+}
+
+function boxOf(part) {
+  const el = cardOf(part);
+  return el && el.hasAttribute("data-parts") ? el : part.el.querySelector("[data-parts]");
+}
+
+function forgetInside(view, part) {
+  // the parts inside `part` go with it
+  for (const [key, p] of [...view.parts]) {
+    if (p !== part && p.parent !== undefined && part.el.contains(p.el)) {
+      view.reveal.stop(p);
+      view.parts.delete(key);
+    }
+  }
+}
+
+function makeNested(view, key, html, parent) {
+  // the first element of the HTML (sanitized by the kernel) is the part; a template parses
+  // table rows too
+  const tpl = document.createElement("template");
+  tpl.innerHTML = html;
+  const el = tpl.content.firstElementChild || node("div");
+  el.setAttribute("data-part", key);
+  view.transcript.decorate(el);
+  return { el, html, fp: null, parent };
+}
+
+function putNested(view, op, html) {
+  const { parts } = view;
+  const part = makeNested(view, op.key, html, op.parent);
+  const old = parts.get(op.replace) || parts.get(op.key);
+  if (old) {
+    forgetInside(view, old);
+    old.el.replaceWith(part.el);
+    parts.delete(op.replace);
+  } else {
+    const host = parts.get(op.parent);
+    const box = host && boxOf(host);
+    if (!box) throw new Error(`no part ${op.parent} to hold ${op.key}`);
+    const before = op.before ? parts.get(op.before) : null;
+    box.insertBefore(part.el, before ? before.el : null);
+  }
+  parts.set(op.key, part);
+}
+
+function nestedFromState(view, [key, html, parent], prevs) {
+  // a nested part of the synced state: kept when the page shows it already, put in order
+  const { parts } = view;
+  const host = parts.get(parent);
+  const box = host && boxOf(host);
+  if (!box) return;
+  let part = parts.get(key);
+  const same = part && (part.html === html || (part.html === null && part.fp !== null && part.fp === fnv(html)));
+  if (same) part.html = html;
+  else {
+    const fresh = makeNested(view, key, html, parent);
+    if (part) {
+      forgetInside(view, part);
+      part.el.replaceWith(fresh.el);
+    }
+    parts.set(key, fresh);
+    part = fresh;
+  }
+  const prev = prevs.get(parent);
+  const want = prev ? prev.el.nextSibling : box.firstChild;
+  if (want !== part.el) box.insertBefore(part.el, want);
+  prevs.set(parent, part);
+}
+
 // ----- the transcript: parts from ops and from the synced state ------------------------------
 function makeTranscript(view) {
   const { model, parts, shell } = view;
@@ -424,6 +538,7 @@ function makeTranscript(view) {
       addCopyControls(view, container);
       addTurnControls(view, container);
     }
+    if (view.flow) addFlowOpen(view, container);
     addCodeCopy(container);
     // a reply being streamed is a polite live region, announced a finished block at a time:
     // its growing tail is busy until the block is finished (never read token by token)
@@ -449,9 +564,11 @@ function makeTranscript(view) {
       // `tpl`: HTML the page holds as a synced template (Channel.templates), not sent again
       const html = op.tpl === undefined ? op.html : (model.get("templates") || {})[op.tpl];
       if (typeof html !== "string") throw new Error(`unknown template ${op.tpl}`);
+      if (op.parent !== undefined) return putNested(view, op, html);
       const part = makePart(op.key, html);
       const old = parts.get(op.replace) || parts.get(op.key);
       if (old) {
+        forgetInside(view, old);
         old.el.replaceWith(part.el);
         parts.delete(op.replace);
       } else {
@@ -494,7 +611,7 @@ function keepTail(el, keep) {
 function sealCard(view, part, op) {
   // the streamed card becomes the recorded one, from the pieces the kernel names
   // (render.html.assistant_parts): classes and attributes as data, each slot's HTML
-  const card = part.el.firstElementChild;
+  const card = cardOf(part);
   if (card) {
     card.className = op.cls;
     for (const [name, value] of Object.entries(op.attrs || {})) card.setAttribute(name, value);
@@ -521,15 +638,22 @@ function partsFromState(view, makePart) {
   const { model, parts } = view;
   const list = view.shell.list;
   const seen = new Set();
+  const prevs = new Map(); // parent key -> its nested part placed last
   let prev = null;
-  for (const [key, html] of model.get("parts") || []) {
+  for (const entry of model.get("parts") || []) {
+    const [key, html] = entry;
     seen.add(key);
+    if (entry.length > 2) {
+      nestedFromState(view, entry, prevs);
+      continue;
+    }
     let part = parts.get(key);
     if (part && part.html !== html) {
       if (part.html === null && part.fp !== null && part.fp === fnv(html)) {
         part.html = html; // the DOM built from ops already shows this card
       } else {
         const fresh = makePart(key, html);
+        forgetInside(view, part);
         part.el.replaceWith(fresh.el);
         parts.set(key, fresh);
         part = fresh;
@@ -777,6 +901,7 @@ function chrome(view) {
   const { cstate, shell } = view;
   shell.error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
   shell.status.innerHTML = cstate.status_line;
+  if (view.flowStop) view.flowStop.chrome(cstate);
   if (!view.chat) return;
   view.promptBox.chrome(cstate);
   view.comparePanel.show(cstate.compare_html || "");
@@ -792,7 +917,7 @@ function makeView(model) {
     if (!OPS[name]) console.warn(`lion_nb: the kernel sends op ${name}, which this page does not handle`);
   }
   const view = {
-    model, kind, chat: kind === "chat", store: STORE.get(uid),
+    model, kind, chat: kind === "chat", flow: kind === "flow-view", store: STORE.get(uid),
     chromeNames: protocol.chrome || [],
     parts: new Map(), // key -> {el, html, fp}
     wantClip: new Map(), // key -> the copy button that asked
@@ -807,6 +932,7 @@ function makeView(model) {
   view.transcript = makeTranscript(view);
   view.scroll = makeScroll(view);
   view.reveal = makeReveal(view);
+  if (view.flow) view.flowStop = makeFlowStop(view);
   if (view.chat) {
     view.promptBox = makePromptBox(view);
     view.comparePanel = makeComparePanel(model);
@@ -823,6 +949,7 @@ function assemble(view, el) {
     shell.scroller.classList.add("lion-scroll-bounded");
     root.append(title);
   }
+  if (view.flowStop) root.append(view.flowStop.el);
   root.append(shell.empty, shell.scroller, shell.jump, shell.error);
   if (view.chat) root.append(view.promptBox.el);
   root.append(shell.status, shell.gauge);

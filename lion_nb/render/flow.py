@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from lion_nb.flow.view_model import FlowSnapshot, NodeRow
 
 __all__ = [
+    "detail_frame_html",
+    "detail_title_html",
+    "flow_error_html",
     "flow_header_html",
     "flow_html",
     "flow_text",
@@ -40,6 +43,8 @@ __all__ = [
     "node_detail_html",
     "row_cells_html",
     "row_html",
+    "row_part_html",
+    "strip_box_html",
     "strip_html",
 ]
 
@@ -109,6 +114,39 @@ def row_html(row: NodeRow, *, selected: bool = False) -> str:
         " lion-flow-selected" if selected else ""
     )
     return f'<div class="{cls}" data-id="{escape(row.id)}">{row_cells_html(row)}</div>'
+
+
+def row_part_html(row: NodeRow, *, selected: bool = False) -> str:
+    """A node's row in a live view: its cells in a box of their own (the page adds the row's
+    open/close control before them)."""
+    cls = f"lion-flow-row lion-flow-{escape(row.status)}" + (
+        " lion-flow-selected" if selected else ""
+    )
+    return (
+        f'<div class="{cls}" data-id="{escape(row.id)}">'
+        f'<div class="lion-flow-cells">{row_cells_html(row)}</div></div>'
+    )
+
+
+def strip_box_html() -> str:
+    """The box of the time strip in a live view (``data-parts``: the strip, redrawn as time
+    passes, is a nested part; the box stays)."""
+    return '<div class="lion-flow-strip-box" data-parts></div>'
+
+
+def detail_frame_html() -> str:
+    """The box of the selected node's transcript in a live view (``data-parts``: its cards
+    are nested parts)."""
+    return '<div class="lion-flow-detail"><div class="lion-transcript" data-parts></div></div>'
+
+
+def detail_title_html(row: NodeRow) -> str:
+    title = f"{row.index}. {row.operation} — {row.branch or 'not run yet'}"
+    return f'<h2 class="lion-title">{escape(title)}</h2>'
+
+
+def flow_error_html(row: NodeRow) -> str:
+    return f'<div class="lion-flow-error">{escape(row.error)}</div>' if row.error else ""
 
 
 def flow_header_html(snapshot: FlowSnapshot) -> str:

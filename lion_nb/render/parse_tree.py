@@ -8,39 +8,57 @@ from typing import Any
 from lion_nb.render.escape import escape
 from lion_nb.viewmodels.parse_tree import Path, TreeRow
 
-__all__ = ["attempts_html", "errors_html", "parse_header_html", "parse_view_html", "tree_html"]
+__all__ = [
+    "attempts_html",
+    "errors_html",
+    "parse_header_html",
+    "parse_view_html",
+    "tree_frame_html",
+    "tree_html",
+    "tree_row_html",
+]
 
 _STATUS_MARK = {"ok": "✓", "invalid": "✗", "pending": "…", "streaming": "…"}
 
 
+_TREE_HEAD = (
+    '<table class="lion-parse-tree"><thead><tr><th>field</th><th>type</th>'
+    "<th>value</th><th></th></tr></thead>"
+)
+
+
 def tree_html(rows: list[TreeRow]) -> str:
     """The rows as a table: field (indented by depth), type, value, status/errors."""
-    out = [
-        '<table class="lion-parse-tree"><thead><tr><th>field</th><th>type</th>'
-        "<th>value</th><th></th></tr></thead><tbody>"
-    ]
-    for row in rows:
-        indent = "&#160;&#160;&#160;" * row.depth
-        if row.kind == "pending":
-            value = '<span class="lion-meta">not received yet</span>'
-        elif row.kind == "partial":
-            value = f'<span class="lion-parse-partial">{escape(row.value)}</span>…'
-        elif row.value is None:
-            value = ""
-        else:
-            value = f'<span class="lion-parse-value">{escape(row.value)}</span>'
-        mark = _STATUS_MARK.get(row.status, "")
-        errs = "".join(f'<div class="lion-field-error">{escape(m)}</div>' for m in row.errors)
-        cls = f"lion-parse-row lion-parse-{escape(row.kind)}"
-        if row.status:
-            cls += f" lion-parse-{escape(row.status)}"
-        out.append(
-            f'<tr class="{cls}" data-path="{escape(_path_text(row.path))}">'
-            f"<td>{indent}{escape(row.key)}</td><td><code>{escape(row.type)}</code></td>"
-            f"<td>{value}{errs}</td><td>{mark}</td></tr>"
-        )
-    out.append("</tbody></table>")
-    return "".join(out)
+    return f"{_TREE_HEAD}<tbody>{''.join(tree_row_html(row) for row in rows)}</tbody></table>"
+
+
+def tree_frame_html() -> str:
+    """The table without its rows, its body marked as the box a live view puts them in
+    (``data-parts``)."""
+    return f"{_TREE_HEAD}<tbody data-parts></tbody></table>"
+
+
+def tree_row_html(row: TreeRow) -> str:
+    """One row of the tree table."""
+    indent = "&#160;&#160;&#160;" * row.depth
+    if row.kind == "pending":
+        value = '<span class="lion-meta">not received yet</span>'
+    elif row.kind == "partial":
+        value = f'<span class="lion-parse-partial">{escape(row.value)}</span>…'
+    elif row.value is None:
+        value = ""
+    else:
+        value = f'<span class="lion-parse-value">{escape(row.value)}</span>'
+    mark = _STATUS_MARK.get(row.status, "")
+    errs = "".join(f'<div class="lion-field-error">{escape(m)}</div>' for m in row.errors)
+    cls = f"lion-parse-row lion-parse-{escape(row.kind)}"
+    if row.status:
+        cls += f" lion-parse-{escape(row.status)}"
+    return (
+        f'<tr class="{cls}" data-path="{escape(_path_text(row.path))}">'
+        f"<td>{indent}{escape(row.key)}</td><td><code>{escape(row.type)}</code></td>"
+        f"<td>{value}{errs}</td><td>{mark}</td></tr>"
+    )
 
 
 def _path_text(path: Path) -> str:

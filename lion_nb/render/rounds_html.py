@@ -9,16 +9,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lion_nb.messages import AssistantResponse
+from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.render.escape import escape
-from lion_nb.render.html import Status, head_html, message_html, streaming_html
+from lion_nb.render.html import (
+    CardParts,
+    Status,
+    assistant_parts,
+    head_html,
+    message_html,
+    streaming_html,
+)
 from lion_nb.render.markdown import render_markdown
 from lion_nb.render.text import format_usage
-from lion_nb.viewmodels.rounds import ActionPair, Round, RoundsModel, RunGroup, shown
+from lion_nb.viewmodels.rounds import ActionPair, Round, RoundsModel, RunGroup, Step, shown
 
 __all__ = [
+    "actions_html",
+    "analysis_parts",
     "analysis_text",
+    "instruction_html",
+    "live_reply_status",
     "reply_fields",
+    "round_attrs",
+    "round_classes",
+    "round_error_html",
+    "round_frame_html",
+    "round_head_html",
     "round_html",
     "round_title",
     "rounds_header_html",
@@ -58,12 +74,13 @@ def analysis_text(message: AssistantResponse) -> str:
     return text if isinstance(text, str) else json.dumps(text, default=str)
 
 
-def _analysis(message: AssistantResponse) -> str:
-    """The analysis card: a ReAct reply is JSON; its ``analysis`` (or ``answer``) text is
-    what a person wants to read, with the rest of the fields under it."""
+def analysis_parts(message: AssistantResponse) -> CardParts:
+    """The analysis card as its named pieces (a streamed reply is sealed with them): a ReAct
+    reply is JSON; its ``analysis`` (or ``answer``) text is what a person wants to read, with
+    the rest of the fields under it."""
     data = reply_fields(message)
     if data is None:
-        return message_html(message)
+        return assistant_parts(message)
     text = data.get("analysis") or data.get("answer") or ""
     rest = {
         k: v
@@ -85,11 +102,18 @@ def _analysis(message: AssistantResponse) -> str:
             "</details>"
         )
     body = render_markdown(text if isinstance(text, str) else json.dumps(text, default=str))
-    return (
-        f'<div class="lion-msg lion-assistant lion-analysis" data-id="{escape(message.id)}" '
-        f'data-role="assistant">{head}<div class="lion-body lion-md">{body}</div>{extra}'
-        "</div>"
+    return CardParts(
+        classes=("lion-msg", "lion-assistant", "lion-analysis"),
+        attrs={"data-id": str(message.id), "data-role": "assistant"},
+        head=head,
+        thinking="",
+        body=body,
+        after=extra,
     )
+
+
+def _analysis(message: AssistantResponse) -> str:
+    return analysis_parts(message).html()
 
 
 def _pair_html(pair: ActionPair) -> str:
@@ -109,9 +133,26 @@ def round_title(rnd: Round) -> str:
     return "Answer" if rnd.final else f"Round {rnd.number}"
 
 
-def round_html(rnd: Round) -> str:
-    """One round: head (title, status, time, usage), instruction, analysis, actions."""
-    cls = f"lion-round lion-round-{escape(rnd.status)}" + (" lion-round-final" if rnd.final else "")
+def round_classes(rnd: Round) -> str:
+    """The classes of a round's box (its status and whether it is the answer)."""
+    return f"lion-round lion-round-{rnd.status}" + (" lion-round-final" if rnd.final else "")
+
+
+def round_attrs(rnd: Round) -> dict[str, str]:
+    """The data attributes of a round's box."""
+    return {"data-round": str(rnd.number), "data-status": rnd.status}
+
+
+def round_frame_html(rnd: Round, inner: str = "", *, parts: bool = False) -> str:
+    """A round's box around ``inner``; ``parts``: marked as the box a live view puts the
+    round's pieces in (``data-parts``)."""
+    attrs = "".join(f' {k}="{escape(v)}"' for k, v in round_attrs(rnd).items())
+    mark = " data-parts" if parts else ""
+    return f'<div class="{escape(round_classes(rnd))}"{attrs}{mark}>{inner}</div>'
+
+
+def round_head_html(rnd: Round) -> str:
+    """A round's head: title, status, time, usage, actions."""
     head = [
         f'<span class="lion-round-title">{escape(round_title(rnd))}</span>',
         f'<span class="lion-status lion-{escape(rnd.status)}">{escape(rnd.status)}</span>',
@@ -126,33 +167,49 @@ def round_html(rnd: Round) -> str:
         head.append(f'<span class="lion-round-actions">{n} action{"s" if n != 1 else ""}</span>')
     if rnd.extension_needed:
         head.append('<span class="lion-meta">continues</span>')
-    parts = [f'<div class="lion-round-head">{"".join(head)}</div>']
-    for ins in rnd.instructions:
-        parts.append(
-            '<details class="lion-round-instruction"><summary>Instruction</summary>'
-            f"{message_html(ins)}</details>"
-        )
+    return f'<div class="lion-round-head">{"".join(head)}</div>'
+
+
+def instruction_html(message: Instruction) -> str:
+    """A round's instruction, collapsed."""
+    return (
+        '<details class="lion-round-instruction"><summary>Instruction</summary>'
+        f"{message_html(message)}</details>"
+    )
+
+
+def actions_html(step: Step) -> str:
+    """A step's tool calls side by side, each with its result ("" without calls)."""
+    if not step.actions:
+        return ""
+    return '<div class="lion-parallel">' + "".join(_pair_html(p) for p in step.actions) + "</div>"
+
+
+def live_reply_status(rnd: Round) -> Status:
+    """How a reply still streaming in ``rnd`` is marked."""
+    if rnd.status in ("stopped", "failed", "done"):
+        return rnd.status  # type: ignore[return-value]
+    return "streaming"
+
+
+def round_error_html(rnd: Round) -> str:
+    return f'<div class="lion-field-error">{escape(rnd.error)}</div>' if rnd.error else ""
+
+
+def round_html(rnd: Round) -> str:
+    """One round: head (title, status, time, usage), instruction, analysis, actions."""
+    parts = [round_head_html(rnd)]
+    parts.extend(instruction_html(ins) for ins in rnd.instructions)
     for step in rnd.steps:
         if step.analysis is not None:
             parts.append(_analysis(step.analysis))
-        if step.actions:
-            parts.append(
-                '<div class="lion-parallel">'
-                + "".join(_pair_html(p) for p in step.actions)
-                + "</div>"
-            )
+        parts.append(actions_html(step))
     for mid, reply in rnd.live.items():
         thinking = rnd.live_thinking[mid].text() if mid in rnd.live_thinking else ""
-        status: Status = "streaming"
-        if rnd.status in ("stopped", "failed", "done"):
-            status = rnd.status  # type: ignore[assignment]
+        status = live_reply_status(rnd)
         parts.append(streaming_html(mid, reply.display_text(), thinking, status=status))
-    if rnd.error:
-        parts.append(f'<div class="lion-field-error">{escape(rnd.error)}</div>')
-    return (
-        f'<div class="{cls}" data-round="{rnd.number}" data-status="{escape(rnd.status)}">'
-        f"{''.join(parts)}</div>"
-    )
+    parts.append(round_error_html(rnd))
+    return round_frame_html(rnd, "".join(parts))
 
 
 def run_head_html(group: RunGroup) -> str:

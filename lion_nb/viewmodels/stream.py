@@ -11,9 +11,11 @@ delta stays linear in the reply.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lion_nb.signals import StreamDelta
 
-__all__ = ["StreamText"]
+__all__ = ["GrowingText", "StreamText"]
 
 
 class StreamText:
@@ -59,4 +61,48 @@ class StreamText:
         text = signal.snapshot
         new = text[self.read :]
         self.read = len(text)
+        return new
+
+
+class GrowingText:
+    """A text a view reads whole from ``source`` when it shows it, and that grows at its end
+    (a ReAct reply's analysis, read out of its partial JSON), with ``StreamText``'s reading
+    interface. ``refresh`` reads the source; ``rewritten``: what was taken changed since (not
+    only grew), so the reader starts again from a new ``GrowingText``."""
+
+    __slots__ = ("_now", "_source", "_taken", "read", "rewritten")
+
+    def __init__(self, source: Callable[[], str]) -> None:
+        self._source = source
+        self._now = ""
+        self._taken = ""
+        self.read = 0
+        self.rewritten = False
+
+    def update(self, signal: StreamDelta) -> None:
+        """The source changed (it is read when shown)."""
+
+    def refresh(self) -> None:
+        now = self._source()
+        if not now.startswith(self._taken):
+            self.rewritten = True
+        self._now = now
+
+    @property
+    def length(self) -> int:
+        return len(self._now)
+
+    @property
+    def pending(self) -> int:
+        """Characters grown since the last ``take`` (0 once rewritten)."""
+        self.refresh()
+        return 0 if self.rewritten else len(self._now) - self.read
+
+    def text(self) -> str:
+        return self._now
+
+    def take(self) -> str:
+        new = self._now[self.read :]
+        self._taken = self._now
+        self.read = len(self._now)
         return new

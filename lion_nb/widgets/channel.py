@@ -18,15 +18,26 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from lion_nb.widgets.protocol import message
 
-__all__ = ["Channel", "fingerprint"]
+__all__ = ["Channel", "fingerprint", "in_order"]
 
 Op = dict[str, Any]
 Producer = Callable[[], list[Op]]
+V = TypeVar("V")
+
+
+def in_order(shown: dict[str, V], keys: Iterable[str]) -> dict[str, V]:
+    """The parts of ``shown`` (key -> what the page shows) that ``keys`` names, in its order:
+    what a view keeps of its nested parts after an update."""
+    kept: dict[str, V] = {}
+    for key in keys:
+        if key in shown:
+            kept[key] = shown[key]
+    return kept
 
 
 def fingerprint(text: str) -> int:

@@ -6,22 +6,23 @@ turns aligned, differing ones highlighted, with tokens and latency per side.
     CompareView(branch, fork)
 
 It follows both branches: a new message or a finished run re-renders the comparison (at most
-``1 / refresh_interval`` times a second). The alignment and figures come from ``viewmodels.compare``, the HTML from ``render.compare``.
+``1 / refresh_interval`` times a second), sent to the front end (``widgets/lion_nb.js``, kind
+``compare``) as one part on the view's channel when it changed. It does not stream: it changes
+only when a message is recorded. The alignment and figures come from ``viewmodels.compare``, the
+HTML from ``render.compare``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import ipywidgets
 
 from lion_nb.provenance import provenance_of
 from lion_nb.render.compare import compare_html
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal
 from lion_nb.viewmodels.compare import Alignment, align, message_content, side_stats
-from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.viewbase import StaticFallback, Throttle
+from lion_nb.widgets.channel import Op
+from lion_nb.widgets.front import Front
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -33,29 +34,26 @@ def _title(branch: Branch) -> str:
     return branch.name or f"Branch {str(branch.id)[:8]}"
 
 
-class CompareView(StaticFallback, ipywidgets.VBox):
+class CompareView(Front):
     """``branch_a`` on the left, ``branch_b`` on the right."""
 
     def __init__(
         self, branch_a: Branch, branch_b: Branch, *, refresh_interval: float = 0.25
     ) -> None:
+        super().__init__(kind="compare-box")
+        self.channel.interval = refresh_interval  # one throttle: the channel's
         self.branch_a = branch_a
         self.branch_b = branch_b
-        self.closed = False
         # run durations make the latency figures exact; tables start recording now if new
         self._tables = (provenance_of(branch_a), provenance_of(branch_b))
-        self._kit = WidgetKit()
-        self._style = self._kit.html(self.style_html())
-        self._body = self._kit.html("")
-        super().__init__(
-            children=(self._style, self._body), _dom_classes=("lion-view", "lion-compare-box")
-        )
-        self._refresh = Throttle(self._render, refresh_interval)
+        self._shown = ""
+        self._redraw: list[Callable[[str], Any]] = []
         self._unsubscribers: list[Callable[[], None]] = [
             b.subscribe((MessageAdded, RunEnd, RunFailed), self._on_signal)
             for b in (branch_a, branch_b)
         ]
         self._render()
+        self.sync_state(send=True)  # the comm opened with empty parts
         self._ready = True
 
     def alignment(self) -> Alignment:
@@ -77,20 +75,37 @@ class CompareView(StaticFallback, ipywidgets.VBox):
     def on_redraw(self, handler: Callable[[str], Any]) -> None:
         """Call ``handler(html)`` each time the comparison is drawn anew (another view that
         shows this comparison, e.g. under a chat view, follows it this way)."""
-        self._body.observe(lambda change: handler(change["new"]), names="value")
+        self._redraw.append(handler)
 
     def _on_signal(self, signal: Signal) -> None:
         if self.closed:
             return
         if isinstance(signal, MessageAdded):
-            self._refresh.request()
+            self.channel.stream("compare", self._ops)  # throttled by the channel
         else:
-            self._refresh.flush()
+            self._render()
             self.refresh_static()
 
     def _render(self) -> None:
-        if not self.closed:
-            self._body.value = self.html()
+        self.channel.forget("compare")
+        ops = self._ops()
+        if ops:
+            self.channel.push(*ops)
+        self.sync_state()
+
+    def _ops(self) -> list[Op]:
+        if self.closed:
+            return []
+        html_ = self.html()
+        if html_ == self._shown:
+            return []
+        self._shown = html_
+        for handler in self._redraw:
+            handler(html_)
+        return [{"op": "put", "key": "compare", "html": html_}]
+
+    def state_parts(self) -> list[list[str]]:
+        return [["compare", self._shown]]
 
     def static_html(self) -> str:
         return self.html()
@@ -110,10 +125,7 @@ class CompareView(StaticFallback, ipywidgets.VBox):
     def _release(self) -> None:
         for unsubscribe in self._unsubscribers:
             unsubscribe()
-        self._refresh.cancel()
-
-    def _owned_widgets(self) -> Iterable[Any]:
-        return (self._style, self._body, self._kit.layout, self._kit.style)
+        self.channel.forget("compare")
 
     def __repr__(self) -> str:
         return f"<CompareView {_title(self.branch_a)!r} vs {_title(self.branch_b)!r}>"

@@ -1,6 +1,6 @@
 """``FlowView``: a flow's nodes, live. One row per node (status, run time, tokens, cost); a row's
-button opens that node's transcript (its branch, with the reply being written); a time strip
-shows which node ran when, where and for how long; **Stop** cancels the flow's ``run()``
+open control shows that node's transcript (its branch, with the reply being written); a time
+strip shows which node ran when, where and for how long; **Stop** cancels the flow's ``run()``
 wherever it was started (``flow.cancel()``): running nodes settle as "stopped" (keeping what
 they streamed), unstarted ones as "cancelled". Stop is enabled only while something can stop.
 
@@ -8,32 +8,41 @@ they streamed), unstarted ones as "cancelled". Stop is enabled only while someth
     view                                   # then, in this or another cell:
     await flow.run()                       # or flow.run(engine="ray")
 
-The state is ``lion_nb.flow.view_model.FlowViewModel``; every piece of HTML comes from
-``lion_nb.render.flow``. A row is re-rendered only when its node changed, at most
+It runs on the front-end module (``widgets/lion_nb.js``, kind ``flow-view``: the page draws
+the Stop button and each row's open control, ``open`` and ``stop`` actions), through the view's
+channel: the heading, one part per row, the strip and the transcript of the selected node, whose
+cards are nested parts and whose reply being written streams as the chat view's does
+(``widgets.live.LiveMessage``). A part is re-sent only when it changed, at most
 ``1 / refresh_interval`` times a second; run times of running nodes (and the strip) tick every
-``tick`` seconds while the flow runs.
+``tick`` seconds while the flow runs. The state is ``lion_nb.flow.view_model.FlowViewModel``;
+every piece of HTML comes from ``lion_nb.render.flow`` and ``render.html``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets
-
-from lion_nb.flow.view_model import FlowViewModel
+from lion_nb.flow.view_model import FlowSnapshot, FlowViewModel, NodeRow
 from lion_nb.render.flow import (
+    detail_frame_html,
+    detail_title_html,
+    flow_error_html,
     flow_header_html,
     flow_html,
     flow_text,
-    node_detail_html,
-    row_cells_html,
+    row_part_html,
+    strip_box_html,
     strip_html,
 )
-from lion_nb.widgets.live import WidgetKit
-from lion_nb.widgets.viewbase import StaticFallback, Throttle
+from lion_nb.render.html import assistant_parts, transcript_cards
+from lion_nb.turns import continuations
+from lion_nb.viewmodels.stream import GrowingText
+from lion_nb.widgets.channel import Op, in_order
+from lion_nb.widgets.front import Front
+from lion_nb.widgets.live import LiveMessage
 
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow
@@ -41,125 +50,212 @@ if TYPE_CHECKING:
 __all__ = ["FlowView"]
 
 
-class _Row:
-    """The widgets of one node's row."""
-
-    def __init__(self, kit: WidgetKit, node_id: uuid.UUID, on_open: Any) -> None:
-        self.node_id = node_id
-        self.button = ipywidgets.Button(
-            description="open",
-            tooltip="show this node's transcript",
-            layout=ipywidgets.Layout(width="4.5em"),
-        )
-        self.button.on_click(lambda _: on_open(node_id))
-        self.cells = kit.html("", classes=("lion-flow-cells",))
-        self.box = ipywidgets.HBox((self.button, self.cells), _dom_classes=("lion-flow-row",))
-
-    def widgets(self) -> tuple[Any, ...]:
-        return (self.button, self.cells, self.box)
+def _settled_part(row: NodeRow) -> tuple[Any, ...]:
+    """What a row says but for the times that tick while it runs."""
+    return (row.id, row.status, row.error, row.branch, row.input_tokens, row.output_tokens)
 
 
-class FlowView(StaticFallback, ipywidgets.VBox):
+class FlowView(Front):
     def __init__(self, flow: Flow, *, refresh_interval: float = 0.1, tick: float = 0.5) -> None:
+        super().__init__(kind="flow-view")
+        self.channel.interval = refresh_interval  # one throttle: the channel's
         self.flow = flow
         self.model = FlowViewModel(flow)
-        self.closed = False
         self.tick = tick
-        self._kit = WidgetKit()
-        self._style = self._kit.html(self.style_html())
-        self._header = self._kit.html("", classes=("lion-flow-head-box",))
-        self._stop = ipywidgets.Button(
-            description="Stop",
-            tooltip="cancel the flow's run()",
-            disabled=True,
-            layout=ipywidgets.Layout(width="auto", flex="0 0 auto"),
-            _dom_classes=("lion-flow-stop",),
-        )
-        self._stop.on_click(lambda _: self.stop())
-        self._stopping = False  # Stop was clicked; the run has not settled yet
-        self._top = ipywidgets.HBox((self._header, self._stop), _dom_classes=("lion-flow-top",))
-        self._list = ipywidgets.VBox(_dom_classes=("lion-flow-list",))
-        self._strip = self._kit.html("", classes=("lion-flow-strip-box",))
-        self._detail = self._kit.html("", classes=("lion-flow-detail-box",))
-        self._rows: dict[uuid.UUID, _Row] = {}
-        self._dirty: set[uuid.UUID] = set()
-        self._detail_dirty = True
+        self._stopping = False  # Stop was asked; the run has not settled yet
+        self._shown: dict[str, str] = {}  # top-level parts: key -> HTML, in order
+        self._strip = ""  # the time strip (part "ss" in the strip's box)
+        self._board: tuple[Any, ...] = ()  # what the rows said when last sent, but times
+        self._board_at = 0.0
+        self._detail_of: uuid.UUID | None = None  # the node whose transcript is shown
+        self._pieces: dict[str, str | None] = {}  # the transcript's cards (None: streaming)
+        self._lives: dict[str, LiveMessage] = {}
+        self._names: dict[Any, str] = {}  # message id -> its card's part key
+        self._recorded: dict[str, str] = {}  # message id -> the text recorded
+        self._cards_of: tuple[tuple[Any, ...], list[tuple[str, str | None]]] = ((None,), [])
         self._ticker: asyncio.TimerHandle | None = None
-        super().__init__(
-            children=(self._style, self._top, self._list, self._strip, self._detail),
-            _dom_classes=("lion-view", "lion-flow-view"),
-        )
-        self._refresh = Throttle(self._flush, refresh_interval)
         self.model.on_change = self._on_change
         self.model.attach()
-        self._dirty.update(n.id for n in flow.nodes)
-        self._refresh.flush()
+        self._update()
+        self.channel.flush()
+        self.sync_state(send=True)  # the comm opened with empty parts
         self._ready = True
 
     # ----- live --------------------------------------------------------------------------
     def _on_change(self, node_id: uuid.UUID | None) -> None:
         if self.closed:
             return
-        if node_id is not None:
-            self._dirty.add(node_id)
-        if node_id is None or node_id == self.model.selected:
-            self._detail_dirty = True
-        self._refresh.request()
+        self._update_later()
         node = next((n for n in self.flow.nodes if n.id == node_id), None)
         # the saved output follows the end of the run, not each pause between nodes (each
         # refresh makes Lab draw the view anew)
         if node is not None and node.status.settled and not self.model.stoppable:
             self.refresh_static()
 
-    def _open(self, node_id: uuid.UUID) -> None:
-        self.model.select(node_id)
+    def _update_later(self) -> None:
+        self.channel.stream("flow", self._ops)  # throttled by the channel
+
+    def _update(self) -> None:
+        self.channel.forget("flow")
+        ops = self._ops()
+        if ops:
+            self.channel.push(*ops)
+
+    def _action_open(self, content: dict[str, Any]) -> None:
+        self.model.select(uuid.UUID(str(content.get("key"))))
+        self._update()
+
+    def _action_stop(self, _content: dict[str, Any]) -> None:
+        self.stop()
 
     def stop(self) -> bool:
         """Cancel the flow's run in progress; False if it is not running."""
         stopped = self.flow.cancel()
         if stopped:
             self._stopping = True
-            self._stop.disabled = True
-            self._stop.description = "Stopping…"
+            self.set_chrome(can_stop=False)
         return stopped
 
-    def _flush(self) -> None:
+    def _ops(self) -> list[Op]:
         if self.closed:
-            return
+            return []
         snapshot = self.model.snapshot()
-        rows = {r.id: r for r in snapshot.rows}
-        new = [i for i in rows if i not in self._rows]
-        for node_id in new:
-            self._rows[node_id] = _Row(self._kit, node_id, self._open)
-            self._dirty.add(node_id)
-        dirty, self._dirty = self._dirty, set()
-        if self.model.running:
-            dirty.update(r.id for r in snapshot.rows if r.status == "running")  # run time ticks
         if not snapshot.stoppable:
             self._stopping = False
-        with self.hold_sync():
-            self._stop.disabled = self._stopping or not snapshot.stoppable
-            self._stop.description = "Stopping…" if self._stopping else "Stop"
-            for node_id in dirty:
-                row = rows.get(node_id)
-                if row is not None:
-                    widget = self._rows[node_id]
-                    widget.cells.value = row_cells_html(row)
-                    widget.button.description = "close" if row.id == snapshot.selected else "open"
-            if new:
-                self._list.children = tuple(self._rows[r.id].box for r in snapshot.rows)
-            self._header.value = flow_header_html(snapshot)
-            self._strip.value = strip_html(snapshot)
-            if self._detail_dirty:
-                self._detail_dirty = False
-                for widget in self._rows.values():
-                    widget.button.description = (
-                        "close" if widget.node_id == snapshot.selected else "open"
-                    )
-                selected = rows.get(snapshot.selected) if snapshot.selected else None
-                messages, live = self.model.transcript()
-                self._detail.value = node_detail_html(selected, messages, live)
+        self.set_chrome(busy=snapshot.stoppable, can_stop=snapshot.stoppable and not self._stopping)
+        ops = self._board_ops(snapshot) + self._detail_ops(snapshot)
         self._schedule_tick()
+        return ops
+
+    def _board_ops(self, snapshot: FlowSnapshot) -> list[Op]:
+        """The heading, rows and strip that changed. Run times tick every ``tick`` seconds, not
+        with every update of a reply being written (those only stream the transcript)."""
+        now = time.monotonic()
+        state = (snapshot.selected, *(_settled_part(row) for row in snapshot.rows))
+        if state == self._board and now - self._board_at < self.tick:
+            return []
+        self._board, self._board_at = state, now
+        pieces = {"head": flow_header_html(snapshot)}
+        for row in snapshot.rows:
+            pieces[f"n{row.index}"] = row_part_html(row, selected=row.id == snapshot.selected)
+        pieces["strip"] = strip_box_html()
+        selected = snapshot.selected
+        pieces["detail"] = detail_frame_html() if selected is not None else ""
+        ops: list[Op] = []
+        keys = list(pieces)
+        for at, (key, value) in enumerate(pieces.items()):
+            reframe = key == "detail" and selected != self._detail_of
+            if self._shown.get(key) == value and not reframe:
+                continue
+            op: Op = {"op": "put", "key": key, "html": value}
+            later = next((k for k in keys[at + 1 :] if k in self._shown), None)
+            if key not in self._shown and later is not None:
+                op["before"] = later
+            ops.append(op)
+        self._shown = pieces
+        strip = strip_html(snapshot)
+        if strip != self._strip:
+            self._strip = strip
+            ops.append({"op": "put", "key": "ss", "html": strip, "parent": "strip"})
+        return ops
+
+    # ----- the selected node's transcript ----------------------------------------------------
+    def _detail_ops(self, snapshot: FlowSnapshot) -> list[Op]:
+        """The transcript's cards that changed (all of them when another node was opened), its
+        reply being written streamed."""
+        if snapshot.selected != self._detail_of:
+            for stale in self._lives.values():
+                stale.cancel()
+            self._lives, self._pieces, self._names, self._recorded = {}, {}, {}, {}
+            self._cards_of = ((None,), [])
+            self._detail_of = snapshot.selected
+        row = next((r for r in snapshot.rows if r.id == snapshot.selected), None)
+        if row is None:
+            return []
+        messages, writing = self.model.transcript()
+        pieces: list[tuple[str, str | None]] = [("dh", detail_title_html(row))]
+        pieces += self._cards(messages)
+        pieces += [(self._name(mid), None) for mid, _ in writing]
+        if row.error:
+            pieces.append(("de", flow_error_html(row)))
+        names = [name for name, _ in pieces]
+        ops: list[Op] = []
+        for name in [n for n in self._pieces if n not in names]:
+            ops.extend(self._drop_piece(name))
+        mids = {self._name(mid): mid for mid, _ in writing}
+        for at, (name, value) in enumerate(pieces):
+            if value is None:
+                ops.extend(self._writing_ops(name, mids[name], names[at + 1 :]))
+            elif name in self._lives and (op := self._sealed(name, value, messages)):
+                ops.append(op)
+            elif self._pieces.get(name) != value:
+                ops.append(self._placed({"op": "put", "key": name, "html": value}, names[at + 1 :]))
+                self._pieces[name] = value
+        self._pieces = in_order(self._pieces, names)
+        return ops
+
+    def _placed(self, op: Op, later: list[str]) -> Op:
+        """``op`` puts a piece: a new one in the transcript's box, before the first of
+        ``later`` the page shows."""
+        if op["key"] in self._pieces:
+            return op
+        op["parent"] = "detail"
+        before = next((n for n in later if n in self._pieces), None)
+        if before is not None:
+            op["before"] = before
+        return op
+
+    def _writing_ops(self, name: str, mid: Any, later: list[str]) -> list[Op]:
+        """A reply being written: its card first, then what streamed."""
+        ops: list[Op] = []
+        if name not in self._lives:
+            self._lives[name] = self._live(name, mid)
+            html_ = self._lives[name].shell_html()
+            ops.append(self._placed({"op": "put", "key": name, "html": html_}, later))
+            self._pieces[name] = None
+        return ops + self._lives[name].collect()
+
+    def _sealed(self, name: str, value: str, messages: list[Any]) -> Op | None:
+        """The reply was recorded: its live card becomes the recorded card (None: put it)."""
+        live = self._lives.pop(name)
+        message = next((m for m in messages if self._name(m.id) == name), None)
+        if message is None or message.role != "assistant":
+            live.cancel()
+            return None
+        self._recorded[str(message.id)] = message.response  # what the live card catches up to
+        card = assistant_parts(message, continuations(messages).get(str(message.id)))
+        self._pieces[name] = value
+        return live.seal_op(card, name)
+
+    def _drop_piece(self, name: str) -> list[Op]:
+        stale = self._lives.pop(name, None)
+        if stale is not None:
+            stale.cancel()
+        return [{"op": "drop", "key": name}]
+
+    def _cards(self, messages: list[Any]) -> list[tuple[str, str | None]]:
+        """The recorded cards, rendered again only when the messages changed."""
+        ids = tuple(m.id for m in messages)
+        if self._cards_of[0] != ids:
+            cards: list[tuple[str, str | None]] = [
+                (self._name(mid), html_) for mid, html_ in transcript_cards(messages)
+            ]
+            self._cards_of = (ids, cards)
+        return list(self._cards_of[1])
+
+    def _live(self, name: str, mid: Any) -> LiveMessage:
+        def source() -> str:  # the text being written; once recorded, the recorded text
+            if str(mid) in self._recorded:
+                return self._recorded[str(mid)]
+            return dict(self.model.transcript()[1]).get(mid, "")
+
+        return LiveMessage(uuid.uuid4(), self.channel, key=name, text=GrowingText(source))
+
+    def _name(self, message_id: Any) -> str:
+        key = str(message_id)
+        if key not in self._names:
+            self._names[key] = f"d{len(self._names)}"
+        return self._names[key]
 
     def _schedule_tick(self) -> None:
         # while the flow runs (not only while a node runs): Stop is disabled once run() ends
@@ -173,9 +269,18 @@ class FlowView(StaticFallback, ipywidgets.VBox):
 
     def _on_tick(self) -> None:
         self._ticker = None
-        self._refresh.request()
+        self._update_later()
 
     # ----- reading -----------------------------------------------------------------------
+    def state_parts(self) -> list[list[str]]:
+        parts = [[key, value] for key, value in self._shown.items()]
+        parts.append(["ss", self._strip, "strip"])
+        for name, value in self._pieces.items():
+            live = self._lives.get(name)
+            html_ = live.html() if live is not None and value is None else value
+            parts.append([name, html_ or "", "detail"])
+        return parts
+
     def static_html(self) -> str:
         return flow_html(self.model.snapshot())
 
@@ -184,17 +289,11 @@ class FlowView(StaticFallback, ipywidgets.VBox):
 
     def _release(self) -> None:
         self.model.detach()
-        self._refresh.cancel()
+        for live in self._lives.values():
+            live.cancel()
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
-
-    def _owned_widgets(self) -> Iterable[Any]:
-        for row in self._rows.values():
-            yield from row.widgets()
-        yield from (self._style, self._header, self._stop, self._top, self._list)
-        yield from (self._strip, self._detail)
-        yield from (self._kit.layout, self._kit.style)
 
     def __repr__(self) -> str:
         return f"<FlowView of {self.flow!r}>"

@@ -39,7 +39,7 @@ from lion_nb.render.html import (
 )
 from lion_nb.render.markdown import MarkdownStream
 from lion_nb.signals import StreamDelta
-from lion_nb.viewmodels.stream import StreamText
+from lion_nb.viewmodels.stream import GrowingText, StreamText
 from lion_nb.widgets.channel import Channel, Op, fingerprint
 
 __all__ = ["LiveConfig", "LiveMessage", "WidgetKit", "live_shell"]
@@ -66,8 +66,8 @@ class LiveConfig:
 
 class WidgetKit:
     """Creates the stock ipywidgets a view is made of, sharing one Layout and one style so a
-    new widget costs only its own small state on the comm (the views that stay on stock
-    widgets: inspector, compare, flow)."""
+    new widget costs only its own small state on the comm (the view that stays on stock
+    widgets: the inspector; ARCHITECTURE.md says why)."""
 
     def __init__(self) -> None:
         import ipywidgets
@@ -104,6 +104,7 @@ class LiveMessage:
         config: LiveConfig | None = None,
         model: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        text: GrowingText | None = None,
     ) -> None:
         self.message_id = message_id
         self.key = key or f"live:{message_id}"
@@ -113,7 +114,8 @@ class LiveMessage:
         self._clock = clock
         self._md = MarkdownStream()
         self._status: Status = "streaming"
-        self._text = StreamText()
+        # the text: from the signals' snapshots, or read whole when shown (``text``)
+        self._text: StreamText | GrowingText = text if text is not None else StreamText()
         self._thinking: StreamText | None = None
         self._tools: dict[str, tuple[str, StreamText]] = {}
         self._frozen: list[str] = []  # block HTML sent (or about to be)
@@ -145,6 +147,10 @@ class LiveMessage:
                 self._tools[key] = (signal.name or "tool", StreamText())
             self._tools[key][1].update(signal)
         self._channel.stream(self.key, self.collect, now=self.first_update is None)
+
+    def follow_thinking(self, thinking: StreamText | None) -> None:
+        """Show the reasoning of ``thinking`` (a view model's), not the one fed here."""
+        self._thinking = thinking
 
     def _take_text(self) -> None:
         if self._text.pending > 0:

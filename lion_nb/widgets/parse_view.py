@@ -6,9 +6,10 @@ parse attempts that led to it — filled in live while a structured reply stream
     ParseView(Order, errors=exc)                   # a ValidationError / ParseError, per field
 
 Live mode validates each JSON value as it completes (``incremental.live_parse.LiveParse``),
-never the accumulated text per chunk; the table re-renders at most ``1 / refresh_interval``
-times a second, sent to the shared front end (``widgets/lion_nb.js``) as ordered ops on the
-view's channel, its complete state synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
+never the accumulated text per chunk; the page is updated at most ``1 / refresh_interval`` times
+a second through the view's channel (``widgets.channel``, to the shared front end
+``widgets/lion_nb.js``), each row of the tree a part of its own inside the table (a nested
+part): an update sends only the rows that changed. Its complete state is synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
 ``render.parse_tree``; this class only maps them to widgets.
 
 A live view with a ``branch`` follows *one* structured reply and the parse of it, then settles:
@@ -41,13 +42,14 @@ from lion_nb.render.parse_tree import (
     errors_html,
     parse_header_html,
     parse_view_html,
-    tree_html,
+    tree_frame_html,
+    tree_row_html,
 )
 from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, Signal, StreamDelta
 from lion_nb.viewmodels.parse import Effect, ParseModel
 from lion_nb.viewmodels.parse_tree import TreeRow
+from lion_nb.widgets.channel import Op, in_order
 from lion_nb.widgets.front import Front
-from lion_nb.widgets.viewbase import Throttle
 
 if TYPE_CHECKING:
     from lion_nb.incremental.live_parse import LiveParse
@@ -84,8 +86,10 @@ class ParseView(Front):
         super().__init__(kind="parse")
         self.model = ParseModel(target, errors=errors, attempts=attempts, title=title)
         self.branch = branch
-        self._shown: dict[str, str] = {}
-        self._refresh = Throttle(self._render, refresh_interval)
+        self.channel.interval = refresh_interval  # one throttle: the channel's
+        self._shown: dict[str, str] = {}  # the view's parts: key -> HTML
+        self._rows: dict[str, str] = {}  # the tree's rows (parts in part "tree"), in order
+        self._row_keys: dict[Any, str] = {}  # a row's path -> its part's key
         self._unsubscribe: Callable[[], None] = lambda: None
         if branch is not None:
             self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
@@ -144,13 +148,13 @@ class ParseView(Front):
     def finish(self) -> Any:
         """The reply ended: validate it whole; returns the result (or None)."""
         result = self.model.finish()
-        self._refresh.flush()
+        self._render()
         return result
 
     def set_result(self, result: Any, errors: Any = None) -> None:
         """Show a finished result (and its errors, if any)."""
         self.model.set_result(result, errors)
-        self._refresh.flush()
+        self._render()
 
     def _on_signal(self, signal: Signal) -> None:
         if not self.closed:
@@ -158,13 +162,13 @@ class ParseView(Front):
 
     def _apply(self, effect: Effect) -> None:
         if effect == "later":
-            self._refresh.request()
+            self.channel.stream("tree", self._ops)  # throttled by the channel
         elif effect == "now":
-            self._refresh.flush()
+            self._render()
         elif effect == "settled":
             # a parse emits no RunEnd of its own: the saved output is replaced here
             self._unsubscribe()
-            self._refresh.flush()
+            self._render()
             self.refresh_static()
 
     # ----- output ------------------------------------------------------------------------
@@ -172,32 +176,66 @@ class ParseView(Front):
         return parse_header_html(self.title, self.status, self.model.detail())
 
     def _pieces(self) -> dict[str, str]:
-        self.model.catch_up()
         return {
             "header": self.header_html(),
-            "tree": tree_html(self.rows()),
+            "tree": tree_frame_html(),
             "errors": errors_html(self.current_errors()),
             "attempts": attempts_html(self.attempts),
         }
 
     def _render(self) -> None:
+        """Send what changed now (not waiting for the throttle)."""
         if self.closed:
             return
-        pieces = self._pieces()
-        self.title = self.model.title
-        ops = [
-            {"op": "put", "key": key, "html": value, "before": None}
-            for key, value in pieces.items()
-            if self._shown.get(key) != value
-        ]
-        self._shown = pieces
+        self.channel.forget("tree")
+        ops = self._ops()
         if ops:
             self.channel.push(*ops)
         if self.model.settled or not self.live:
             self.sync_state()
 
+    def _ops(self) -> list[Op]:
+        """The ops that bring the page up to date: the parts and rows that changed."""
+        if self.closed:
+            return []
+        self.model.catch_up()
+        if self.title != self.model.title:
+            self.title = self.model.title
+        pieces = self._pieces()
+        ops: list[Op] = [
+            {"op": "put", "key": key, "html": value, "before": None}
+            for key, value in pieces.items()
+            if self._shown.get(key) != value
+        ]
+        self._shown = pieces
+        return ops + self._row_ops(self.rows())
+
+    def _row_ops(self, rows: list[TreeRow]) -> list[Op]:
+        new: dict[str, str] = {}
+        for row in rows:
+            ident = ("more",) if row.kind == "more" else row.path
+            key = self._row_keys.setdefault(ident, f"t{len(self._row_keys)}")
+            new[key] = tree_row_html(row)
+        ops: list[Op] = [{"op": "drop", "key": key} for key in self._rows if key not in new]
+        keys = list(new)
+        for at, (key, value) in enumerate(new.items()):
+            old = self._rows.get(key)
+            if old == value:
+                continue
+            op: Op = {"op": "put", "key": key, "html": value}
+            if old is None:
+                op["parent"] = "tree"
+                later = next((k for k in keys[at + 1 :] if k in self._rows), None)
+                if later is not None:  # else at the end
+                    op["before"] = later
+            self._rows[key] = value
+            ops.append(op)
+        self._rows = in_order(self._rows, keys)
+        return ops
+
     def state_parts(self) -> list[list[str]]:
-        return [[key, value] for key, value in self._shown.items()]
+        parts = [[key, value] for key, value in self._shown.items()]
+        return parts + [[key, value, "tree"] for key, value in self._rows.items()]
 
     def static_html(self) -> str:
         return parse_view_html(
@@ -217,7 +255,7 @@ class ParseView(Front):
 
     def _release(self) -> None:
         self._unsubscribe()
-        self._refresh.cancel()
+        self.channel.forget("tree")
 
     def __repr__(self) -> str:
         return f"<ParseView {self.title} {self.status}>"

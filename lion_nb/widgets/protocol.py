@@ -7,10 +7,19 @@ op handlers and page actions and checks they are exactly these.
 view by its key (a message id, ``live:<id>``, ``pending:<id>``, a round...), except ``chrome``,
 ``draft`` and ``clip``. One ``TypedDict`` per op, below; ``OPS`` names them.
 
+**Nested parts.** A part may sit inside another one (``put`` with ``parent``): a round's
+pieces inside the round's box, a tree's rows inside its table. It goes in the element of the
+parent marked ``data-parts`` (the parent's own element when it is marked), and it *is* the first
+element of its HTML (no wrapper: a table row stays a row). Every op addresses it by its key like
+any part; dropping or replacing a part drops the parts inside it. So a live view changes only the
+piece that changed and streams text into a piece with ``add``/``tail`` as the chat view does: no
+view re-sends its whole content per update.
+
 **Sequence and resync.** The page applies a message only when its ``seq`` is the next one; one
 already covered by the synced state (``seq <= applied``) is ignored; a gap means messages were
 missed: the page sends ``{"action": "resync", "have": applied}`` once and ignores the stream
-until the kernel sends the complete state (the synced traits ``parts`` and ``seq``, plus the
+until the kernel sends the complete state (the synced traits ``parts``: ``[key, html]`` per
+part, ``[key, html, parent]`` per nested part after its parent, and ``seq``, plus the
 ``CHROME`` traits), which it renders and continues from. The complete state is also what a view
 that attaches later renders (a reload, a second view, a late front end): custom messages are
 not replayed. The kernel syncs it (without sending) when the view comes to rest, and sends it
@@ -25,7 +34,7 @@ are held a moment to share a message, and the traffic of a streamed reply stays 
 
 **Actions, page -> kernel.** ``{"action": name, ...}``, with ``"key"`` (a part's key) for
 per-message actions; the widget handles ``name`` with its ``_action_<name>`` method (``Front``:
-resync, copy, leave; the chat view the rest). ``ACTIONS`` names them.
+resync, copy, leave; the flow view open and stop; the chat view the rest). ``ACTIONS`` names them.
 
 **What the page is given.** The synced trait ``protocol`` (``Front.protocol``) is ``PAGE``:
 the op names, the action names and the chrome trait names, so the module holds no second list.
@@ -56,7 +65,8 @@ BYTES_BUDGET_PER_S = 16 * 1024  # ... + 16 KB per streaming second
 class PutOp(TypedDict):
     """Show part ``key``: sanitized HTML ``html`` (or ``tpl``: the name of a synced template,
     ``Front.templates``, the page holds already) before part ``before`` (None: at the end), or
-    in place of part ``replace`` / of its own old self."""
+    in place of part ``replace`` / of its own old self. ``parent``: a nested part, inside part
+    ``parent`` (``before``: one of its other nested parts)."""
 
     op: Literal["put"]
     key: str
@@ -64,6 +74,7 @@ class PutOp(TypedDict):
     tpl: NotRequired[str]
     before: NotRequired[str | None]
     replace: NotRequired[str]
+    parent: NotRequired[str]
 
 
 class DropOp(TypedDict):
@@ -125,6 +136,17 @@ class SealOp(TypedDict):
     fp: NotRequired[int]
 
 
+class AttrsOp(TypedDict):
+    """Part ``key``'s element takes the classes ``cls`` and the attributes ``attrs`` (data, not
+    markup), its content and the parts inside it staying: a round's box when its status
+    changes."""
+
+    op: Literal["attrs"]
+    key: str
+    cls: str
+    attrs: NotRequired[dict[str, str]]
+
+
 class ChromeOp(TypedDict):
     """New values of some ``CHROME`` traits (already the kernel's state)."""
 
@@ -163,7 +185,19 @@ class TokensOp(TypedDict):
     top: NotRequired[list[list[list[str | float]]]]
 
 
-Op = PutOp | DropOp | AddOp | TailOp | SlotOp | SealOp | ChromeOp | DraftOp | ClipOp | TokensOp
+Op = (
+    PutOp
+    | DropOp
+    | AddOp
+    | TailOp
+    | SlotOp
+    | SealOp
+    | AttrsOp
+    | ChromeOp
+    | DraftOp
+    | ClipOp
+    | TokensOp
+)
 
 OPS: dict[str, type] = {
     "put": PutOp,
@@ -172,6 +206,7 @@ OPS: dict[str, type] = {
     "tail": TailOp,
     "slot": SlotOp,
     "seal": SealOp,
+    "attrs": AttrsOp,
     "chrome": ChromeOp,
     "draft": DraftOp,
     "clip": ClipOp,
@@ -299,6 +334,13 @@ class SampleAction(TypedDict):
     n: int
 
 
+class OpenAction(TypedDict):
+    """Show (or, shown, close) the detail of part ``key`` (a flow node's transcript)."""
+
+    action: Literal["open"]
+    key: str
+
+
 ACTIONS: dict[str, type] = {
     "resync": ResyncAction,
     "copy": CopyAction,
@@ -316,6 +358,7 @@ ACTIONS: dict[str, type] = {
     "token_top": TokenTopAction,
     "fork_token": ForkTokenAction,
     "sample": SampleAction,
+    "open": OpenAction,
 }
 
 

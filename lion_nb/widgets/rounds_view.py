@@ -8,21 +8,35 @@ Round N shows its analysis (streaming while the model writes it), the tool calls
 side by side with their results as they arrive, and its status, duration and token usage. The
 branch's earlier messages are shown as inferred rounds (``history=False`` hides them).
 
-It runs on the same front end as the chat view (``widgets/lion_nb.js``): one part per run head
-and per round, sent as ordered ops (``widgets.channel``); a change re-sends only the round that
-changed, and streamed text is re-rendered at most ``1 / refresh_interval`` times a second. The
-complete state is synced widget state too. The view model is ``viewmodels.rounds.RoundsModel``;
-this class only maps its objects to parts.
+It runs on the same front end as the chat view (``widgets/lion_nb.js``), through the view's
+channel (``widgets.channel``): a part per run head and per round box, and inside each box
+(nested parts) its head, instructions, analyses, tool calls and the replies streaming. A change
+re-sends only the piece that changed (a round's status: only its box's attributes); a reply
+streams as the chat view's does (``widgets.live.LiveMessage``: finished Markdown blocks appended
+once, the growing tail, at most ``1 / refresh_interval`` updates a second) and is sealed into
+its recorded analysis card. The complete state is synced widget state too. The view model is
+``viewmodels.rounds.RoundsModel``; this class only maps its objects to parts.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lion_nb.render.html import Status
 from lion_nb.render.rounds_html import (
+    actions_html,
+    analysis_parts,
     analysis_text,
-    round_html,
+    instruction_html,
+    live_reply_status,
+    round_attrs,
+    round_classes,
+    round_error_html,
+    round_frame_html,
+    round_head_html,
     rounds_header_html,
     rounds_html,
     run_head_html,
@@ -37,9 +51,11 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
-from lion_nb.viewmodels.rounds import Round, RoundsModel, RunGroup, shown
+from lion_nb.viewmodels.rounds import LiveReply, Round, RoundsModel, RunGroup, shown
+from lion_nb.viewmodels.stream import GrowingText
+from lion_nb.widgets.channel import Channel, Op, in_order
 from lion_nb.widgets.front import Front
-from lion_nb.widgets.viewbase import Throttle
+from lion_nb.widgets.live import LiveMessage
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -47,6 +63,54 @@ if TYPE_CHECKING:
 __all__ = ["ReActRoundsView"]
 
 _SIGNALS = (RunStart, RunEnd, RunFailed, RoundStart, RoundEnd, MessageAdded, StreamDelta)
+
+Piece = tuple[str, str | None]  # (name, HTML; None: a reply streaming)
+
+
+class _Live:
+    """A reply streaming in a round: its card (part ``key``), fed from the reply's analysis
+    text, read when an update goes out."""
+
+    def __init__(self, key: str, reply: LiveReply, channel: Channel) -> None:
+        self.key = key
+        self.reply = reply
+        self._channel = channel
+        self.shown = False  # its first text was sent
+        self.text, self.message = self._start()
+
+    def _start(self) -> tuple[GrowingText, LiveMessage]:
+        text = GrowingText(self.reply.display_text)
+        return text, LiveMessage(uuid.uuid4(), self._channel, key=self.key, text=text)
+
+    def _restart(self) -> list[Op]:
+        """The text was rewritten (the raw JSON shown before the analysis began): the card
+        starts again."""
+        self.text.refresh()
+        if not self.text.rewritten:
+            return []
+        self.text, self.message = self._start()
+        parent = self.key.split(".")[0]
+        return [{"op": "put", "key": self.key, "html": self.message.shell_html(), "parent": parent}]
+
+    def ops(self) -> list[Op]:
+        """The ops of an update."""
+        return [*self._restart(), *self.message.collect()]
+
+    def finish(self, status: Status) -> None:
+        """The round ended with the reply unrecorded: its card keeps its text, marked."""
+        if not self.message.done:
+            self._channel.queue(*self._restart())
+            self.message.finish(status)  # queued on the channel
+
+
+@dataclass(slots=True)
+class _Box:
+    """What the page shows of one round: its box and its pieces, by name."""
+
+    key: str
+    cls: str
+    attrs: dict[str, str]
+    pieces: dict[str, str | None] = field(default_factory=dict)  # in order; None: live
 
 
 class ReActRoundsView(Front):
@@ -62,69 +126,188 @@ class ReActRoundsView(Front):
         refresh_interval: float = 1 / 15,
     ) -> None:
         super().__init__(kind="rounds")
+        self.channel.interval = refresh_interval  # streamed text: one throttle, the channel's
         self.branch = branch
         self.title = title or f"ReAct rounds — {branch.name or str(branch.id)[:8]}"
         self.model = RoundsModel.from_messages(branch.messages) if history else RoundsModel()
-        self._html: dict[int, str] = {}  # id(Round | RunGroup) -> its part's HTML
+        self._keys: dict[int, str] = {}  # id(Round | RunGroup) -> its part's key
+        self._names: dict[Any, str] = {}  # message id -> its piece's name in its round
+        self._heads: dict[str, str] = {}  # run head parts: key -> HTML
+        self._boxes: dict[str, _Box] = {}  # round parts: key -> what the page shows
+        self._lives: dict[str, _Live] = {}  # piece key -> a reply streaming
         self._header = ""
-        self._dirty: dict[int, Round | RunGroup] = {}
-        self._refresh = Throttle(self._flush, refresh_interval)
-        for group in self.model.runs:
-            self._mark(group)
-            for rnd in group.rounds:
-                self._mark(rnd)
         self._unsubscribe: Callable[[], None] = branch.subscribe(_SIGNALS, self._on_signal)
-        self._refresh.flush()
+        self._update(self._ordered())
+        self.channel.flush()
         self.sync_state(send=True)  # the comm opened with empty parts (as ParseView)
         self._ready = True
 
-    # ----- live --------------------------------------------------------------------------
-    def _mark(self, obj: Round | RunGroup) -> None:
-        self._dirty[id(obj)] = obj
+    # ----- keys ------------------------------------------------------------------------------
+    def _key(self, obj: Round | RunGroup) -> str:
+        if id(obj) not in self._keys:
+            self._keys[id(obj)] = f"{'r' if isinstance(obj, Round) else 'g'}{len(self._keys)}"
+        return self._keys[id(obj)]
 
+    def _name(self, message_id: Any) -> str:
+        if message_id not in self._names:
+            self._names[message_id] = f"m{len(self._names)}"
+        return self._names[message_id]
+
+    # ----- live ------------------------------------------------------------------------------
     def _on_signal(self, signal: Signal) -> None:
         if self.closed:
             return
         changed = self.model.on_signal(signal)
         if not changed:
             return
-        for obj in changed:
-            self._mark(obj)
         if isinstance(signal, StreamDelta):
-            self._refresh.request()  # throttled: streamed analysis text
-        else:
-            self._refresh.flush()  # structure changed: show it now
-            if isinstance(signal, RunEnd | RunFailed):
-                self.sync_state()
-                self.refresh_static()
+            for obj in changed:
+                if isinstance(obj, Round):
+                    self._stream(obj)
+            return
+        self._update(changed)  # structure changed: show it now
+        if isinstance(signal, RunEnd | RunFailed):
+            self.sync_state()
+            self.refresh_static()
 
-    def _flush(self) -> None:
+    def _stream(self, rnd: Round) -> None:
+        """A reply of ``rnd`` grew: a new one gets its card, every one streams (throttled)."""
+        box = self._boxes.get(self._key(rnd))
+        if box is None or any(f"{box.key}.{self._name(m)}" not in self._lives for m in rnd.live):
+            self._update([rnd])
+        for mid in rnd.live:
+            live = self._lives.get(f"{self._key(rnd)}.{self._name(mid)}")
+            if live is not None:
+                live.message.follow_thinking(rnd.live_thinking.get(mid))
+                first = not live.shown
+                live.shown = True
+                self.channel.stream(live.key, live.ops, now=first)
+
+    def _update(self, changed: list[Round | RunGroup]) -> None:
+        """Send what changed of ``changed`` (and the header), each piece on its own."""
         if self.closed:
             return
-        dirty, self._dirty = self._dirty, {}
-        ops: list[dict[str, Any]] = []
-        header = self._header_html()
+        ops: list[Op] = []
+        header = rounds_header_html(self.title, self.model.all_rounds())
         if header != self._header:
             self._header = header
             ops.append({"op": "put", "key": "header", "html": header, "before": None})
-        order = [id(obj) for obj in self._ordered()]
-        for key, obj in dirty.items():
+        order = [self._key(obj) for obj in self._ordered()]
+        shown_keys = set(self._heads) | set(self._boxes)
+        for obj in changed:
             if isinstance(obj, RunGroup) and not shown(obj):
                 continue  # a plain run (communicate) on the branch: not a ReAct round
-            value = run_head_html(obj) if isinstance(obj, RunGroup) else round_html(obj)
-            if self._html.get(key) == value:
-                continue
-            self._html[key] = value
-            at = order.index(key) if key in order else len(order)
-            later = [k for k in order[at + 1 :] if k in self._html]
-            before = f"r{later[0]}" if later else None
-            ops.append({"op": "put", "key": f"r{key}", "html": value, "before": before})
+            key = self._key(obj)
+            later = (
+                [k for k in order[order.index(key) + 1 :] if k in shown_keys]
+                if key in order
+                else []
+            )
+            before = later[0] if later else None
+            if isinstance(obj, RunGroup):
+                value = run_head_html(obj)
+                if self._heads.get(key) != value:
+                    self._heads[key] = value
+                    ops.append({"op": "put", "key": key, "html": value, "before": before})
+            else:
+                ops.extend(self._round_ops(obj, key, before))
+            shown_keys.add(key)
         if ops:
             self.channel.push(*ops)
 
+    def _pieces(self, rnd: Round) -> list[Piece]:
+        pieces: list[Piece] = [("h", round_head_html(rnd))]
+        pieces += [(self._name(i.id), instruction_html(i)) for i in rnd.instructions]
+        for n, step in enumerate(rnd.steps):
+            if step.analysis is not None:
+                pieces.append((self._name(step.analysis.id), None))  # a recorded analysis
+            if step.actions:
+                pieces.append((f"x{n}", actions_html(step)))
+        pieces += [(self._name(mid), None) for mid in rnd.live]
+        if rnd.error:
+            pieces.append(("e", round_error_html(rnd)))
+        return pieces
+
+    def _round_ops(self, rnd: Round, key: str, before: str | None) -> list[Op]:
+        ops: list[Op] = []
+        box = self._boxes.get(key)
+        cls, attrs = round_classes(rnd), round_attrs(rnd)
+        if box is None:
+            box = self._boxes[key] = _Box(key, cls, attrs)
+            html_ = round_frame_html(rnd, parts=True)
+            ops.append({"op": "put", "key": key, "html": html_, "before": before})
+        elif (cls, attrs) != (box.cls, box.attrs):
+            box.cls, box.attrs = cls, attrs
+            ops.append({"op": "attrs", "key": key, "cls": cls, "attrs": attrs})
+        analyses = {self._name(s.analysis.id): s.analysis for s in rnd.steps if s.analysis}
+        lives = {self._name(mid): reply for mid, reply in rnd.live.items()}
+        pieces = self._pieces(rnd)
+        names = [name for name, _ in pieces]
+        for name in [n for n in box.pieces if n not in names]:
+            ops.extend(self._drop_piece(box, name))
+        for at, (name, value) in enumerate(pieces):
+            pkey = f"{key}.{name}"
+            if name in analyses:
+                value = analysis_parts(analyses[name]).html()
+            if value is None:  # a reply streaming
+                if pkey not in self._lives:
+                    live = self._lives[pkey] = _Live(pkey, lives[name], self.channel)
+                    op = {"op": "put", "key": pkey, "html": live.message.shell_html()}
+                    ops.append(self._placed(op, box, names[at + 1 :]))
+                    box.pieces[name] = None  # the page's card is the live message's
+                    continue
+                else:
+                    status = live_reply_status(rnd)
+                    if status != "streaming":
+                        self._lives[pkey].finish(status)
+                    continue
+            elif name in analyses and pkey in self._lives:  # recorded: seal its card
+                live = self._lives.pop(pkey)
+                ops.append(live.message.seal_op(analysis_parts(analyses[name]), pkey))
+                box.pieces[name] = value
+                continue
+            if box.pieces.get(name) == value:
+                continue
+            op = {"op": "put", "key": pkey, "html": value}
+            ops.append(self._placed(op, box, names[at + 1 :]) if name not in box.pieces else op)
+            box.pieces[name] = value
+        box.pieces = in_order(box.pieces, names)
+        return ops
+
+    @staticmethod
+    def _placed(op: Op, box: _Box, later: list[str]) -> Op:
+        """``op`` puts a new piece in ``box``, before the first of ``later`` it shows."""
+        shown = [n for n in later if n in box.pieces]
+        placed = {**op, "parent": box.key}
+        if shown:  # else at the end
+            placed["before"] = f"{box.key}.{shown[0]}"
+        return placed
+
+    def _drop_piece(self, box: _Box, name: str) -> list[Op]:
+        pkey = f"{box.key}.{name}"
+        live = self._lives.pop(pkey, None)
+        if live is not None:
+            live.message.cancel()
+        del box.pieces[name]
+        return [{"op": "drop", "key": pkey}]
+
     def state_parts(self) -> list[list[str]]:
         parts = [["header", self._header]]
-        parts += [[f"r{id(o)}", self._html[id(o)]] for o in self._ordered() if id(o) in self._html]
+        for obj in self._ordered():
+            key = self._key(obj)
+            if isinstance(obj, RunGroup):
+                if key in self._heads:
+                    parts.append([key, self._heads[key]])
+                continue
+            box = self._boxes.get(key)
+            if box is None:
+                continue
+            parts.append([key, round_frame_html(obj, parts=True)])
+            for name, value in box.pieces.items():
+                pkey = f"{key}.{name}"
+                live = self._lives.get(pkey)
+                html_ = live.message.html() if live is not None and value is None else value
+                parts.append([pkey, html_ or "", key])
         return parts
 
     def _ordered(self) -> list[Round | RunGroup]:
@@ -161,7 +344,8 @@ class ReActRoundsView(Front):
 
     def _release(self) -> None:
         self._unsubscribe()
-        self._refresh.cancel()
+        for live in self._lives.values():
+            live.message.cancel()
 
     def __repr__(self) -> str:
         return f"<ReActRoundsView of {self.branch!r} rounds={len(self.rounds)}>"

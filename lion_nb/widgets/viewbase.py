@@ -1,5 +1,6 @@
-"""What the chat, inspector, rounds, parse and compare views share: a static fallback that
-survives in a saved notebook, and a throttle for live re-renders.
+"""What every view shares: a static fallback that survives in a saved notebook; and the
+throttle of the one view on stock ipywidgets (the inspector: the views on the front end are
+throttled by their channel, ``widgets.channel``).
 
 Static fallback: a view's mime bundle carries ``text/html`` (its current content, rendered by
 the pure render functions) and ``text/plain`` beside the widget view, so GitHub, nbviewer or

@@ -130,6 +130,8 @@ def test_stop_in_jupyterlab_reads_stopped_and_cancelled_and_the_strip_shows_the_
 
     stop.click()
     view.locator(".lion-flow-head", has_text="2 stopped").wait_for(timeout=30_000)
+    # the unstarted nodes settle a moment later (an update of their own may follow)
+    view.locator(".lion-flow-head", has_text="2 cancelled").wait_for(timeout=30_000)
     page.wait_for_function(
         "() => document.querySelector('.lion-flow-view button.lion-flow-stop').disabled",
         timeout=30_000,

@@ -1,9 +1,11 @@
-"""``FlowView``: the widget maps the view model to stock ipywidgets; rows, open, Stop."""
+"""``FlowView``: the view model as parts on the front end; rows, open, Stop (the page's
+actions), the selected node's transcript streamed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 
 from flow.waiting import until
 from helpers_core import scripted
@@ -14,6 +16,37 @@ from lion_nb.flow.node import Status
 from lion_nb.render.flow import flow_html
 from lion_nb.session.session import Session
 from lion_nb.signals import StreamDelta
+from tests.widgets.page_model import Page
+
+
+def part(view: FlowView, key: str) -> str:
+    parts = {p[0]: p[1] for p in view.state_parts()}
+    return parts["ss" if key == "strip" else key]
+
+
+def rows(view: FlowView) -> list[str]:
+    return [html for key, html, *_ in view.state_parts() if key.startswith("n")]
+
+
+def row(view: FlowView, node) -> str:
+    (html,) = [h for h in rows(view) if f'data-id="{node.id}"' in h]
+    return html
+
+
+def detail(view: FlowView) -> str:
+    """The selected node's transcript as a page is given it (nested parts of "detail")."""
+    return "".join(p[1] for p in view.state_parts() if p[2:] == ["detail"])
+
+
+def act(view: FlowView, action: str, node=None) -> None:
+    """What the page sends when its control is pressed."""
+    content = {"action": action} | ({"key": str(node.id)} if node is not None else {})
+    view._on_page(view, content, [])
+
+
+def stopping(view: FlowView) -> bool:
+    """The page's Stop button reads "Stopping…"."""
+    return view.chrome_value("busy") and not view.chrome_value("can_stop")
 
 
 async def test_rows_follow_the_flow_and_open_shows_the_transcript():
@@ -22,19 +55,19 @@ async def test_rows_follow_the_flow_and_open_shows_the_transcript():
     first = flow.add("communicate", instruction="Outline", branch=b)
     flow.add("communicate", instruction="Intro", depends_on=[first])
     view = FlowView(flow, refresh_interval=0)
-    assert len(view._list.children) == 2
-    assert "pending" in view._rows[first.id].cells.value
+    assert len(rows(view)) == 2
+    assert "pending" in row(view, first)
     await flow.run()
-    view._refresh.flush()
-    assert "completed" in view._rows[first.id].cells.value
-    assert "2 completed" in view._header.value
-    view._rows[first.id].button.click()
-    view._refresh.flush()
-    assert "outline reply" in view._detail.value and "Outline" in view._detail.value
-    assert view._rows[first.id].button.description == "close"
-    view._rows[first.id].button.click()
-    view._refresh.flush()
-    assert view._detail.value == ""
+    view.channel.flush()
+    assert "completed" in row(view, first)
+    assert "2 completed" in part(view, "head")
+    act(view, "open", first)
+    view.channel.flush()
+    assert "outline reply" in detail(view) and "Outline" in detail(view)
+    assert "lion-flow-selected" in row(view, first)
+    act(view, "open", first)
+    view.channel.flush()
+    assert detail(view) == ""
     assert view.static_html() == flow_html(view.model.snapshot())
     assert view.static_text().startswith("talk\n1. [completed] communicate: Outline")
     view.close()
@@ -46,8 +79,8 @@ async def test_nodes_added_later_get_rows():
     view = FlowView(flow, refresh_interval=0)
     node = flow.add("communicate", instruction="x", branch=Branch(chat_model=scripted("y")))
     await flow.run()
-    view._refresh.flush()
-    assert node.id in view._rows and "completed" in view._rows[node.id].cells.value
+    view.channel.flush()
+    assert "completed" in row(view, node)
     view.close()
 
 
@@ -61,7 +94,7 @@ async def test_stop_cancels_the_flows_run():
     b.observe(StreamDelta, handler=deltas.append)
     task = asyncio.create_task(flow.run())
     await until(lambda: len(deltas) >= 2, what="two chunks streamed")
-    view._stop.click()
+    act(view, "stop")
     try:
         await task
     except asyncio.CancelledError:
@@ -81,26 +114,26 @@ async def test_stop_is_enabled_only_while_the_flow_runs():
     flow = Flow()
     node = flow.add("communicate", instruction="x", branch=b)
     view = FlowView(flow, refresh_interval=0)
-    assert view._stop.disabled is True  # nothing to stop yet
+    assert not view.chrome_value("can_stop")  # nothing to stop yet
     task = asyncio.create_task(flow.run())
     await until(lambda: node.status is Status.RUNNING)
-    view._refresh.flush()
-    assert view._stop.disabled is False and view._stop.description == "Stop"
+    view.channel.flush()
+    assert view.chrome_value("can_stop") and not stopping(view)
     await task
-    view._refresh.flush()
-    assert view._stop.disabled is True  # the run ended: the button says so
+    view.channel.flush()
+    assert not view.chrome_value("can_stop")  # the run ended: the button says so
     # a second run: enabled again while it runs, disabled once it is stopped
     later = flow.add("communicate", instruction="y", branch=b)
     task = asyncio.create_task(flow.run())
     await until(lambda: later.status is Status.RUNNING)
-    view._refresh.flush()
-    assert view._stop.disabled is False
-    view._stop.click()
-    assert view._stop.disabled is True and view._stop.description == "Stopping…"
+    view.channel.flush()
+    assert view.chrome_value("can_stop")
+    act(view, "stop")
+    assert not view.chrome_value("can_stop") and stopping(view)
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    view._refresh.flush()
-    assert view._stop.disabled is True and view._stop.description == "Stop"
+    view.channel.flush()
+    assert not view.chrome_value("can_stop") and not stopping(view)
     view.close()
 
 
@@ -115,25 +148,25 @@ async def test_a_stopped_flow_shows_stopped_and_cancelled_rows_and_the_time_stri
         for n in (1, 2)
     ]
     view = FlowView(flow, refresh_interval=0)
-    assert view._strip.value.count('class="lion-flow-lane ') == 3
-    assert 'class="lion-flow-bar ' not in view._strip.value  # nothing ran yet
+    assert part(view, "strip").count('class="lion-flow-lane ') == 3
+    assert 'class="lion-flow-bar ' not in part(view, "strip")  # nothing ran yet
     task = asyncio.create_task(flow.run())
     await until(lambda: outline.status is Status.RUNNING)
     await asyncio.sleep(0.05)
-    view._refresh.flush()
-    assert 'class="lion-flow-bar lion-flow-running"' in view._strip.value  # live
-    view._stop.click()
+    view.channel.flush()
+    assert 'class="lion-flow-bar lion-flow-running"' in part(view, "strip")  # live
+    act(view, "stop")
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    view._refresh.flush()
-    cells = [view._rows[n.id].cells.value for n in (outline, *sections)]
+    view.channel.flush()
+    cells = [row(view, n) for n in (outline, *sections)]
     assert "lion-flow-stopped" in cells[0] and ">stopped<" in cells[0]
     assert all(">cancelled<" in c for c in cells[1:])
     assert not any("failed" in c or "CancelledError" in c for c in cells)
-    assert "1 stopped · 2 cancelled" in view._header.value
-    assert view._strip.value.count('class="lion-flow-bar lion-flow-stopped"') == 1
-    assert view._strip.value.count('<span class="lion-flow-nobar">cancelled</span>') == 2
-    assert view._strip.value in view.static_html()  # the saved notebook shows the picture
+    assert "1 stopped · 2 cancelled" in part(view, "head")
+    assert part(view, "strip").count('class="lion-flow-bar lion-flow-stopped"') == 1
+    assert part(view, "strip").count('<span class="lion-flow-nobar">cancelled</span>') == 2
+    assert part(view, "strip") in view.static_html()  # the saved notebook shows the picture
     # what the outline streamed stayed on its branch, as a stopped turn
     assert outline.branch.messages[-1].metadata.get("stopped") is True
     view.close()
@@ -147,8 +180,59 @@ async def test_the_time_strip_shows_one_bar_per_node_that_ran():
         flow.add("communicate", instruction=f"Write section {n}", depends_on=[first])
     view = FlowView(flow, refresh_interval=0)
     await flow.run()
-    view._refresh.flush()
-    assert view._strip.value.count('class="lion-flow-bar lion-flow-completed"') == 4
-    assert view._strip.value.count("· kernel</span>") == 4
-    assert "2. Write section 1" in view._strip.value
+    view.channel.flush()
+    assert part(view, "strip").count('class="lion-flow-bar lion-flow-completed"') == 4
+    assert part(view, "strip").count("· kernel</span>") == 4
+    assert "2. Write section 1" in part(view, "strip")
+    view.close()
+
+
+async def test_the_open_transcript_streams_its_reply_in_bytes_linear_in_its_text():
+    """The selected node's reply streams into its card (finished blocks appended once) and is
+    sealed into the recorded card: the transcript's ops stay within about twice its final HTML,
+    where re-rendering the transcript per update was quadratic."""
+    paragraphs = [" ".join(f"word{i}" for i in range(n, n + 50)) + "." for n in range(0, 1500, 50)]
+    chunks = [w + " " for w in "\n\n".join(paragraphs).split(" ")]
+    b = Branch(name="main", chat_model=scripted({"chunks": chunks, "delay": 0.001}))
+    flow = Flow(name="talk")
+    node = flow.add("communicate", instruction="Write", branch=b)
+    view = FlowView(flow, refresh_interval=1 / 15)
+    act(view, "open", node)
+    sent: list[dict] = []
+    send = view.channel._send
+
+    def record(msg) -> None:
+        sent.extend(op for op in msg["ops"] if op.get("key", "").startswith("d"))
+        send(msg)
+
+    view.channel._send = record
+    await flow.run()
+    view.channel.flush()
+    final = detail(view)
+    assert "word1499." in final and "lion-streaming-msg" not in final
+    kinds = {op["op"] for op in sent}
+    assert {"add", "seal"} <= kinds  # streamed, then sealed in place
+    size = sum(len(json.dumps(op, separators=(",", ":"))) for op in sent)
+    assert size <= 2.5 * len(final), (size, len(final))  # ~2x; margin for a busy machine
+    view.close()
+
+
+async def test_a_page_following_the_ops_shows_what_the_state_holds():
+    slow = {"chunks": [f"w{i} " for i in range(200)], "delay": 0.002}
+    b = Branch(name="main", chat_model=scripted(slow, "second reply"))
+    flow = Flow(name="talk")
+    first = flow.add("communicate", instruction="Outline", branch=b)
+    second = flow.add("communicate", instruction="Intro", depends_on=[first])
+    view = FlowView(flow, refresh_interval=1 / 30, tick=0.05)
+    page = Page(view.state_parts(), view.channel.seq)
+    send = view.channel._send
+    view.channel._send = lambda msg: (page.receive(msg), send(msg))
+    act(view, "open", first)
+    await flow.run()
+    act(view, "open", second)  # another node's transcript replaces the first one's
+    view.channel.flush()
+    view.sync_state()
+    assert page.resyncs == 0 and page.updates > 3
+    assert page.html() == Page(view.state_parts()).html()
+    assert "2. communicate" in page.html() and "second reply" in page.html()
     view.close()

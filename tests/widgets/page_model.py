@@ -5,6 +5,7 @@ without a browser (the browser tests check the module itself)."""
 from __future__ import annotations
 
 import html
+import html as html_mod
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ class Part:
     tag: str = ""
     tokens: list[tuple[str, int]] = field(default_factory=list)  # the token view's
     top: dict[int, list[list[Any]]] = field(default_factory=dict)
+    parent: str | None = None  # a nested part: the part it is in
+    children: list[str] = field(default_factory=list)  # the nested parts in it, in order
 
     def shown(self) -> str:
         """The HTML the part shows (slot wrappers left out: they are display: contents)."""
@@ -67,8 +70,13 @@ class Page:
             self.from_state(state, seq)
 
     def from_state(self, state: list[list[str]], seq: int) -> None:
-        self.order = [k for k, _ in state]
-        self.parts = {k: (_live(h) if 'data-slot="frozen"' in h else Part(h)) for k, h in state}
+        self.order, self.parts = [], {}
+        for key, value, *parent in state:
+            self.parts[key] = _part(value, parent[0] if parent else None)
+            if parent:
+                self.parts[parent[0]].children.append(key)
+            else:
+                self.order.append(key)
         self.applied = seq
 
     def receive(self, msg: dict[str, Any]) -> None:
@@ -103,20 +111,46 @@ class Page:
     def _put(self, op: dict[str, Any]) -> None:
         key = op.get("key")
         html = op["html"] if "tpl" not in op else self.templates[op["tpl"]]
-        part = _live(html) if 'data-slot="frozen"' in html else Part(html)
-        old = op.get("replace") if op.get("replace") in self.parts else None
-        if old is not None:
-            self.order[self.order.index(old)] = key
-            del self.parts[old]
-        elif key not in self.parts:
+        old_key = op.get("replace") if op.get("replace") in self.parts else None
+        old_key = old_key or (key if key in self.parts else None)
+        if old_key is not None:  # in its place (the parts in it go with it)
+            old = self.parts[old_key]
+            part = _part(html, old.parent)
+            siblings = self._siblings(old.parent)
+            siblings[siblings.index(old_key)] = key
+            self._forget(old_key)
+        else:
+            part = _part(html, op.get("parent"))
+            siblings = self._siblings(part.parent)
             before = op.get("before")
-            at = self.order.index(before) if before in self.parts else len(self.order)
-            self.order.insert(at, key)
+            at = siblings.index(before) if before in siblings else len(siblings)
+            siblings.insert(at, key)
         self.parts[key] = part
 
+    def _siblings(self, parent: str | None) -> list[str]:
+        return self.order if parent is None else self.parts[parent].children
+
+    def _forget(self, key: str) -> None:
+        for child in self.parts.pop(key).children:
+            self._forget(child)
+
+    def _attrs(self, op: dict[str, Any], part: Part) -> None:
+        """The part's first tag takes the classes and attributes (the others keep their
+        place)."""
+        html = part.html or ""
+        end = html.index(">")
+        attrs = re.findall(r'\s([\w-]+)(?:="([^"]*)")?', html[:end])
+        values = dict(attrs) | {"class": html_mod.escape(op["cls"])}
+        values |= {k: html_mod.escape(v) for k, v in op.get("attrs", {}).items()}
+        tag = html[1:].split(None, 1)[0].rstrip(">")
+        out = "".join(
+            f' {k}="{v}"' if v or k != "data-parts" else f" {k}" for k, v in values.items()
+        )
+        part.html = f"<{tag}{out}{html[end:]}"
+
     def _drop(self, op: dict[str, Any], part: Part) -> None:
-        self.order.remove(op["key"])
-        del self.parts[op["key"]]
+        self._siblings(part.parent).remove(op["key"])
+        self._forget(op["key"])
 
     def _add(self, op: dict[str, Any], part: Part) -> None:
         part.slots["frozen"] += op["html"]
@@ -150,9 +184,25 @@ class Page:
             part.tag = f"<div{ident}>"
         elif "cls" in op:  # the card's new classes (its other attributes stay)
             part.tag = re.sub(r'class="[^"]*"', f'class="{html.escape(op["cls"])}"', part.tag)
-        if op.get("id"):
-            self.order[self.order.index(key)] = op["id"]
+        if op.get("id") and op["id"] != key:
+            siblings = self._siblings(part.parent)
+            siblings[siblings.index(key)] = op["id"]
             self.parts[op["id"]] = self.parts.pop(key)
 
     def html(self) -> str:
-        return "".join(self.parts[k].shown() for k in self.order)
+        return "".join(self._shown(k) for k in self.order)
+
+    def _shown(self, key: str) -> str:
+        """A part as shown, the parts in it inside its element marked ``data-parts``."""
+        part = self.parts[key]
+        html = part.shown()
+        if not part.children:
+            return html
+        inner = "".join(self._shown(k) for k in part.children)
+        return html.replace("data-parts>", "data-parts>" + inner, 1)
+
+
+def _part(html: str, parent: str | None) -> Part:
+    part = _live(html) if 'data-slot="frozen"' in html else Part(html)
+    part.parent = parent
+    return part

@@ -80,7 +80,7 @@ async def test_compare_opens_on_the_previous_alternative_under_the_view() -> Non
     assert "FIRST" in view.compare_html and "SECOND" in view.compare_html
     # it follows both branches: a turn on the shown one reaches the page's panel
     await view.asend("more")
-    compare._refresh.flush()
+    compare.channel.flush()
     await asyncio.sleep(0)
     assert "THIRD" in view.compare_html
     view._on_page(view, {"action": "compare_close"}, [])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
+from widgets.page_model import Page
 
 from lion_nb import Branch, iModel
 from lion_nb.render.rounds_html import round_html, rounds_html
@@ -104,7 +106,7 @@ async def test_rounds_fill_in_as_they_happen() -> None:
                 type(signal).__name__,
                 signal.round,
                 [(r.number, r.status, r.action_count) for r in view.rounds],
-                len(view.state_parts()) - 1,
+                len([p for p in view.state_parts() if len(p) == 2]) - 1,  # top-level parts
             )
         )
 
@@ -124,42 +126,76 @@ async def test_rounds_fill_in_as_they_happen() -> None:
 async def test_streamed_analysis_shows_while_the_round_runs_and_only_that_round_updates() -> None:
     branch = react_branch(delay=0.002)
     view = ReActRoundsView(branch, refresh_interval=0)
-    changes: dict[int, int] = {}
-    seen_streaming = []
-
+    ops_by_round: dict[str, list[dict]] = {}
     send = view.channel._send
 
-    def count_puts(msg) -> None:  # what the page is sent: one put per change of a round
+    def record(msg) -> None:  # what the page is sent, by the round (box) each op addresses
         for op in msg["ops"]:
-            if op["op"] == "put" and op["key"].startswith("r"):
-                key = int(op["key"][1:])
-                changes[key] = changes.get(key, 0) + 1
+            box = op.get("parent") or str(op.get("key", "")).split(".")[0]
+            ops_by_round.setdefault(box, []).append(op)
         send(msg)
 
-    view.channel._send = count_puts
-
-    def watch_round_widgets(_signal) -> None:
-        for value in view._html.values():
-            if "lion-streaming" in value and "two" in value:
-                seen_streaming.append(True)
-
-    at_end_of_round_1 = {}
+    view.channel._send = record
+    at_end_of_round_1: dict[str, int] = {}
 
     def round_ended(signal) -> None:
         if signal.round == 1:
             view.channel.flush()  # what round 1's end queued for the next turn of the loop
-            at_end_of_round_1.update(changes)
+            at_end_of_round_1.update({k: len(v) for k, v in ops_by_round.items()})
 
-    branch.observe(handler=watch_round_widgets)
     branch.observe(RoundEnd, handler=round_ended)
     await branch.ReAct("compute", max_extensions=2)
-    assert seen_streaming, "the analysis never showed while it streamed"
-    first = id(view.rounds[0])
-    assert "lion-streaming" not in view._html[first]  # the recorded reply replaced it
-    assert at_end_of_round_1[first] >= 3  # streamed, recorded, actions, ended
-    # later rounds never touch round 1's widget; they update their own
-    assert changes[first] == at_end_of_round_1[first]
-    assert changes[id(view.rounds[1])] >= 2 and changes[id(view.rounds[2])] >= 2
+    first, second, third = (view._key(r) for r in view.rounds)
+    ops = ops_by_round[first]
+    kinds = [op["op"] for op in ops]
+    # its box, then its pieces one by one; the analysis streamed into its own piece, then sealed
+    assert kinds[0] == "put" and "data-parts" in ops[0]["html"]
+    streamed = [op for op in ops if op["op"] in ("tail", "add")]
+    assert any("two" in (op.get("html") or op.get("text") or "") for op in streamed)
+    (sealed,) = [op for op in ops if op["op"] == "seal"]
+    assert {op["key"] for op in streamed} == {sealed["key"]}
+    assert any(op["op"] == "attrs" and "lion-round-done" in op["cls"] for op in ops)
+    # no op re-sends the box (its status is an attrs op), nor the recorded analysis
+    assert sum(op["op"] == "put" and op["key"] == first for op in ops) == 1
+    assert all("I need" not in op.get("html", "") for op in ops if op["op"] == "put")
+    # later rounds never touch round 1; they update their own
+    assert len(ops_by_round[first]) == at_end_of_round_1[first]
+    assert len(ops_by_round[second]) >= 2 and len(ops_by_round[third]) >= 2
+    view.close()
+
+
+async def test_a_long_analysis_streams_in_bytes_linear_in_its_text() -> None:
+    """A 1,500-word analysis streamed a word at a time: the page is sent about twice the
+    final HTML (re-sending the round per update was ~30x at 3,000 words)."""
+    paragraphs = [" ".join(f"word{i}" for i in range(n, n + 50)) + "." for n in range(0, 1500, 50)]
+    paragraphs[5::6] = ["```python\n" + "\n".join(f"x = {j}" for j in range(8)) + "\n```"] * 5
+    words = "\n\n".join(paragraphs)
+    branch = Branch(
+        system="Use tools.",
+        tools=[add],
+        chat_model=iModel(
+            provider="scripted",
+            replies=[
+                {"json": {"analysis": words, "extension_needed": False}, "delay": 0.001},
+                {"json": {"answer": "done"}},
+            ],
+        ),
+    )
+    view = ReActRoundsView(branch)
+    sizes: list[int] = []
+    send = view.channel._send
+
+    def record(msg) -> None:
+        sizes.append(len(json.dumps(msg, separators=(",", ":"))))
+        send(msg)
+
+    view.channel._send = record
+    await branch.ReAct("analyse", max_extensions=1)
+    view.channel.flush()
+    final = len(view.static_html())
+    assert len(sizes) >= 10, "it did not stream in many updates"
+    assert sum(sizes) <= 2.5 * final, (sum(sizes), final)  # ~2x; margin for a busy machine
+    assert "word1449." in view.static_html()
     view.close()
 
 
@@ -236,7 +272,8 @@ async def test_a_stopped_run_marks_the_open_round_stopped() -> None:
         await task
     assert view.rounds[0].status == "stopped"
     assert view.model.runs[0].status == "stopped"
-    html = view._html[id(view.rounds[0])]
+    key = view._key(view.rounds[0])  # the round's box and the pieces in it, as a page gets them
+    html = "".join(p[1] for p in view.state_parts() if p[0] == key or p[2:] == [key])
     assert "lion-stopped-msg" in html and "thinking slowly" in html  # the partial text stays
     assert "{&quot;analysis" not in html
     view.close()
@@ -287,7 +324,8 @@ async def test_plain_runs_on_the_branch_are_not_rounds() -> None:
     assert len(view.state_parts()) - 1 == 0 and "No ReAct rounds yet" in view.static_html()
     await branch.ReAct("question")
     assert [g.operation for g in view.model.runs] == ["communicate", "ReAct"]
-    assert len(view.state_parts()) - 1 == 3  # the ReAct run's head and its two rounds
+    top = [p for p in view.state_parts() if len(p) == 2]
+    assert len(top) - 1 == 3  # the ReAct run's head and its two rounds
     assert "communicate" not in view.static_text() and "just chatting" not in view.static_html()
     view.close()
 
@@ -301,4 +339,27 @@ def test_a_page_drawing_the_view_gets_its_parts(comms) -> None:
     state = page_state(comm)
     assert state["parts"] == view.state_parts() != []
     assert "ROUNDS-TITLE-MARK" in dict(state["parts"])["header"]
+    view.close()
+
+
+async def test_a_page_following_the_ops_shows_what_the_state_holds() -> None:
+    """The ops (boxes, nested pieces, a reply streamed then sealed, status as attributes)
+    build on a page exactly what the complete state shows, a stopped round included."""
+    slow = {"json": {"analysis": "still going " * 60, "extension_needed": False}, "delay": 0.003}
+    branch = react_branch(delay=0.003, extra=[slow])
+    view = ReActRoundsView(branch, refresh_interval=1 / 30)
+    page = Page(view.state_parts(), view.channel.seq)
+    send = view.channel._send
+    view.channel._send = lambda msg: (page.receive(msg), send(msg))
+    await branch.ReAct("compute", max_extensions=2)
+    task = asyncio.ensure_future(branch.ReAct("again"))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    view.channel.flush()
+    view.sync_state()
+    assert page.resyncs == 0
+    assert page.html() == Page(view.state_parts()).html()
+    assert "3 and 12" in page.html() and "lion-stopped-msg" in page.html()
     view.close()
