@@ -50,9 +50,10 @@ function tokenOp(view, op) {
   if (!part) return;
   let panel = part.tokens;
   if (op.t) {
+    if (!panel && op.at > 0) panel = reattach(view, part, op.key);
     if (op.at === 0) {
       if (panel) panel.el.remove();
-      panel = openTokenPanel(view, part, op.key);
+      panel = openTokenPanel(view, part, op.key, null);
     } else if (!panel || panel.n !== op.at) {
       // a delta the page cannot place (a part drawn anew, a page reloaded): the kernel has
       // this view open, so ask for its tokens afresh
@@ -75,14 +76,23 @@ function tokenOp(view, op) {
 }
 
 function tokenStore(view) {
-  if (!view.store.tokOpen) view.store.tokOpen = new Set(); // keys whose token view is open
-  return view.store.tokOpen;
+  // key -> the tokens of each open token view ({t, s, top}): a view drawn anew (JupyterLab
+  // redraws a widget when its saved output is refreshed) shows them again without asking
+  if (!view.store.tokens) view.store.tokens = new Map();
+  return view.store.tokens;
+}
+
+function reattach(view, part, key) {
+  // a copy: two views of one widget on the page each keep their own
+  const data = tokenStore(view).get(key);
+  return data ? openTokenPanel(view, part, key, { t: [...data.t], s: [...data.s], top: [...data.top] }) : null;
 }
 
 // ----- the panel -----------------------------------------------------------------------------
-function openTokenPanel(view, part, key) {
+function openTokenPanel(view, part, key, kept) {
+  const data = kept || { t: [], s: [], top: [] };
   const panel = {
-    key, part, n: 0, drawn: 0, t: [], s: [], top: [], asked: new Set(), active: -1, asking: false,
+    key, part, n: data.t.length, drawn: 0, t: data.t, s: data.s, top: data.top, asked: new Set(), active: -1, asking: false,
     el: node("div", "lion-tokens"),
     text: node("div", "lion-tokens-text"),
     strip: node("canvas", "lion-tokens-strip"),
@@ -103,7 +113,8 @@ function openTokenPanel(view, part, key) {
   card.appendChild(panel.el);
   part.tokens = panel;
   part.reopening = false;
-  tokenStore(view).add(key);
+  tokenStore(view).set(key, data);
+  if (panel.n) appendTokens(panel, [], []);
   return panel;
 }
 
@@ -140,13 +151,18 @@ function appendTokens(panel, texts, surprises) {
   panel.n = panel.t.length;
   panel.asking = false;
   if (panel.drawn === 0) drawTokens(panel);
+  // what is not drawn yet goes at an even pace, done within REVEAL_FRAMES frames
+  panel.step = Math.max(1, Math.ceil((panel.n - panel.drawn) / REVEAL_FRAMES));
   drawSoon(panel);
 }
 
 const TOKENS_PER_FRAME = 800;
+// tokens that arrived in one message are revealed over this many frames (the kernel sends at
+// most 15 a second: a frame is due every ~4), a few at a time instead of all at once
+const REVEAL_FRAMES = 3;
 
-function drawTokens(panel) {
-  const end = Math.min(panel.n, panel.drawn + TOKENS_PER_FRAME);
+function drawTokens(panel, most = TOKENS_PER_FRAME) {
+  const end = Math.min(panel.n, panel.drawn + most);
   const frag = document.createDocumentFragment();
   for (let i = panel.drawn; i < end; i++) {
     const span = document.createElement("span");
@@ -166,7 +182,7 @@ function drawSoon(panel) {
   panel.drawing = true;
   requestAnimationFrame(() => {
     panel.drawing = false;
-    drawTokens(panel);
+    drawTokens(panel, Math.min(TOKENS_PER_FRAME, panel.step));
     drawStrip(panel);
     if (panel.drawn < panel.n) drawSoon(panel);
   });
@@ -212,6 +228,8 @@ function tokenEvents(view, panel) {
     if (i >= 0 && i < panel.n) focusToken(panel, i);
   });
   panel.el.addEventListener("keyup", (event) => event.stopPropagation());
+  // the strip is drawn to the text's width: again when the view is resized
+  if (typeof ResizeObserver === "function") new ResizeObserver(() => drawSoon(panel)).observe(panel.text);
 }
 
 function tokenKeys(view, panel, event, i) {
@@ -360,16 +378,14 @@ function tokenMarks(view) {
     const panel = part.tokens;
     if (panel && panel.key !== key) {
       // the part was renamed (a streamed reply recorded under its id)
+      open.set(key, open.get(panel.key));
       open.delete(panel.key);
       panel.key = key;
-      open.add(key);
     }
     if (panel && !part.el.contains(panel.el)) part.tokens = null;
+    // a part drawn anew whose view was open: drawn again from what the page has
+    if (!part.tokens && marked.has(key)) reattach(view, part, key);
     tokenControl(view, part, key, marked.has(key));
-    if (!part.tokens && open.has(key) && marked.has(key) && !part.reopening) {
-      part.reopening = true; // a part drawn anew whose view was open: its tokens again
-      view.model.send({ action: "tokens", key, open: true });
-    }
   }
 }
 

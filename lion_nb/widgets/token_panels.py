@@ -146,7 +146,7 @@ class TokenPanels:
         """At rest: a reply streamed but not recorded keeps its tokens while its card is shown
         (a stopped reply "not recorded"), no longer."""
         live = self._view.transcript.live
-        for gone in [m for m in self._streams if m not in live]:
+        for gone in [mid for mid in self._streams if mid not in live]:
             del self._streams[gone]
 
     def _stream(self, mid: uuid.UUID) -> None:

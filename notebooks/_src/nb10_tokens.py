@@ -188,5 +188,19 @@ CELLS = [
     md("""
     Each sample is one more alternative of the reply: in a chat view showing this conversation,
     `‹ n/6 ›` steps through them and *Compare* sets two side by side.
+
+    ## 6. The token view in the chat view
+
+    The chat view shows the same on the conversation you are having: the *Tokens* control on a
+    reply (opened here with `show_tokens()`) tints its tokens, plots their surprise in a strip
+    above them, and shows a token's alternatives when you hover or focus it (the arrow keys move
+    from token to token). Choosing an alternative forks the conversation there, as in section 4;
+    *Sample ×5* does what section 5 did. `lion_nb.view(branch, tokens=True)` opens the token view
+    of every new reply, live while it streams.
+    """),
+    code("""
+    chat = lion_nb.view(branch, height=360)
+    chat.show_tokens()  # the last reply's token view, open
+    chat
     """),
 ]

@@ -218,6 +218,46 @@ def test_sample_five_shows_five_forks_and_where_they_agree(page, jupyter_lab):
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
+LIVE_SETUP = """
+import lion_nb
+from lion_nb import Session, iModel
+words = [{"text": f" w{i}", "logprob": -((i * 37) % 300) / 100, "top": []} for i in range(400)]
+model = iModel(provider="scripted", logprobs=2, replies=[{"tokens": words, "delay": 0.02}])
+branch = Session().new_branch(chat_model=model, name="live")
+view = lion_nb.view(branch, height=360)
+view
+"""
+
+
+def test_tokens_opened_on_a_streaming_reply_keep_up_with_it(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "tokens_live.ipynb", [LIVE_SETUP])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    root = page.locator(".lion-front").first
+    prompt = root.locator(".lion-prompt")
+    prompt.wait_for(timeout=60_000)
+    prompt.fill("Stream please")
+    prompt.press("Enter")
+    live = root.locator(".lion-streaming-msg")
+    live.locator(".lion-tokens-btn").click(timeout=30_000)  # on the reply while it streams
+    tokens = root.locator(".lion-tokens-text .lion-tok")
+    tokens.first.wait_for(timeout=15_000)
+    seen = {tokens.count()}
+    while root.locator(".lion-streaming-msg").count() and len(seen) < 4:
+        page.wait_for_timeout(150)
+        seen.add(tokens.count())
+    assert len(seen) >= 3, seen  # tinted as they arrive
+    page.wait_for_function(
+        "() => document.querySelectorAll('.lion-front .lion-tokens-text .lion-tok').length === 400",
+        timeout=60_000,
+    )
+    reply = root.locator(".lion-assistant").last
+    assert reply.get_attribute("data-id")  # the recorded card kept its token view
+    assert "".join(tokens.all_text_contents()) == "".join(f" w{i}" for i in range(400))
+    tokens.nth(7).hover()
+    root.locator(".lion-tok-pop-note", has_text="no alternatives").wait_for(timeout=15_000)
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
 # ----- the figures B11 reports (benchmarks/bench_tokens_view.py) -------------------------------
 FIGURES_SETUP = """
 import json, math

@@ -54,10 +54,13 @@ def test_every_view_uses_the_one_stylesheet() -> None:
 
 
 def test_the_front_end_module_inserts_html_only_from_the_kernel() -> None:
-    """widgets/lion_nb.js: every innerHTML / insertAdjacentHTML takes an HTML string the
+    """widgets/lion_nb.js and tokens.js: every innerHTML / insertAdjacentHTML takes an HTML string the
     kernel rendered (op.html, a part's html, the error/status traits), never text it builds
     from model output; text goes through textContent."""
-    js = (WIDGETS.parents[1] / "widgets" / "lion_nb.js").read_text(encoding="utf-8")
+    from lion_nb.widgets.front import MODULE_FILES
+
+    files = [WIDGETS.parents[1] / "widgets" / name for name in MODULE_FILES]
+    js = "\n".join(path.read_text(encoding="utf-8") for path in files)
     sinks = re.findall(r"(innerHTML\s*=\s*[^;]+|insertAdjacentHTML\([^)]*\))", js)
     allowed = ("op.", "html", "cstate.")  # cstate: the kernel's traits
     assert sinks and all(any(a in sink for a in allowed) for sink in sinks), sinks
