@@ -564,6 +564,23 @@ async def test_real_server_streams_through_the_openai_provider(llama_server: str
 
 
 @pytest.mark.slow
+async def test_real_server_streams_log_probabilities_as_the_replys_tokens(
+    llama_server: str,
+) -> None:
+    # issue 25: an OpenAI-compatible server asked for logprobs=K; llama.cpp's own server, real.
+    b = Branch(system=SYSTEM, chat_model=server_model(llama_server, max_tokens=12, logprobs=3))
+    token_deltas: list[StreamDelta] = []
+    b.observe(StreamDelta, handler=lambda s: token_deltas.append(s) if s.kind == "tokens" else None)
+    text = await b.communicate("Name three colours.")
+    tokens = b.messages[-1].tokens
+    assert tokens and "".join(t.text for t in tokens) == text
+    assert all(t.logprob <= 0 for t in tokens)
+    assert all(1 <= len(t.top) <= 3 for t in tokens)
+    assert all(t.top == sorted(t.top, key=lambda alt: -alt[1]) for t in tokens)
+    assert token_deltas, "tokens streamed while the reply streamed"
+
+
+@pytest.mark.slow
 async def test_real_server_reports_a_truncated_reply_as_length(llama_server: str) -> None:
     b = Branch(system=SYSTEM, chat_model=server_model(llama_server, max_tokens=5))
     await b.communicate("Tell me a long story about the sea.")
