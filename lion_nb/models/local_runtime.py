@@ -90,12 +90,20 @@ def default_threads() -> int:
     preempts stalls the others: measured on 2 busy cores, two threads generated 2.5 tok/s where
     one thread generated 47. Half the CPUs (llama-cpp-python's own default for generation, and
     one thread per physical core on hyper-threaded machines) leaves room for the kernel, the
-    browser and the event loop."""
+    browser and the event loop.
+
+    At most ``OMP_NUM_THREADS`` when it is set: Ray sets it in each worker to the CPUs its task
+    reserved (``num_cpus``, 1 by default), so N workers of a flow on N cores use one thread each
+    instead of each taking half the machine and stalling one another."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
-    return max(1, cpus // 2)
+    threads = max(1, cpus // 2)
+    cap = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if cap.isdigit() and int(cap) > 0:
+        threads = min(threads, int(cap))
+    return threads
 
 
 def load_model(path: Path, n_ctx: int, n_threads: int | None, seed: int) -> LoadedModel:
