@@ -98,6 +98,16 @@ def payload_name(dialog: str) -> str:
     return CORPUS[int(m[1])]["name"] if m and int(m[1]) < len(CORPUS) else dialog
 
 
+def wait_for_text(node: Any, text: str, timeout: float = 60.0) -> str:
+    """The node's text once it contains ``text`` (or what it shows after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    shown = node.text_content() or ""
+    while text not in shown and time.monotonic() < deadline:
+        time.sleep(0.2)
+        shown = node.text_content() or ""
+    return shown
+
+
 DONE = "ALL-VIEWS-RENDERED"
 MARK = "onerror=\"window.__pwned='img'\""  # the first sentinel, as text a reader sees
 
@@ -386,17 +396,19 @@ def test_every_view_in_jupyterlab_executes_nothing(page, jupyter_lab):
     watch.requests.clear()  # from here on Lab only talks to its API (the page is loaded)
     watch.phase = "running the notebook"
     page.get_by_text(DONE).wait_for(timeout=180_000)
-    page.locator(".lion-compare").first.wait_for()
+    page.locator(".lion-compare").first.wait_for(state="attached", timeout=60_000)
     elapsed = time.monotonic() - started
     # each view is on the page, showing payloads as text; scrolled to, so that Lab renders it
-    # (its notebook skips rendering off-screen cells) and anything in it gets its chance to run
+    # (its notebook skips rendering off-screen cells) and anything in it gets its chance to run.
+    # A view draws its parts when its state and ops arrive, which a busy machine delays: wait
+    # for the text rather than read it once.
     for selector in (*VIEWS, ".jp-RenderedMarkdown"):
         watch.phase = selector
         node = page.locator(selector).first
-        assert node.count() == 1, selector
+        node.wait_for(state="attached", timeout=60_000)
         node.scroll_into_view_if_needed()
-        time.sleep(0.3)
-        assert MARK in node.text_content(), selector
+        shown = wait_for_text(node, MARK)
+        assert MARK in shown, (selector, shown[:200])
     assert page.locator(".lion-inspector .lion-tl-detail").count() >= 6
     assert page.locator(".lion-inspector details.lion-payload").count() >= 4
     assert page.locator(".lion-rounds .lion-round[data-status='done']").count() == 3
