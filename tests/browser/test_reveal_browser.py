@@ -1,6 +1,7 @@
 """The page reveals streamed text frame by frame (``makeReveal`` in widgets/lion_nb.js), in
 JupyterLab 4 + chromium: text that came in one message shows over the next animation frames,
-so a reader sees more visible updates than the kernel sends messages; what shows never shrinks;
+so a reader sees more visible updates than the kernel sends messages (in the chat view and in the
+rounds view's nested cards); what shows never shrinks;
 the reply's final text is exact the frame it ends (the seal), not a frame later.
 
 Bounds hold on a slow, busy machine (only "more updates than messages"); the goals (>= 30
@@ -94,4 +95,88 @@ def test_text_is_revealed_between_messages_and_exact_at_the_end(page, jupyter_la
     print(json.dumps(summary))
     assert len(seen["updates"]) > sent, summary
     assert seen["shrinks"] == [], summary  # [before, after] of each frame the text shrank
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
+ROUNDS = """
+from lion_nb import Branch, iModel
+from lion_nb.widgets.rounds_view import ReActRoundsView
+def add(a: int, b: int) -> int:
+    \"\"\"Add two numbers.\"\"\"
+    return a + b
+thought = " ".join(f"step{i}" for i in range(300))
+branch = Branch(system="Use tools.", tools=[add], chat_model=iModel(provider="scripted", replies=[
+    {"json": {"analysis": thought, "extension_needed": True,
+              "action_requests": [{"function": "add", "arguments": {"a": 2, "b": 3}}]},
+     "delay": 0.02},
+    {"json": {"analysis": thought, "extension_needed": False}, "delay": 0.02},
+    {"json": {"answer": "ROUNDS-DONE"}, "delay": 0.02}]))
+view = ReActRoundsView(branch)
+view
+"""
+
+# every animation frame, per streamed card of the rounds view (a nested part of a round's box):
+# its text (non-space characters), each shrink, and its text the first frame after its seal
+# (a card the kernel started again, the raw JSON replaced by the analysis, is a new element)
+ROUNDS_SAMPLER = """
+() => {
+  const root = document.querySelector('.lion-rounds');
+  const solid = (t) => t.replace(/\\s+/g, '').length;
+  const s = {cards: [], done: false};
+  const seen = new Map();
+  window.__lionRoundsReveal = s;
+  function tick() {
+    for (const card of root.querySelectorAll('.lion-live')) {
+      if (seen.has(card)) continue;
+      const r = {updates: 0, shrinks: [], last: -1, sealed: null};
+      seen.set(card, r);
+      s.cards.push(r);
+    }
+    for (const [card, r] of seen) {
+      if (r.sealed !== null) continue;
+      const body = card.querySelector('.lion-body');
+      if (!card.isConnected) r.sealed = false;
+      else if (!card.classList.contains('lion-live')) r.sealed = body ? body.textContent : '';
+      else {
+        const n = body ? solid(body.textContent) : 0;
+        if (n < r.last) r.shrinks.push([r.last, n]);
+        if (n !== r.last && n > 0) r.updates += 1;
+        r.last = n;
+      }
+    }
+    if (!s.done) requestAnimationFrame(tick);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
+def test_the_rounds_views_nested_cards_are_revealed_and_exact_at_the_end(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "reveal_rounds.ipynb", [ROUNDS])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    page.locator(".lion-rounds").wait_for(timeout=60_000)
+    page.evaluate(ROUNDS_SAMPLER)
+    run = "before = view.channel.messages\nawait branch.ReAct('Add 2 and 3', max_extensions=2)"
+    kernel_execute(jupyter_lab, run, timeout=120)
+    page.wait_for_function(
+        "document.querySelector('.lion-rounds').textContent.includes('ROUNDS-DONE')",
+        timeout=60_000,
+    )
+    page.wait_for_function(
+        "window.__lionRoundsReveal.cards.every((c) => c.sealed !== null)", timeout=30_000
+    )
+    page.evaluate("() => { window.__lionRoundsReveal.done = true; }")
+    cards = page.evaluate("() => window.__lionRoundsReveal.cards")
+    sent = int(kernel_execute(jupyter_lab, "print(view.channel.messages - before)").strip())
+    expected = "".join(f"step{i}" for i in range(300))
+    sealed = [c["sealed"] for c in cards if c["sealed"] and "step" in c["sealed"]]
+    summary = {"messages": sent, "cards": [{**c, "sealed": bool(c["sealed"])} for c in cards]}
+    print(json.dumps(summary))
+    # both rounds' analyses were streamed and sealed, each exact the first frame after its seal
+    assert len(sealed) == 2, summary
+    assert all("".join(text.split()) == expected for text in sealed), sealed
+    assert not page.locator(".lion-rounds .lion-unrevealed").count()
+    # more visible updates than messages: a message's text shows over several frames
+    assert sum(c["updates"] for c in cards) > sent, summary
+    assert all(c["shrinks"] == [] for c in cards), summary  # nothing shown ever shrank
     assert page.watched.console_errors == [], page.watched.console_errors
