@@ -39,10 +39,10 @@ from lion_nb.models.anthropic_format import (
     response_tool_name,
 )
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
-from lion_nb.models.http_api import HTTPProvider, read_failure
+from lion_nb.models.http_api import HTTPProvider, read_failure, read_sse
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
-from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
+from lion_nb.models.sse import SSEEvent
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_MAX_TOKENS", "AnthropicProvider"]
 
@@ -52,7 +52,6 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _NOT_BODY = frozenset({"anthropic_version", "anthropic_beta", "extra_body"})  # headers, merged
-_DRAIN_LIMIT = 64 * 1024
 
 
 class AnthropicProvider(HTTPProvider):
@@ -124,28 +123,12 @@ class AnthropicProvider(HTTPProvider):
     async def _read(self, response: httpx.Response, acc: MessageAccumulator) -> ModelResponse:
         if "application/json" in response.headers.get("content-type", ""):
             return await self._read_json(response, acc)
-        decoder, drained = SSEDecoder(), 0
-        try:
-            async for piece in response.aiter_bytes():
-                if acc.stopped:  # read the tail so the connection returns to the pool
-                    drained += len(piece)
-                    if drained > _DRAIN_LIMIT:
-                        break
-                    continue
-                try:
-                    events = decoder.feed(piece)
-                except SSEError as exc:
-                    raise acc.fail(MalformedResponse(str(exc))) from exc
-                for event in events:
-                    self._handle(event, acc)
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
-            if not acc.stopped:
-                raise acc.fail(read_failure(exc)) from exc
-        if not acc.stopped:
-            for event in decoder.finish():
-                if not event.complete:
-                    raise acc.fail(ConnectionLost("the stream was cut in the middle of an event"))
-                self._handle(event, acc)
+        await read_sse(
+            response,
+            done=lambda: acc.stopped,
+            on_event=lambda event: self._handle(event, acc),
+            fail=acc.fail,
+        )
         if not acc.stopped:
             raise acc.fail(ConnectionLost("the stream ended before message_stop"))
         return acc.response()

@@ -22,12 +22,19 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, ProviderError, ProviderTimeout
+from lion_nb.errors import (
+    ConfigurationError,
+    ConnectionLost,
+    MalformedResponse,
+    ProviderError,
+    ProviderTimeout,
+)
 from lion_nb.models.http_errors import Retry, RetrySafe, call_with_retries, status_error
 from lion_nb.models.registry import env_key, key_env_names
+from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.secrets import public_url, secret_values
 
-__all__ = ["HTTPProvider", "is_loopback"]
+__all__ = ["HTTPProvider", "is_loopback", "read_failure", "read_sse"]
 
 log = logging.getLogger(__name__)
 
@@ -217,3 +224,43 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+_DRAIN_LIMIT = 64 * 1024  # bytes read after the last event so the connection can be reused
+
+
+async def read_sse(
+    response: httpx.Response,
+    *,
+    done: Callable[[], bool],
+    on_event: Callable[[SSEEvent], None],
+    fail: Callable[[ProviderError], ProviderError],
+) -> None:
+    """Decode the body as Server-Sent Events, giving each to ``on_event`` until ``done()``
+    (the stream's terminal event); then read the tail, up to a limit, so the connection
+    returns to the pool. A malformed stream, a transport failure before the end, or an event
+    cut off by the end of the body is raised through ``fail`` (which attaches what arrived)."""
+    decoder, drained = SSEDecoder(), 0
+    try:
+        async for piece in response.aiter_bytes():
+            if done():
+                drained += len(piece)
+                if drained > _DRAIN_LIMIT:  # a server that keeps talking is cut off
+                    break
+                continue
+            try:
+                events = decoder.feed(piece)
+            except SSEError as exc:
+                raise fail(MalformedResponse(str(exc))) from exc
+            for event in events:
+                if not done():
+                    on_event(event)
+    except httpx.TransportError as exc:  # timeouts included
+        if not done():
+            raise fail(read_failure(exc)) from exc
+    if done():
+        return
+    for event in decoder.finish():
+        if not event.complete:
+            raise fail(ConnectionLost("the stream was cut in the middle of an event"))
+        on_event(event)

@@ -19,9 +19,9 @@ import httpx
 
 from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaKind, DeltaSink, ModelRequest, ModelResponse, ToolCall
-from lion_nb.models.http_api import HTTPProvider, read_failure
+from lion_nb.models.http_api import HTTPProvider, read_sse
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
-from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
+from lion_nb.models.sse import SSEEvent
 from lion_nb.usage import Usage
 
 __all__ = ["TRANSPORT_OPTIONS", "HTTPStreamProvider", "StreamAccumulator"]
@@ -32,7 +32,6 @@ TRANSPORT_OPTIONS = frozenset({"timeout", "max_retries", "stream", "stream_optio
 """Options lion_nb reads itself (how a call travels); never copied into a request body."""
 
 _JSON_BODY_LIMIT = 64 * 1024 * 1024  # a non-streamed reply larger than this is hostile
-_DRAIN_LIMIT = 64 * 1024  # bytes read after the last event so the connection can be reused
 
 
 class _Tool:
@@ -260,39 +259,15 @@ class HTTPStreamProvider(HTTPProvider):
     async def _read(self, response: httpx.Response, state: StreamAccumulator) -> ModelResponse:
         if "text/event-stream" not in response.headers.get("content-type", ""):
             return await self._read_whole(response, state)
-        decoder = SSEDecoder()
-        try:
-            await self._receive(response, decoder, state)
-        except httpx.TransportError as exc:
-            if not state.done:
-                raise state.fail(read_failure(exc)) from exc
-        if not state.done:
-            for event in decoder.finish():
-                if not event.complete:
-                    raise state.fail(ConnectionLost("the stream was cut in the middle of an event"))
-                state.feed(event)
+        await read_sse(
+            response,
+            done=lambda: state.done,
+            on_event=state.feed,
+            fail=state.fail,
+        )
         if not state.ended():
             raise state.fail(ConnectionLost("the stream ended before its last event"))
         return state.response()
-
-    @staticmethod
-    async def _receive(
-        response: httpx.Response, decoder: SSEDecoder, state: StreamAccumulator
-    ) -> None:
-        drained = 0
-        async for piece in response.aiter_bytes():
-            if state.done:  # read the tail so the connection returns to the pool
-                drained += len(piece)
-                if drained > _DRAIN_LIMIT:
-                    break
-                continue
-            try:
-                events = decoder.feed(piece)
-            except SSEError as exc:
-                raise state.fail(MalformedResponse(str(exc))) from exc
-            for event in events:
-                if not state.done:
-                    state.feed(event)
 
     @staticmethod
     async def _read_whole(response: httpx.Response, state: StreamAccumulator) -> ModelResponse:
