@@ -78,6 +78,10 @@ class ProviderError(ExecutionError):
     """
 
     retryable: bool = False
+    # What the reply had shown when it failed mid-stream (set by ``with_partial``; absent on an
+    # error raised before any of the reply arrived): nothing the user saw is lost.
+    partial_text: str
+    partial_thinking: str
 
     def __init__(
         self,
@@ -95,6 +99,15 @@ class ProviderError(ExecutionError):
         self.body = body
         if retryable is not None:
             self.retryable = retryable
+
+    def with_partial(self, text: str, thinking: str, provider: str | None) -> ProviderError:
+        """This error, carrying the reply's text and thinking so far (and ``provider`` when it
+        names none); what a stream accumulator raises when the stream fails midway."""
+        self.partial_text = text
+        self.partial_thinking = thinking
+        if self.provider is None:
+            self.provider = provider
+        return self
 
     def __str__(self) -> str:
         where = f"[{self.provider}] " if self.provider else ""

@@ -248,11 +248,7 @@ class MessageAccumulator:
         return "".join("".join(b.parts) for b in self._blocks.values() if b.kind == kind)
 
     def fail(self, error: ProviderError) -> ProviderError:
-        error.partial_text = self._all("text")  # type: ignore[attr-defined]
-        error.partial_thinking = self._all("thinking")  # type: ignore[attr-defined]
-        if error.provider is None:
-            error.provider = self.provider
-        return error
+        return error.with_partial(self._all("text"), self._all("thinking"), self.provider)
 
     def _malformed(self, message: str) -> ProviderError:
         return self.fail(MalformedResponse(message, provider=self.provider))

@@ -101,11 +101,7 @@ class ChatAccumulator:
 
     def fail(self, error: ProviderError) -> ProviderError:
         """``error`` with ``partial_text`` (and ``partial_thinking``) set: nothing is lost."""
-        error.partial_text = self.text  # type: ignore[attr-defined]
-        error.partial_thinking = "".join(self._thinking)  # type: ignore[attr-defined]
-        if error.provider is None:
-            error.provider = self.provider
-        return error
+        return error.with_partial(self.text, "".join(self._thinking), self.provider)
 
     def _malformed(self, message: str, body: str | None = None) -> ProviderError:
         return self.fail(MalformedResponse(message, provider=self.provider, body=body))
