@@ -136,8 +136,10 @@ class TimelineFront(Front):
     def _row_ops(self, rows: list[tuple[int, str, str | None]]) -> list[Op]:
         keys = [f"r{index}" for index, _, _ in rows]
         wanted = set(keys)
-        ops: list[Op] = [{"op": "drop", "key": k} for k in self._rows if k not in wanted]
-        self._rows = {k: row for k, row in self._rows.items() if k in wanted}
+        gone = [k for k in self._rows if k not in wanted]
+        for k in gone:
+            del self._rows[k]
+        ops: list[Op] = [{"op": "drop", "key": k} for k in gone]
         for at, (index, summary, detail) in enumerate(rows):
             key = keys[at]
             row = self._rows.get(key)
