@@ -15,7 +15,7 @@ the end), then 25 ``communicate`` turns on the scripted model, one after the oth
 
 Run it with ``PYTHONPATH`` at another checkout to measure that one (the baseline: the stock
 inspector before it moved to the front end, a7a7c1c: 758,835 B in 1,402 comm messages, as each
-update re-filled the 50 positional rows; on the front end: 82,462 B in 51). Exit status 1 when
+update re-filled the 50 positional rows; on the front end: 82,461 B in 51). Exit status 1 when
 the payload passes 2 KB per message added.
 """
 

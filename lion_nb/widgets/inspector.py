@@ -105,8 +105,10 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         )
         self._unsubscribe = self._subscribe()
         self._schedule_next_turn()
-        self.front.update()
-        self.front.sync_state(send=True)  # the comm opened with empty parts
+        # the comm opened with empty parts: the first page goes as the state, once (ops sent
+        # before any page draws the view would reach nobody: they are not replayed)
+        self.front.ops()
+        self.front.sync_state(send=True)
         self._ready = True
 
     # ----- paging (the view model's state) ---------------------------------------------
