@@ -513,6 +513,18 @@ function makePager(view) {
   const collapse = named(button("lion-act lion-tl-collapse", "Collapse all", "Collapse every expanded message",
     () => model.send({ action: "collapse" })), "Collapse all messages");
   bar.append(first, prev, label, next, last, goTo.box, goTo.go, roles.el, collapse);
+  let focused = null; // the pager's control the reader used last
+  bar.addEventListener("focusin", (event) => {
+    focused = event.target;
+  });
+  const keepFocus = () => {
+    // a page button that brought the reader to the first or last page is disabled now: the
+    // focus goes to the one that pages back, not out of the view
+    const gone = document.activeElement === focused || document.activeElement === document.body;
+    if (!focused || !focused.disabled || !gone) return;
+    const other = focused === first || focused === prev ? next : prev;
+    if (!other.disabled) other.focus({ preventScroll: true });
+  };
   return {
     el: bar,
     chrome(cstate) {
@@ -522,6 +534,7 @@ function makePager(view) {
       next.disabled = last.disabled = Boolean(state.last);
       goTo.input.max = String(state.max || 0);
       roles.set(state.filters, state.filter);
+      keepFocus();
     },
   };
 }

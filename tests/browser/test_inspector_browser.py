@@ -448,6 +448,20 @@ def test_the_inspector_follows_a_run_and_works_by_keyboard(page, jupyter_lab):
     page.keyboard.press("Space")
     detail.wait_for(state="detached")
     assert view.get_by_role("button", name="Fork at message 100").count() == 1
+    # every control is named, and no two alike (each says what it acts on)
+    names = page.evaluate(
+        "() => [...document.querySelectorAll('.lion-inspector button, .lion-inspector input,"
+        " .lion-inspector select')].filter(e => !e.closest('[hidden]'))"
+        ".map(e => e.getAttribute('aria-label') || '')"
+    )
+    assert "" not in names and len(names) == len(set(names)), " | ".join(names)
+    # the first page reached by keyboard: its buttons are disabled, the focus goes to Next
+    view.get_by_role("button", name="First page").focus()
+    page.keyboard.press("Enter")
+    wait_rows(page, 0, 20)
+    page.wait_for_function(
+        "() => document.activeElement.getAttribute('aria-label') === 'Next page'"
+    )
     # the go-to box: typed digits stay in it (not JupyterLab's shortcuts), Enter goes
     goto = view.get_by_role("spinbutton", name="Message number to show")
     goto.focus()
