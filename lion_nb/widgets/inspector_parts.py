@@ -89,6 +89,8 @@ class TimelineFront(Front):
         self.channel.stream("timeline", self.ops)
 
     def ops(self) -> list[Op]:
+        """The ops that bring the page from what it shows to ``page()``: the parts that
+        changed, the pager's state with them."""
         if self.closed:
             return []
         page = self._page()
