@@ -240,7 +240,7 @@ async def test_a_run_adding_50_messages_sends_only_what_changed() -> None:
     sent = sum(len(json.dumps(m, separators=(",", ":"))) for m in got)
     assert sent < 50 * 2048, sent
     puts = [key for op, key in keys_of(got) if op == "put" and re.fullmatch(r"r\d+", key)]
-    assert len(puts) < 50 + 25, puts  # each new row once (and a few whose run head moved)
+    assert len(puts) <= 50 + 25, puts  # each new row once, and a row whose run head moved
     assert page.resyncs == 0 and page.html() == Page(view.front.state_parts()).html()
     view.close()
 
