@@ -35,6 +35,8 @@ class LocalRelay:
         self.relay = Relay()
         self.fail = fail
         self.push = _Method(self._push)
+        self.watch = _Method(self.relay.watch)
+        self.watch_changed = _Method(self.relay.watch_changed)
 
     async def _push(self, *args):
         if self.fail:
