@@ -189,7 +189,9 @@ class _Outbox:
             if self.closed and not self.buffer:
                 return
 
-    async def close(self, task: asyncio.Task[None], watch: asyncio.Task[None] | None = None) -> None:
+    async def close(
+        self, task: asyncio.Task[None], watch: asyncio.Task[None] | None = None
+    ) -> None:
         self.closed = True
         self.closing.set()  # the notebook settles the node when "end" arrives: no wait
         self.wake.set()
