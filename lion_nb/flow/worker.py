@@ -44,7 +44,9 @@ from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, S
 # actor call costing CPU in the worker, the relay and the notebook, which on a small machine is
 # taken from the models themselves (B8: 2 vs 1 embedded-model workers 1.64x at 0.02 s). The
 # notebook pulls at most as often (``Relay.pull``'s ``gather_s``), so two workers' pushes arrive
-# in one call: 16 prompts on 2 workers made 329 pulls before, 195 since.
+# in one call: 16 prompts on 2 workers made 329 pulls before, 195 since. Unwatched nodes send
+# no deltas at all (above): the same 16 prompts then reach the notebook in 32 batches, not 306,
+# and the relay's CPU fell from 0.88 to 0.23 s, the notebook's from 0.37 to 0.14 s.
 FLUSH_S = 1 / 15
 logger = logging.getLogger("lion_nb")
 
