@@ -83,7 +83,7 @@ async def test_an_unwatched_flow_relays_no_deltas_yet_records_the_same(relayed):
 
 
 async def test_a_flow_view_follows_only_the_node_it_opens_and_gets_its_text_so_far(relayed):
-    words = [f"w{i} " for i in range(40)]
+    words = [f"w{i} " for i in range(60)]
     b = Branch(chat_model=scripted({"chunks": words, "delay": 0.1}))
     flow = Flow()
     node = flow.add("communicate", instruction="stream it", branch=b)
