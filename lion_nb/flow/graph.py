@@ -14,7 +14,8 @@ verbs whose stop ``on_stop`` decides (``communicate``, ``operate``, ``ReAct``) t
 the partial reply on its branch as a stopped turn (``metadata["stopped"] = True``). The
 parameter travels with the node, so on Ray the worker records the stopped turn too (with all
 it streamed, whether or not its deltas were relayed), and it lands here with the attempt's last
-live events, which the node waits for before it settles. Pass ``on_stop="discard"`` for the ADR's default.
+live events, which the node waits for before it settles. Pass ``on_stop="discard"`` for the
+ADR's default.
 """
 
 from __future__ import annotations

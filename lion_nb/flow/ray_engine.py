@@ -8,9 +8,10 @@ The notebook side of a Ray node:
 2. The task (``lion_nb.flow.worker.run_node_task``) runs the operation on a rebuilt copy of the
    branch, with the same id, through the same operations layer.
 3. While it runs, its events arrive through the run's relay actor and are applied to the
-   notebook's branch as they come: ``RunStart``, ``StreamDelta`` while the node is watched (see
-   below; re-accumulated here, so a view renders the snapshot), rounds, parse attempts, and each message the worker records, recorded
-   here with the same id, in order (``MessageAdded``). Views and ``session.observe`` see them
+   notebook's branch as they come: ``RunStart``, ``StreamDelta`` while the node is watched
+   (see below; re-accumulated here, so a view renders the snapshot), rounds, parse attempts,
+   and each message the worker records, recorded here with the same id, in order
+   (``MessageAdded``). Views and ``session.observe`` see them
    live; a CLI agent's tool cards appear as the agent works.
 4. When the attempt's record arrives (the authority: live events are best effort), what landed
    live is reconciled with it: messages that match the record's order stay, anything else that

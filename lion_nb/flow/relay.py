@@ -7,9 +7,11 @@ is one (or after ``wait_s`` seconds) and forgets those before it.
 The other way, the relay carries one bit per node: whether something in the notebook watches
 its stream (``lion_nb.flow.ray_engine``). The notebook sets it with ``watch`` when it changes
 during a run (the attempt starts with the value it had when the node was sent), and the worker
-long-polls ``watch_changed`` for it, so it relays per-token deltas only while they are watched. One relay serves every run of a Ray
-job (``num_cpus=0``): starting an actor costs about a second, and events pushed before it is up
-would only arrive once it is, so it is started once and awaited before the first task.
+long-polls ``watch_changed`` for it, so it relays per-token deltas only while they are watched.
+
+One relay serves every run of a Ray job (``num_cpus=0``): starting an actor costs about a
+second, and events pushed before it is up would only arrive once it is, so it is started once
+and awaited before the first task.
 
 Ray streaming generators were not used because a retried generator must replay the same number
 of items, and a model's deltas do not repeat exactly.

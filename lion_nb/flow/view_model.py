@@ -8,8 +8,10 @@ node's branch only, so its transcript shows a reply while it is written; a messa
 (``MessageRetracted``: a Ray attempt that died) redraws it. Only the selected node's stream is
 followed because rows show no text: on Ray, a node whose stream nobody follows sends no
 per-token deltas (``lion_nb.flow.ray_engine``), so a view open on a flow of many nodes costs
-them nothing; opening a running node shows its reply so far, then live. It holds no widgets and builds no HTML: ``snapshot()`` gives frozen
-rows for ``lion_nb.render.flow`` and is tested without ipywidgets. ``on_change`` (set by the
+them nothing; opening a running node shows its reply so far, then live.
+
+It holds no widgets and builds no HTML: ``snapshot()`` gives frozen rows for
+``lion_nb.render.flow`` and is tested without ipywidgets. ``on_change`` (set by the
 view) is called after anything changed.
 """
 
