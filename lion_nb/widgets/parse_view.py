@@ -148,6 +148,7 @@ class ParseView(Front):
     def finish(self) -> Any:
         """The reply ended: validate it whole; returns the result (or None)."""
         result = self.model.finish()
+        self._busy(False)
         self._render()
         return result
 
@@ -162,14 +163,23 @@ class ParseView(Front):
 
     def _apply(self, effect: Effect) -> None:
         if effect == "later":
+            self._busy(True)
             self.channel.stream("tree", self._ops)  # throttled by the channel
         elif effect == "now":
             self._render()
         elif effect == "settled":
             # a parse emits no RunEnd of its own: the saved output is replaced here
             self._unsubscribe()
+            self._busy(False)
             self._render()
             self.refresh_static()
+
+    def _busy(self, busy: bool) -> None:
+        """A reply streams into the view (the page reveals each update's values over the
+        frames until the next), or the parse settled: its last update shows at once, exact. The
+        chrome op goes with the update of the same moment."""
+        if self.chrome_value("busy") != busy:
+            self.set_chrome(busy=busy)
 
     # ----- output ------------------------------------------------------------------------
     def header_html(self) -> str:

@@ -180,3 +180,81 @@ def test_the_rounds_views_nested_cards_are_revealed_and_exact_at_the_end(page, j
     assert sum(c["updates"] for c in cards) > sent, summary
     assert all(c["shrinks"] == [] for c in cards), summary  # nothing shown ever shrank
     assert page.watched.console_errors == [], page.watched.console_errors
+
+
+PARSE = """
+import json
+from pydantic import BaseModel
+from lion_nb import Branch, iModel
+from lion_nb.widgets.parse_view import ParseView
+class Item(BaseModel):
+    name: str
+    price: float
+class Order(BaseModel):
+    customer: str
+    items: list[Item]
+text = json.dumps({"customer": "Ada", "items": [
+    {"name": f"item-{i}-" + "x" * 20, "price": 1.5 + i} for i in range(20)]})
+chunks = [text[i:i + 6] for i in range(0, len(text), 6)]
+branch = Branch(chat_model=iModel(provider="scripted", replies=[{"chunks": chunks, "delay": 0.02}]))
+view = ParseView(Order, branch=branch)
+view
+"""
+
+# every animation frame, the parse view's tree as a reader sees it: each row's value (non-space
+# characters; 0 while the row is not shown), each frame the tree changed, each value that
+# shrank, and the tree's text the first frame the header says the parse settled
+PARSE_SAMPLER = """
+() => {
+  const root = document.querySelector('.lion-parse');
+  const solid = (t) => t.replace(/\\s+/g, '').length;
+  const s = {updates: 0, shrinks: [], last: '', values: {}, settled: null, hidden: null, done: false};
+  window.__lionParseReveal = s;
+  const visible = (row) => !row.closest('.lion-unrevealed');
+  function tick() {
+    const rows = [...root.querySelectorAll('.lion-parse-tree tbody tr[data-path]')];
+    const text = rows.filter(visible).map((r) => r.textContent).join('|');
+    if (text !== s.last) s.updates += 1;
+    s.last = text;
+    for (const row of rows) {
+      const value = row.querySelector('.lion-parse-value, .lion-parse-partial');
+      const n = value && visible(row) ? solid(value.textContent) : 0;
+      const path = row.getAttribute('data-path');
+      if (n < (s.values[path] || 0)) s.shrinks.push([path, s.values[path], n]);
+      s.values[path] = n;
+    }
+    const status = root.querySelector('.lion-status');
+    if (s.settled === null && status && status.textContent === 'valid') {
+      s.settled = text;
+      s.hidden = root.querySelectorAll('.lion-unrevealed').length;
+    }
+    if (!s.done) requestAnimationFrame(tick);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
+def test_the_parse_views_rows_are_revealed_and_exact_when_it_settles(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "reveal_parse.ipynb", [PARSE])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    page.locator(".lion-parse .lion-parse-tree").wait_for(timeout=60_000)
+    page.evaluate(PARSE_SAMPLER)
+    run = "before = view.channel.messages\nawait branch.communicate('Order', response_format=Order)"
+    kernel_execute(jupyter_lab, run, timeout=120)
+    page.wait_for_function("window.__lionParseReveal.settled !== null", timeout=60_000)
+    page.wait_for_timeout(500)
+    page.evaluate("() => { window.__lionParseReveal.done = true; }")
+    seen = page.evaluate("() => window.__lionParseReveal")
+    sent = int(kernel_execute(jupyter_lab, "print(view.channel.messages - before)").strip())
+    summary = {k: seen[k] for k in ("updates", "shrinks", "hidden")} | {"messages": sent}
+    print(json.dumps(summary))
+    # exact the first frame the parse settled: every row whole, nothing left to reveal
+    assert seen["settled"] == seen["last"], (seen["settled"][-300:], seen["last"][-300:])
+    assert seen["hidden"] == 0, summary
+    assert all(f"item-{i}-{'x' * 20}" in seen["last"] for i in range(20)), seen["last"][-300:]
+    assert "20.5" in seen["last"]
+    # more visible updates than messages: the rows of one message show over several frames
+    assert seen["updates"] > sent, summary
+    assert seen["shrinks"] == [], summary  # no value shown ever shrank
+    assert page.watched.console_errors == [], page.watched.console_errors
