@@ -491,8 +491,8 @@ function makeNested(view, key, html, parent) {
 
 function putNested(view, op, html) {
   const { parts } = view;
-  const part = makeNested(view, op.key, html, op.parent);
   const old = parts.get(op.replace) || parts.get(op.key);
+  const part = makeNested(view, op.key, html, op.parent === undefined ? old.parent : op.parent);
   const shown = view.reveal.rowText(old); // what the row it replaces showed
   if (old) {
     forgetInside(view, old);
@@ -567,9 +567,11 @@ function makeTranscript(view) {
       // `tpl`: HTML the page holds as a synced template (Channel.templates), not sent again
       const html = op.tpl === undefined ? op.html : (model.get("templates") || {})[op.tpl];
       if (typeof html !== "string") throw new Error(`unknown template ${op.tpl}`);
-      if (op.parent !== undefined) return putNested(view, op, html);
-      const part = makePart(op.key, html);
+      // a nested part put again (without `parent`) stays where it is, nested: a table row
+      // in its table, not a wrapper in the transcript
       const old = parts.get(op.replace) || parts.get(op.key);
+      if (op.parent !== undefined || (old && old.parent !== undefined)) return putNested(view, op, html);
+      const part = makePart(op.key, html);
       if (old) {
         forgetInside(view, old);
         old.el.replaceWith(part.el);
