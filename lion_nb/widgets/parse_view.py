@@ -9,7 +9,9 @@ Live mode validates each JSON value as it completes (``incremental.live_parse.Li
 never the accumulated text per chunk; the page is updated at most ``1 / refresh_interval`` times
 a second through the view's channel (``widgets.channel``, to the shared front end
 ``widgets/lion_nb.js``), each row of the tree a part of its own inside the table (a nested
-part): an update sends only the rows that changed. Its complete state is synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
+part): an update sends only the rows that changed, and the page reveals what one brought over
+the frames until the next; the view is ``busy`` while a reply streams into it, and its settling
+update (busy false) shows at once. Its complete state is synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
 ``render.parse_tree``; this class only maps them to widgets.
 
 A live view with a ``branch`` follows *one* structured reply and the parse of it, then settles:

@@ -148,7 +148,9 @@ class AttrsOp(TypedDict):
 
 
 class ChromeOp(TypedDict):
-    """New values of some ``CHROME`` traits (already the kernel's state)."""
+    """New values of some ``CHROME`` traits (already the kernel's state). ``busy`` false: the
+    view's run ended (a chat run, a parse settled), so what this message brought shows at once,
+    not revealed over the next frames."""
 
     op: Literal["chrome"]
     values: dict[str, Any]
