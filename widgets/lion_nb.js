@@ -841,6 +841,7 @@ function makeReveal(view) {
   const finish = () => {
     showAll();
     marked.clear();
+    state.ended = false;
     if (state.frame) cancelAnimationFrame(state.frame);
     state.frame = 0;
   };
@@ -872,7 +873,6 @@ function makeReveal(view) {
       // after a message's ops: reveal what they added over the frames until the next
       if (state.ended || !marked.size) {
         if (state.ended) finish();
-        state.ended = false;
         return;
       }
       const now = performance.now();

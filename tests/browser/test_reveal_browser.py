@@ -1,8 +1,9 @@
 """The page reveals streamed text frame by frame (``makeReveal`` in widgets/lion_nb.js), in
 JupyterLab 4 + chromium: text that came in one message shows over the next animation frames,
-so a reader sees more visible updates than the kernel sends messages (in the chat view and in the
-rounds view's nested cards); what shows never shrinks;
-the reply's final text is exact the frame it ends (the seal), not a frame later.
+so a reader sees more visible updates than the kernel sends messages (in the chat view, in the
+rounds view's nested cards, and in the parse view's tree, whose rows are re-sent whole); what
+shows never shrinks; the reply's final text is exact the frame it ends (the seal, a parse
+settling), not a frame later; a reader who asks for reduced motion gets each update at once.
 
 Bounds hold on a slow, busy machine (only "more updates than messages"); the goals (>= 30
 visible updates/s, longest gap <= 100 ms, first text <= 100 ms) are the browser benchmark's
@@ -203,13 +204,13 @@ view
 
 # every animation frame, the parse view's tree as a reader sees it: each row's value (non-space
 # characters; 0 while the row is not shown), each frame the tree changed, each value that
-# shrank, each frame the table held fewer rows than before, and the tree's text the first frame
-# the header says the parse settled
+# shrank, each frame the table held fewer rows than before, the most elements not shown yet in
+# one frame, and the tree's text the first frame the header says the parse settled
 PARSE_SAMPLER = """
 () => {
   const solid = (t) => t.replace(/\\s+/g, '').length;
   const s = {updates: 0, shrinks: [], last: '', values: {}, settled: null, hidden: null,
-             rows: 0, lost: [], done: false};
+             rows: 0, lost: [], unrevealed: 0, done: false};
   window.__lionParseReveal = s;
   const visible = (row) => !row.closest('.lion-unrevealed');
   function tick() {
@@ -219,6 +220,7 @@ PARSE_SAMPLER = """
     const text = rows.filter(visible).map((r) => r.textContent).join('|');
     if (rows.length < s.rows) s.lost.push([s.rows, rows.length]);
     s.rows = rows.length;
+    s.unrevealed = Math.max(s.unrevealed, root.querySelectorAll('.lion-unrevealed').length);
     if (text !== s.last) s.updates += 1;
     s.last = text;
     for (const row of rows) {
@@ -240,20 +242,28 @@ PARSE_SAMPLER = """
 """
 
 
-def test_the_parse_views_rows_are_revealed_and_exact_when_it_settles(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "reveal_parse.ipynb", [PARSE])
-    run_notebook_in_lab(page, jupyter_lab, nb)
+def _parse_run(page, lab, name):
+    """Run the parse view's reply; what the page showed every frame, and the messages sent."""
+    nb = write_notebook(lab, name, [PARSE])
+    run_notebook_in_lab(page, lab, nb)
     page.locator(".lion-front.lion-parse .lion-parse-tree").wait_for(timeout=60_000)
     page.evaluate(PARSE_SAMPLER)
     run = "before = view.channel.messages\nawait branch.communicate('Order', response_format=Order)"
-    kernel_execute(jupyter_lab, run, timeout=120)
+    kernel_execute(lab, run, timeout=120)
     page.wait_for_function("window.__lionParseReveal.settled !== null", timeout=60_000)
     page.wait_for_timeout(500)
     page.evaluate("() => { window.__lionParseReveal.done = true; }")
     seen = page.evaluate("() => window.__lionParseReveal")
-    sent = int(kernel_execute(jupyter_lab, "print(view.channel.messages - before)").strip())
-    summary = {k: seen[k] for k in ("updates", "shrinks", "hidden", "lost")} | {"messages": sent}
+    sent = int(kernel_execute(lab, "print(view.channel.messages - before)").strip())
+    keys = ("updates", "shrinks", "hidden", "lost", "unrevealed")
+    summary = {k: seen[k] for k in keys} | {"messages": sent}
     print(json.dumps(summary))
+    return seen, summary
+
+
+def test_the_parse_views_rows_are_revealed_and_exact_when_it_settles(page, jupyter_lab):
+    seen, summary = _parse_run(page, jupyter_lab, "reveal_parse.ipynb")
+    sent = summary["messages"]
     # exact the first frame the parse settled: every row whole, nothing left to reveal
     assert seen["settled"] == seen["last"], (seen["settled"][-300:], seen["last"][-300:])
     assert seen["hidden"] == 0, summary
@@ -265,4 +275,14 @@ def test_the_parse_views_rows_are_revealed_and_exact_when_it_settles(page, jupyt
     # a row sent again (a put of a nested part, without its parent) stays a row of the table
     # (the page put it in the transcript as a part of its own: rows went away while it streamed)
     assert seen["lost"] == [], summary
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
+def test_a_reader_who_asks_for_reduced_motion_gets_each_update_at_once(page, jupyter_lab):
+    page.emulate_media(reduced_motion="reduce")
+    seen, summary = _parse_run(page, jupyter_lab, "reveal_parse_calm.ipynb")
+    assert seen["unrevealed"] == 0, summary  # no row waits for its turn
+    # a message shows in one frame (the first frame sampled counts as an update too)
+    assert seen["updates"] <= summary["messages"] + 1, summary
+    assert seen["settled"] == seen["last"] and seen["shrinks"] == [] and seen["lost"] == []
     assert page.watched.console_errors == [], page.watched.console_errors
