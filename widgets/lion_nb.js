@@ -98,7 +98,7 @@ const OPS = {
     view.reveal.mark(part);
     const frozen = slot(part, "frozen");
     frozen.insertAdjacentHTML("beforeend", op.html); // sanitized by the kernel
-    keepTail(slot(part, "tail"), op.keep);
+    keepTail(slot(part, "tail"), op.keep, op.text);
     view.transcript.decorate(frozen);
     part.html = null;
   }),
@@ -604,11 +604,12 @@ function setTail(el, op, decorate) {
   text.appendChild(document.createTextNode(op.text));
 }
 
-function keepTail(el, keep) {
+function keepTail(el, keep, more) {
   // blocks were finished: the tail keeps only the last `keep` characters of its text (the
-  // start of the next block, which the kernel does not send again), so nothing shown shrinks
+  // start of the next block, which the kernel does not send again), so nothing shown shrinks,
+  // and goes on with `more`, what that block grew by since
   const text = el.querySelector(":scope > .lion-tail-text");
-  const kept = keep && text ? text.textContent.slice(-keep) : "";
+  const kept = (keep && text ? text.textContent.slice(-keep) : "") + (more || "");
   el.textContent = "";
   if (kept) el.appendChild(node("span", "lion-tail-text", kept));
 }

@@ -87,12 +87,15 @@ class DropOp(TypedDict):
 class AddOp(TypedDict):
     """Finished Markdown blocks of a streaming card, appended to its ``frozen`` slot (each
     rendered once, by the kernel); the card's tail is emptied but for the last ``keep``
-    characters (UTF-16 code units) of its text: the start of the next block, not sent again."""
+    characters (UTF-16 code units) of its text: the start of the next block, not sent again;
+    then ``text`` is appended to the tail (what the next block grew by since: the page
+    showed the blocks' text already, so without it the update shows nothing new)."""
 
     op: Literal["add"]
     key: str
     html: str
     keep: NotRequired[int]
+    text: NotRequired[str]
 
 
 class TailOp(TypedDict):
