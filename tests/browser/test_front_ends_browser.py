@@ -4,7 +4,8 @@ Voilà (a notebook served as an app) and marimo (``mo.ui.anywidget(lion_nb.view(
 In each: the view renders with the branch's history, replies stream at ~50 and ~1,000 tok/s
 (several visible updates), Enter in the prompt box sends, Escape stops a long reply (it stops
 growing, marked stopped), and the saved/static form holds the transcript: the notebook file
-Notebook 7 saves, the page Voilà serves before any widget runs, marimo's ``export html``. The
+Notebook 7 saves, the page Voilà serves before any widget runs, marimo's ``export html``. In
+Notebook 7 and Voilà the rounds and parse views stream too (``tests/browser/live_views.py``). The
 figures of each reply (visible updates/s, longest gap, first text, bytes: tests/browser/measure.py)
 go to the file the browser benchmark (B10) reads; the bounds asserted are loose (the machine is
 shared), the goals live in the benchmark.
