@@ -98,7 +98,7 @@ const OPS = {
     view.reveal.mark(part);
     const frozen = slot(part, "frozen");
     frozen.insertAdjacentHTML("beforeend", op.html); // sanitized by the kernel
-    keepTail(slot(part, "tail"), op.keep);
+    keepTail(slot(part, "tail"), op.keep, op.text);
     view.transcript.decorate(frozen);
     part.html = null;
   }),
@@ -120,6 +120,7 @@ const OPS = {
   attrs: onPart((view, op, part) => setAttrs(part, op)),
   chrome: (view, op) => {
     Object.assign(view.cstate, op.values);
+    if (op.values.busy === false) view.reveal.ended(); // the run's last text shows exact
     view.chrome();
   },
   draft: (view, op) => {
@@ -622,8 +623,9 @@ function makeNested(view, key, html, parent) {
 
 function putNested(view, op, html) {
   const { parts } = view;
-  const part = makeNested(view, op.key, html, op.parent);
   const old = parts.get(op.replace) || parts.get(op.key);
+  const part = makeNested(view, op.key, html, op.parent === undefined ? old.parent : op.parent);
+  const shown = view.reveal.rowText(old); // what the row it replaces showed
   if (old) {
     forgetInside(view, old);
     old.el.replaceWith(part.el);
@@ -636,6 +638,7 @@ function putNested(view, op, html) {
     box.insertBefore(part.el, before ? before.el : null);
   }
   parts.set(op.key, part);
+  view.reveal.row(part, shown);
 }
 
 function nestedFromState(view, [key, html, parent], prevs) {
@@ -697,9 +700,11 @@ function makeTranscript(view) {
       // `tpl`: HTML the page holds as a synced template (Channel.templates), not sent again
       const html = op.tpl === undefined ? op.html : (model.get("templates") || {})[op.tpl];
       if (typeof html !== "string") throw new Error(`unknown template ${op.tpl}`);
-      if (op.parent !== undefined) return putNested(view, op, html);
-      const part = makePart(op.key, html);
+      // a nested part put again (without `parent`) stays where it is, nested: a table row
+      // in its table, not a wrapper in the transcript
       const old = parts.get(op.replace) || parts.get(op.key);
+      if (op.parent !== undefined || (old && old.parent !== undefined)) return putNested(view, op, html);
+      const part = makePart(op.key, html);
       if (old) {
         forgetInside(view, old);
         old.el.replaceWith(part.el);
@@ -732,11 +737,12 @@ function setTail(el, op, decorate) {
   text.appendChild(document.createTextNode(op.text));
 }
 
-function keepTail(el, keep) {
+function keepTail(el, keep, more) {
   // blocks were finished: the tail keeps only the last `keep` characters of its text (the
-  // start of the next block, which the kernel does not send again), so nothing shown shrinks
+  // start of the next block, which the kernel does not send again), so nothing shown shrinks,
+  // and goes on with `more`, what that block grew by since
   const text = el.querySelector(":scope > .lion-tail-text");
-  const kept = keep && text ? text.textContent.slice(-keep) : "";
+  const kept = (keep && text ? text.textContent.slice(-keep) : "") + (more || "");
   el.textContent = "";
   if (kept) el.appendChild(node("span", "lion-tail-text", kept));
 }
@@ -811,13 +817,20 @@ function partsFromState(view, makePart) {
 // The kernel sends streamed text at most ~15 times a second; shown at once, a reader would see
 // that rate. The page shows what came in one message a few characters a frame instead, done
 // by the time the next message is due (the gap between messages, measured, at most 100 ms),
-// and at once when the next op touches the card or seals it: not a byte more is sent, and the
-// final text is exact when the reply ends. Counted in non-space characters, so what shows
-// never shrinks when the kernel sends rendered blocks for text the page showed as plain text.
+// and at once when the next op touches the card or seals it, or when the view's run ends (a
+// chrome op: busy false): not a byte more is sent, and the final text is exact when the reply
+// ends. Counted in non-space characters, so what shows never shrinks when the kernel sends
+// rendered blocks for text the page showed as plain text.
+//
+// A table's rows (the parse view's tree) are sent whole, each a nested part re-sent when it
+// changes: a row put in place of one shows its value growing from what the old one showed; new
+// rows appear one after another, each with its value growing. When one message reveals several
+// parts, they take their turns, each for its share of the characters.
 const SPACE = /\s/;
 const FRAME_MS = 1000 / 60;
 const REVEAL_MAX_MS = 100;
 const UNREVEALED = "lion-unrevealed"; // an element none of whose text shows yet (CSS: hidden)
+const ROW_VALUE = ".lion-parse-value, .lion-parse-partial"; // a tree row's value (render/parse_tree.py)
 
 function solid(text) {
   return text.replace(/\s+/g, "").length;
@@ -856,6 +869,7 @@ function revealRun(body, from) {
   // what of `body` lies past its first `from` non-space characters: the text nodes and the
   // elements that start there, each with the number of characters before it
   const run = { from, total: 0, nodes: [], els: [] };
+  if (!body) return run;
   eachTextAndElement(body, (n) => {
     if (n.nodeType !== Node.TEXT_NODE) {
       if (run.total >= from) run.els.push([n, run.total]);
@@ -881,16 +895,61 @@ function clipRun(run, shown) {
   }
 }
 
+function growing(part) {
+  // the element of a part whose text grows: a card's body, a table row's value
+  return part.el.querySelector(part.el.tagName === "TR" ? ROW_VALUE : ".lion-body");
+}
+
+function runOf(part, from, isNew) {
+  // what to reveal of `part`, which showed `from` characters (a new row: nothing, not even
+  // itself, until its turn)
+  const run = revealRun(growing(part), from);
+  if (isNew) {
+    run.els.push([part.el, 0]);
+    run.total = Math.max(run.total, 1);
+  }
+  return run;
+}
+
+function takeTurns(runs, now, span) {
+  // the runs of one message, one after another, each for its share of the characters
+  const size = (run) => run.total - run.from;
+  const all = runs.reduce((sum, [, run]) => sum + size(run), 0);
+  let at = 0;
+  for (const [, run] of runs) {
+    const share = size(run) / all;
+    Object.assign(run, { t0: now + at * span, span: Math.max(share * span, 1), shown: run.from });
+    at += share;
+  }
+}
+
+function rowFrom(part, shown) {
+  // a table row put, the row it replaced showing `shown` of its value (null: none): [what it
+  // shows already, whether it is new]; its value grows from there, a new row appears in its
+  // turn, a value that does not continue the old one shows at once (null)
+  if (part.el.tagName !== "TR") return null;
+  if (shown === null) return [0, true];
+  const value = growing(part);
+  return value && value.textContent.startsWith(shown) ? [solid(shown), false] : null;
+}
+
+function freshRuns(marked) {
+  // the runs of the parts a message's ops touched: what each shows past what it showed before
+  const fresh = [];
+  for (const [part, [from, isNew]] of marked) {
+    const run = part.el.isConnected ? runOf(part, from, isNew) : null;
+    if (run && run.total > from) fresh.push([part, run]);
+  }
+  return fresh;
+}
+
 function makeReveal(view) {
   const runs = new Map(); // part -> the run being revealed
-  const marked = new Map(); // part -> characters it showed before this message's ops
+  const marked = new Map(); // part -> [characters it showed before this message's ops, new row]
   const calm = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-  let frame = 0;
-  let last = null; // when the last message with text came
-  let gap = 1000 / 15; // the time between such messages (ms), measured
-  const body = (part) => part.el.querySelector(".lion-body");
+  const state = { frame: 0, last: null, gap: 1000 / 15, ended: false }; // gap: between messages (ms), measured
   const tick = (now) => {
-    frame = 0;
+    state.frame = 0;
     for (const [part, run] of runs) {
       // (a frame's time may precede the message that started the run: never show less)
       const share = Math.min(1, (now - run.t0 + FRAME_MS) / run.span);
@@ -900,7 +959,7 @@ function makeReveal(view) {
     }
     const { scroller } = view.shell;
     if (view.chat && view.scroll.atBottom) scroller.scrollTop = scroller.scrollHeight; // follow
-    if (runs.size) frame = requestAnimationFrame(tick);
+    if (runs.size) state.frame = requestAnimationFrame(tick);
   };
   const stop = (part) => {
     // everything the part was sent shows now: before an op changes it, and at its seal
@@ -909,37 +968,57 @@ function makeReveal(view) {
     runs.delete(part);
     marked.delete(part);
   };
+  const showAll = () => {
+    for (const run of runs.values()) clipRun(run, Infinity);
+    runs.clear();
+  };
+  const finish = () => {
+    showAll();
+    marked.clear();
+    state.ended = false;
+    if (state.frame) cancelAnimationFrame(state.frame);
+    state.frame = 0;
+  };
   return {
     stop,
+    finish,
     mark(part) {
       // an op adds text to the part: remember what it shows before the message's ops
       if (marked.has(part)) return;
       stop(part);
-      const el = body(part);
-      if (el) marked.set(part, shownCount(el));
+      const el = growing(part);
+      if (el) marked.set(part, [shownCount(el), false]);
+    },
+    rowText(old) {
+      // what a table row about to be replaced shows of its value (all it was sent)
+      if (!old || old.el.tagName !== "TR") return null;
+      stop(old);
+      const value = growing(old);
+      return value ? value.textContent : "";
+    },
+    row(part, shown) {
+      const from = rowFrom(part, shown);
+      if (from) marked.set(part, from);
+    },
+    ended() {
+      state.ended = true; // the view's run ended: this message's text shows at once, exact
     },
     start() {
       // after a message's ops: reveal what they added over the frames until the next
-      if (!marked.size) return;
-      const now = performance.now();
-      if (last !== null && now - last < 250) gap = 0.7 * gap + 0.3 * Math.max(now - last, FRAME_MS);
-      last = now;
-      for (const [part, from] of marked) {
-        const el = body(part);
-        const run = el && !calm && el.isConnected ? revealRun(el, from) : null;
-        if (!run || run.total <= from) continue;
-        Object.assign(run, { t0: now, span: Math.min(gap, REVEAL_MAX_MS), shown: from });
-        runs.set(part, run);
+      if (state.ended || !marked.size) {
+        if (state.ended) finish();
+        return;
       }
+      const now = performance.now();
+      if (state.last !== null && now - state.last < 250) state.gap = 0.7 * state.gap + 0.3 * Math.max(now - state.last, FRAME_MS);
+      state.last = now;
+      showAll(); // the last message's text, all of it, before this one's
+      const fresh = calm ? [] : freshRuns(marked);
       marked.clear();
-      if (frame) cancelAnimationFrame(frame);
+      takeTurns(fresh, now, Math.min(state.gap, REVEAL_MAX_MS));
+      for (const [part, run] of fresh) runs.set(part, run);
+      if (state.frame) cancelAnimationFrame(state.frame);
       if (runs.size) tick(now);
-    },
-    finish() {
-      for (const part of [...runs.keys()]) stop(part);
-      marked.clear();
-      if (frame) cancelAnimationFrame(frame);
-      frame = 0;
     },
   };
 }

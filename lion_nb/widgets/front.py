@@ -89,7 +89,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     seq = traitlets.Int(0).tag(sync=True)  # the channel seq that ``parts`` reflects
     status_line = traitlets.Unicode("").tag(sync=True)  # status line HTML
     error_box = traitlets.Unicode("").tag(sync=True)  # error box HTML
-    busy = traitlets.Bool(False).tag(sync=True)  # a run is active (Send is refused)
+    # a run is active (Send is refused; a parse view: a reply streams into it)
+    busy = traitlets.Bool(False).tag(sync=True)
     can_stop = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Unicode("").tag(sync=True)
     placeholder = traitlets.Unicode("").tag(sync=True)  # the prompt box's

@@ -170,6 +170,12 @@ class LiveMessage:
             # would send it twice)
             if len(self._md.tail_text()) <= self.config.tail_html_chars or (shown and not kept):
                 ops.extend(self._tail_ops())
+            elif kept:
+                # the page showed the blocks' text already: without what the next block grew
+                # by since, this update would show nothing new, and the reply would stand
+                # still for a whole interval at every block's end (longer on a busy machine).
+                # It goes in the add op (a few bytes, where a tail op of its own costs ~80)
+                self._grow_in(add)
         else:
             ops.extend(self._tail_ops())
         if self._thinking is not None:
@@ -181,6 +187,14 @@ class LiveMessage:
             if self.first_update is None:
                 self.first_update = self._clock()
         return ops
+
+    def _grow_in(self, add: Op) -> None:
+        """Put the tail's new text in ``add`` (the page appends it after what it kept)."""
+        for op in self._tail_ops():
+            if "text" in op and op.get("add"):
+                add["text"] = op["text"]
+            else:  # the block was rewritten (rare): the tail whole, after the add
+                self._channel.queue(op)
 
     def _kept_tail(self) -> tuple[bool, str]:
         """Blocks were just finished: does the page show some of the new tail (the next

@@ -9,7 +9,9 @@ Live mode validates each JSON value as it completes (``incremental.live_parse.Li
 never the accumulated text per chunk; the page is updated at most ``1 / refresh_interval`` times
 a second through the view's channel (``widgets.channel``, to the shared front end
 ``widgets/lion_nb.js``), each row of the tree a part of its own inside the table (a nested
-part): an update sends only the rows that changed. Its complete state is synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
+part): an update sends only the rows that changed, and the page reveals what one brought over
+the frames until the next; the view is ``busy`` while a reply streams into it, and its settling
+update (busy false) shows at once. Its complete state is synced too. The state is ``viewmodels.parse.ParseModel``; the HTML comes from
 ``render.parse_tree``; this class only maps them to widgets.
 
 A live view with a ``branch`` follows *one* structured reply and the parse of it, then settles:
@@ -148,6 +150,7 @@ class ParseView(Front):
     def finish(self) -> Any:
         """The reply ended: validate it whole; returns the result (or None)."""
         result = self.model.finish()
+        self._busy(False)
         self._render()
         return result
 
@@ -162,14 +165,23 @@ class ParseView(Front):
 
     def _apply(self, effect: Effect) -> None:
         if effect == "later":
+            self._busy(True)
             self.channel.stream("tree", self._ops)  # throttled by the channel
         elif effect == "now":
             self._render()
         elif effect == "settled":
             # a parse emits no RunEnd of its own: the saved output is replaced here
             self._unsubscribe()
+            self._busy(False)
             self._render()
             self.refresh_static()
+
+    def _busy(self, busy: bool) -> None:
+        """A reply streams into the view (the page reveals each update's values over the
+        frames until the next), or the parse settled: its last update shows at once, exact. The
+        chrome op goes with the update of the same moment."""
+        if self.chrome_value("busy") != busy:
+            self.set_chrome(busy=busy)
 
     # ----- output ------------------------------------------------------------------------
     def header_html(self) -> str:

@@ -88,12 +88,15 @@ class DropOp(TypedDict):
 class AddOp(TypedDict):
     """Finished Markdown blocks of a streaming card, appended to its ``frozen`` slot (each
     rendered once, by the kernel); the card's tail is emptied but for the last ``keep``
-    characters (UTF-16 code units) of its text: the start of the next block, not sent again."""
+    characters (UTF-16 code units) of its text: the start of the next block, not sent again;
+    then ``text`` is appended to the tail (what the next block grew by since: the page
+    showed the blocks' text already, so without it the update shows nothing new)."""
 
     op: Literal["add"]
     key: str
     html: str
     keep: NotRequired[int]
+    text: NotRequired[str]
 
 
 class TailOp(TypedDict):
@@ -149,7 +152,9 @@ class AttrsOp(TypedDict):
 
 
 class ChromeOp(TypedDict):
-    """New values of some ``CHROME`` traits (already the kernel's state)."""
+    """New values of some ``CHROME`` traits (already the kernel's state). ``busy`` false: the
+    view's run ended (a chat run, a parse settled), so what this message brought shows at once,
+    not revealed over the next frames."""
 
     op: Literal["chrome"]
     values: dict[str, Any]

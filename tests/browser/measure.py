@@ -54,6 +54,27 @@ SAMPLER = """
 """
 
 
+# page side: every frame, what a reader sees of a whole view (the rounds and parse views stream
+# into several pieces, not one reply): its rendered text (innerText: hidden rows left out), the
+# time of each change (the page's clock, and the wall clock to compare with the kernel's)
+VIEW_SAMPLER = """
+(root) => {
+  const s = {changes: [], wall: [], last: null, done: false};
+  window.__lionViewSampler = s;
+  function tick() {
+    const text = root.innerText;
+    if (text !== s.last) {
+      s.changes.push(performance.now());
+      s.wall.push(Date.now());
+      s.last = text;
+    }
+    if (!s.done) requestAnimationFrame(tick);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
 class Bytes:
     """The websocket frames the page receives (every frame: the kernel's messages with their
     envelopes, or marimo's) and their bytes; ``mark()`` starts a count, ``since()`` reads the
@@ -112,6 +133,37 @@ def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[st
         first = json.loads(first_path.read_text())[-1]
         out["first_token_ms"] = round(s["firstText"] - first * 1000, 1)
     out["end_text"] = s["endText"]
+    if bytes_ is not None:
+        out["bytes"] = bytes_.since()
+        out["frames"] = bytes_.frames_since()
+    return out
+
+
+def start_view_sampler(page: Any, root: Any) -> None:
+    """Sample what a whole view (``root``) shows every frame."""
+    handle = root.element_handle() if hasattr(root, "element_handle") else root
+    page.evaluate(VIEW_SAMPLER, handle)
+
+
+def view_figures(page: Any, first_path: Path, bytes_: Bytes | None) -> dict[str, Any]:
+    """The figures of a view's run sampled since ``start_view_sampler``, from the first change
+    on screen after the kernel had the run's first text (``first_path``: the kernel's file) to
+    the last: visible updates per second, the longest gap, that first change after the kernel
+    had the text, the bytes and frames the page received."""
+    page.evaluate("() => { window.__lionViewSampler.done = true; }")
+    s = page.evaluate("() => window.__lionViewSampler")
+    first = min(json.loads(first_path.read_text())) * 1000  # the run's first reply
+    start = next(i for i, wall in enumerate(s["wall"]) if wall >= first)
+    times = s["changes"][start:]
+    span = (times[-1] - times[0]) / 1000 if len(times) > 1 else 0.0
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    out: dict[str, Any] = {
+        "updates": len(times),
+        "seconds": round(span, 2),
+        "updates_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
+        "longest_gap_ms": round(max(gaps), 1) if gaps else 0.0,
+        "first_token_ms": round(s["wall"][start] - first, 1),
+    }
     if bytes_ is not None:
         out["bytes"] = bytes_.since()
         out["frames"] = bytes_.frames_since()

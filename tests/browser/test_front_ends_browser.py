@@ -4,7 +4,8 @@ Voilà (a notebook served as an app) and marimo (``mo.ui.anywidget(lion_nb.view(
 In each: the view renders with the branch's history, replies stream at ~50 and ~1,000 tok/s
 (several visible updates), Enter in the prompt box sends, Escape stops a long reply (it stops
 growing, marked stopped), and the saved/static form holds the transcript: the notebook file
-Notebook 7 saves, the page Voilà serves before any widget runs, marimo's ``export html``. The
+Notebook 7 saves, the page Voilà serves before any widget runs, marimo's ``export html``. In
+Notebook 7 and Voilà the rounds and parse views stream too (``tests/browser/live_views.py``). The
 figures of each reply (visible updates/s, longest gap, first text, bytes: tests/browser/measure.py)
 go to the file the browser benchmark (B10) reads; the bounds asserted are loose (the machine is
 shared), the goals live in the benchmark.
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import screenshot
+from tests.browser.live_views import RATE, VIEWS, stream_view, view_cell
 from tests.browser.measure import (
     FIRST_TEXT,
     Bytes,
@@ -223,6 +225,36 @@ def test_chat_view_in_voila(front_page, voila_root, voila):
     view = page.locator(".lion-view.lion-chat").first
     # Voilà's own template asks a CDN for its icon font (aborted: the tests run offline)
     exercise_chat(page, view, "voila", first, received, allowed=("https://cdn.jsdelivr.net/npm/",))
+
+
+# ----- the rounds and parse views in Notebook 7 and Voilà -----------------------------------------
+def check_view(page: Any, name: str, front: str, first: Path, received: Bytes) -> None:
+    stats = stream_view(page, name, first, received)
+    print(f"{front} {name}: {stats}")
+    record(f"{front} | {name} | {RATE}", stats)
+    assert stats["seconds"] > 2, stats  # it streamed for a while (~50 chunks a second)
+    assert stats["updates_per_s"] >= 3, stats  # loose: the goal (>= 30) is the benchmark's
+    assert page.watched.dialogs == []
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_rounds_and_parse_views_in_notebook7(front_page, notebook7, name):
+    received = Bytes(front_page)
+    stem = name.split()[0]
+    first = notebook7.root / f"{stem}.first.json"
+    write_ipynb(notebook7.root / f"{stem}.ipynb", [view_cell(name, first)])
+    open_in_notebook7(front_page, notebook7, f"{stem}.ipynb")
+    check_view(front_page, name, "Notebook 7", first, received)
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_rounds_and_parse_views_in_voila(front_page, voila_root, voila, name):
+    received = Bytes(front_page)
+    stem = name.split()[0]
+    first = voila_root / f"{stem}.first.json"
+    write_ipynb(voila_root / f"{stem}.ipynb", [view_cell(name, first)])
+    front_page.goto(voila.url(f"voila/render/{stem}.ipynb"))
+    check_view(front_page, name, "Voila", first, received)
 
 
 # ----- marimo -----------------------------------------------------------------------------------

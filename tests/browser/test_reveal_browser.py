@@ -1,8 +1,9 @@
 """The page reveals streamed text frame by frame (``makeReveal`` in widgets/lion_nb.js), in
 JupyterLab 4 + chromium: text that came in one message shows over the next animation frames,
-so a reader sees more visible updates than the kernel sends messages (in the chat view and in the
-rounds view's nested cards); what shows never shrinks;
-the reply's final text is exact the frame it ends (the seal), not a frame later.
+so a reader sees more visible updates than the kernel sends messages (in the chat view, in the
+rounds view's nested cards, and in the parse view's tree, whose rows are re-sent whole); what
+shows never shrinks; the reply's final text is exact the frame it ends (the seal, a parse
+settling), not a frame later; a reader who asks for reduced motion gets each update at once.
 
 Bounds hold on a slow, busy machine (only "more updates than messages"); the goals (>= 30
 visible updates/s, longest gap <= 100 ms, first text <= 100 ms) are the browser benchmark's
@@ -179,4 +180,109 @@ def test_the_rounds_views_nested_cards_are_revealed_and_exact_at_the_end(page, j
     # more visible updates than messages: a message's text shows over several frames
     assert sum(c["updates"] for c in cards) > sent, summary
     assert all(c["shrinks"] == [] for c in cards), summary  # nothing shown ever shrank
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
+PARSE = """
+import json
+from pydantic import BaseModel
+from lion_nb import Branch, iModel
+from lion_nb.widgets.parse_view import ParseView
+class Item(BaseModel):
+    name: str
+    price: float
+class Order(BaseModel):
+    customer: str
+    items: list[Item]
+text = json.dumps({"customer": "Ada", "items": [
+    {"name": f"item-{i}-" + "x" * 20, "price": 1.5 + i} for i in range(20)]})
+chunks = [text[i:i + 6] for i in range(0, len(text), 6)]
+branch = Branch(chat_model=iModel(provider="scripted", replies=[{"chunks": chunks, "delay": 0.02}]))
+view = ParseView(Order, branch=branch)
+view
+"""
+
+# every animation frame, the parse view's tree as a reader sees it: each row's value (non-space
+# characters; 0 while the row is not shown), each frame the tree changed, each value that
+# shrank, each frame the table held fewer rows than before, the most elements not shown yet in
+# one frame, and the tree's text the first frame the header says the parse settled
+PARSE_SAMPLER = """
+() => {
+  const solid = (t) => t.replace(/\\s+/g, '').length;
+  const s = {updates: 0, shrinks: [], last: '', values: {}, settled: null, hidden: null,
+             rows: 0, lost: [], unrevealed: 0, done: false};
+  window.__lionParseReveal = s;
+  const visible = (row) => !row.closest('.lion-unrevealed');
+  function tick() {
+    // the view as drawn now (JupyterLab draws it anew when its saved output is refreshed)
+    const root = document.querySelector('.lion-front.lion-parse');
+    const rows = [...root.querySelectorAll('.lion-parse-tree tbody tr[data-path]')];
+    const text = rows.filter(visible).map((r) => r.textContent).join('|');
+    if (rows.length < s.rows) s.lost.push([s.rows, rows.length]);
+    s.rows = rows.length;
+    s.unrevealed = Math.max(s.unrevealed, root.querySelectorAll('.lion-unrevealed').length);
+    if (text !== s.last) s.updates += 1;
+    s.last = text;
+    for (const row of rows) {
+      const value = row.querySelector('.lion-parse-value, .lion-parse-partial');
+      const n = value && visible(row) ? solid(value.textContent) : 0;
+      const path = row.getAttribute('data-path');
+      if (n < (s.values[path] || 0)) s.shrinks.push([path, s.values[path], n]);
+      s.values[path] = n;
+    }
+    const status = root.querySelector('.lion-status');
+    if (s.settled === null && status && status.textContent === 'valid') {
+      s.settled = text;
+      s.hidden = root.querySelectorAll('.lion-unrevealed').length;
+    }
+    if (!s.done) requestAnimationFrame(tick);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
+def _parse_run(page, lab, name):
+    """Run the parse view's reply; what the page showed every frame, and the messages sent."""
+    nb = write_notebook(lab, name, [PARSE])
+    run_notebook_in_lab(page, lab, nb)
+    page.locator(".lion-front.lion-parse .lion-parse-tree").wait_for(timeout=60_000)
+    page.evaluate(PARSE_SAMPLER)
+    run = "before = view.channel.messages\nawait branch.communicate('Order', response_format=Order)"
+    kernel_execute(lab, run, timeout=120)
+    page.wait_for_function("window.__lionParseReveal.settled !== null", timeout=60_000)
+    page.wait_for_timeout(500)
+    page.evaluate("() => { window.__lionParseReveal.done = true; }")
+    seen = page.evaluate("() => window.__lionParseReveal")
+    sent = int(kernel_execute(lab, "print(view.channel.messages - before)").strip())
+    keys = ("updates", "shrinks", "hidden", "lost", "unrevealed")
+    summary = {k: seen[k] for k in keys} | {"messages": sent}
+    print(json.dumps(summary))
+    return seen, summary
+
+
+def test_the_parse_views_rows_are_revealed_and_exact_when_it_settles(page, jupyter_lab):
+    seen, summary = _parse_run(page, jupyter_lab, "reveal_parse.ipynb")
+    sent = summary["messages"]
+    # exact the first frame the parse settled: every row whole, nothing left to reveal
+    assert seen["settled"] == seen["last"], (seen["settled"][-300:], seen["last"][-300:])
+    assert seen["hidden"] == 0, summary
+    assert all(f"item-{i}-{'x' * 20}" in seen["last"] for i in range(20)), seen["last"]
+    assert "20.5" in seen["last"]
+    # more visible updates than messages: the rows of one message show over several frames
+    assert seen["updates"] > sent, summary
+    assert seen["shrinks"] == [], summary  # no value shown ever shrank
+    # a row sent again (a put of a nested part, without its parent) stays a row of the table
+    # (the page put it in the transcript as a part of its own: rows went away while it streamed)
+    assert seen["lost"] == [], summary
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
+def test_a_reader_who_asks_for_reduced_motion_gets_each_update_at_once(page, jupyter_lab):
+    page.emulate_media(reduced_motion="reduce")
+    seen, summary = _parse_run(page, jupyter_lab, "reveal_parse_calm.ipynb")
+    assert seen["unrevealed"] == 0, summary  # no row waits for its turn
+    # a message shows in one frame (the first frame sampled counts as an update too)
+    assert seen["updates"] <= summary["messages"] + 1, summary
+    assert seen["settled"] == seen["last"] and seen["shrinks"] == [] and seen["lost"] == []
     assert page.watched.console_errors == [], page.watched.console_errors

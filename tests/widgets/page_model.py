@@ -157,6 +157,7 @@ class Page:
         tail, keep = part.slots["tail"], op.get("keep", 0)  # keep: UTF-16 code units
         units = tail.encode("utf-16-le")
         part.slots["tail"] = units[len(units) - 2 * keep :].decode("utf-16-le") if keep else ""
+        part.slots["tail"] += op.get("text", "")
 
     def _tail(self, op: dict[str, Any], part: Part) -> None:
         if "html" in op:

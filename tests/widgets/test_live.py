@@ -330,3 +330,24 @@ def test_the_visible_text_never_shrinks_while_it_streams(rate: int) -> None:
     assert shown == sorted(shown), shown  # never shrank
     if rate <= 2000:  # the page showed the next paragraph's start: kept, not sent again
         assert any("keep" in op for m in msgs for op in m["ops"])
+
+
+@pytest.mark.parametrize("rate", [300, 2000])
+def test_an_update_that_finishes_blocks_the_page_showed_shows_new_text_too(rate: int) -> None:
+    # a paragraph is finished once the next one has grown long: the page showed its text (and
+    # the next one's start) already, so an update with only the finished block showed nothing
+    # new, and the reply stood still for a whole interval at every paragraph's end (the longest
+    # gaps of B10, longer when a busy kernel sends late). It carries what the next block grew by.
+    text = "\n\n".join(" ".join(f"p{p}w{i}" for i in range(50)) for p in range(6))
+    msgs: list = []
+    time_ = ManualTime()
+    stream_into(msgs, time_, rate, text)
+    page, shown, still = Page(), 0, []
+    for m in msgs:
+        page.receive(m)
+        now = _visible(page.html())
+        if any(op["op"] == "add" and "keep" in op for op in m["ops"]) and now <= shown:
+            still.append((shown, now))
+        shown = now
+    assert any("keep" in op for m in msgs for op in m["ops"])
+    assert still == [], still

@@ -304,3 +304,29 @@ async def test_a_page_following_the_ops_shows_what_the_state_holds() -> None:
     assert page.html() == Page(view.state_parts()).html()
     assert "ring twice" in page.html() and "not received yet" not in page.html()
     view.close()
+
+
+async def test_the_view_is_busy_while_a_reply_streams_and_not_in_its_settling_update() -> None:
+    """The page reveals an update's values over the frames until the next while the view is
+    busy; the update that settles the parse says it is not (busy false), in the same message,
+    so the page shows that update's rows at once, exact."""
+    chunks = [json.dumps(ORDER)[i : i + 5] for i in range(0, len(json.dumps(ORDER)), 5)]
+    branch = Branch(chat_model=iModel(provider="scripted", replies=[{"chunks": chunks}]))
+    view = ParseView(Order, branch=branch, refresh_interval=0)
+    messages: list[dict] = []
+    send = view.channel._send
+    view.channel._send = lambda msg: (messages.append(msg), send(msg))
+    assert not view.busy
+    await branch.communicate("order", response_format=Order)
+    busy = [
+        (n, op["values"]["busy"])
+        for n, msg in enumerate(messages)
+        for op in msg["ops"]
+        if op["op"] == "chrome" and "busy" in op["values"]
+    ]
+    assert [b for _, b in busy] == [True, False], busy
+    assert busy[0][0] < busy[1][0] == len(messages) - 1  # the settling update is the last
+    last = messages[-1]["ops"]
+    assert any(op.get("key") == "header" and "valid" in op["html"] for op in last)
+    assert not view.busy and view.settled
+    view.close()
