@@ -18,6 +18,8 @@ Every figure is printed with the 1-minute load average it was measured at.
   ratio, median of ``--runs`` pairs; beside it the machine's own two-process ceiling measured in
   the same run: the same prompts answered by one plain process vs split over two plain processes
   started together (``embedded_side.py``), no Ray, at the niceness Ray gives its workers (15).
+  Nothing watches these nodes' streams, as in a ``session.map`` without a view: their workers
+  relay lifecycle signals and messages, not per-token deltas (``lion_nb.flow.ray_engine``).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def in_process(n: int, runs: int) -> dict[str, Any]:
         view = ProgressionInspector(branch)
         bundle = view._repr_mimebundle_()
         opens.append((time.perf_counter() - start) * 1000)
-        assert "text/html" in bundle and len(view._rows) == 50
+        assert "text/html" in bundle and len(view.front.row_summaries()) == 50
         start = time.perf_counter()
         view.show_page(1)
         pages.append((time.perf_counter() - start) * 1000)

@@ -290,6 +290,23 @@ def b13_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def b14_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Bytes the inspector sends while a run adds 50 messages (kernel side, every comm)."""
+    before = 758_835  # a7a7c1c: the stock inspector, its 50 positional rows re-filled per update
+    return [
+        {
+            "name": "B14 inspector bytes, a run adding 50 messages",
+            "unit": "bytes",
+            "lion_nb": result["payload_bytes"],
+            "baseline": before,
+            "ratio": result["payload_bytes"] / before,
+            "target": f"≤ {result['goal_bytes']:,} (2 KB a message)",
+            "met": result["met"],
+            "detail": result,
+        }
+    ]
+
+
 def fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -318,6 +335,7 @@ def main() -> None:
     rows += external("bench_tokens_view.py", args.quick)["rows"]  # B11 tokens view
     rows += external("bench_logprobs.py", args.quick)["rows"]  # B12 logprobs
     rows += b13_rows(external("bench_view_bytes.py", args.quick))
+    rows += b14_rows(external("bench_inspector_bytes.py", args.quick))
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)

@@ -338,6 +338,10 @@ class Observers:
         self._handlers[:] = [e for e in self._handlers if e.held]
         self._resolved.clear()
 
+    def wants(self, kind: type[Signal]) -> bool:
+        """Whether a signal of type ``kind`` would reach a handler here."""
+        return bool(self._for(kind))
+
     def _for(self, kind: type) -> tuple[Handler, ...]:
         found = self._resolved.get(kind)
         if found is None:

@@ -130,3 +130,14 @@ def ray_head():
         assert head.stdout is not None
         head.stdout.close()
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close the widgets the tests left open while ipywidgets' registry still exists: at
+    interpreter exit each one's ``__del__`` would otherwise print a traceback (its registry
+    module global is already gone)."""
+    import sys
+
+    widgets = sys.modules.get("ipywidgets")
+    if widgets is not None:
+        widgets.Widget.close_all()

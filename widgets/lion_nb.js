@@ -449,6 +449,138 @@ function addFlowOpen(view, container) {
   }
 }
 
+// ----- the inspector: its pager, and each row's expand and "Fork here" controls -------------
+// The kernel sends the rows (parts r<position>, their details d<position>) and the pager's state
+// (the chrome trait `pager`); the page draws the controls and sends their actions.
+const PAGES = [["first", "«", "First page"], ["prev", "‹", "Previous page"], ["next", "›", "Next page"], ["last", "»", "Last page"]];
+
+function keepKeys(el) {
+  // typing in the inspector's boxes never reaches JupyterLab's shortcuts
+  for (const type of ["keydown", "keyup", "keypress"]) el.addEventListener(type, (event) => event.stopPropagation());
+}
+
+function makeGoTo(model) {
+  const box = node("label", "lion-tl-goto", "#");
+  const input = node("input", "lion-tl-goto-input");
+  input.type = "number";
+  input.min = "0";
+  input.value = "0";
+  named(input, "Message number to show");
+  keepKeys(input);
+  const go = () => {
+    const index = Number.parseInt(input.value, 10);
+    if (Number.isFinite(index)) model.send({ action: "goto", index });
+  };
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      go();
+    }
+  });
+  box.append(input);
+  const button_ = named(button("lion-act lion-tl-go", "Go", "Show and expand this message", go), "Show and expand the message with this number");
+  return { box, input, go: button_ };
+}
+
+function makeRoleFilter(model) {
+  const select = node("select", "lion-tl-filter");
+  named(select, "Show the messages of");
+  keepKeys(select);
+  select.addEventListener("change", () => model.send({ action: "filter", name: select.value }));
+  return {
+    el: select,
+    set(names, value) {
+      const want = (names || []).join("|");
+      if (select.__names !== want) {
+        select.textContent = "";
+        for (const name of names || []) select.append(node("option", "", name));
+        select.__names = want;
+      }
+      if (value && select.value !== value) select.value = value;
+    },
+  };
+}
+
+function makePager(view) {
+  const { model } = view;
+  const bar = node("div", "lion-tl-pager");
+  bar.setAttribute("role", "toolbar");
+  bar.setAttribute("aria-label", "Pages of messages");
+  const turn = ([to, glyph, name]) => named(button(`lion-act lion-tl-${to}`, glyph, name, () => model.send({ action: "page", to })), name);
+  const [first, prev, next, last] = PAGES.map(turn);
+  const label = node("span", "lion-tl-page lion-meta");
+  const goTo = makeGoTo(model);
+  const roles = makeRoleFilter(model);
+  const collapse = named(button("lion-act lion-tl-collapse", "Collapse all", "Collapse every expanded message",
+    () => model.send({ action: "collapse" })), "Collapse all messages");
+  bar.append(first, prev, label, next, last, goTo.box, goTo.go, roles.el, collapse);
+  let focused = null; // the pager's control the reader used last
+  bar.addEventListener("focusin", (event) => {
+    focused = event.target;
+  });
+  const keepFocus = () => {
+    // a page button that brought the reader to the first or last page is disabled now: the
+    // focus goes to the one that pages back, not out of the view
+    const gone = document.activeElement === focused || document.activeElement === document.body;
+    if (!focused || !focused.disabled || !gone) return;
+    const other = focused === first || focused === prev ? next : prev;
+    if (!other.disabled) other.focus({ preventScroll: true });
+  };
+  return {
+    el: bar,
+    chrome(cstate) {
+      const state = cstate.pager || {};
+      if (label.textContent !== (state.text || "")) label.textContent = state.text || "";
+      first.disabled = prev.disabled = Boolean(state.first);
+      next.disabled = last.disabled = Boolean(state.last);
+      goTo.input.max = String(state.max || 0);
+      roles.set(state.filters, state.filter);
+      keepFocus();
+    },
+  };
+}
+
+function rowControls(view, item) {
+  const line = item.querySelector(":scope > .lion-tl-line");
+  if (!line || line.querySelector(":scope > .lion-tl-toggle")) return;
+  const key = item.getAttribute("data-index");
+  const toggle = button("lion-act lion-tl-toggle", "▸", "", () => view.model.send({ action: "open", key }));
+  const fork = button("lion-act lion-tl-fork", "Fork here", "Fork the branch at this message", () => view.model.send({ action: "fork", key }));
+  named(fork, `Fork at message ${key}`);
+  line.prepend(toggle);
+  line.append(fork);
+  rowState(item);
+}
+
+function rowState(item) {
+  // the expand control says whether its row is open (the kernel's attrs op sets the class)
+  const toggle = item.querySelector(":scope > .lion-tl-line > .lion-tl-toggle");
+  if (!toggle) return;
+  const open = item.classList.contains("lion-tl-open");
+  const word = open ? "Collapse" : "Expand";
+  if (toggle.getAttribute("aria-expanded") === String(open)) return;
+  toggle.textContent = open ? "▾" : "▸";
+  toggle.title = word;
+  toggle.setAttribute("aria-expanded", String(open));
+  named(toggle, `${word} message ${item.getAttribute("data-index")}`);
+}
+
+function makeInspector(view) {
+  const pager = makePager(view);
+  const items = (container) => (container.matches(".lion-tl-item") ? [container] : container.querySelectorAll(".lion-tl-item"));
+  return {
+    chrome: pager.chrome,
+    decorate(container) {
+      const slotEl = container.querySelector(".lion-tl-pager-slot");
+      if (slotEl && !slotEl.contains(pager.el)) slotEl.append(pager.el);
+      for (const item of items(container)) rowControls(view, item);
+    },
+    settle() {
+      for (const item of view.shell.list.querySelectorAll(".lion-tl-item")) rowState(item);
+    },
+  };
+}
+
 // ----- nested parts: a part inside another part's element marked data-parts -----------------
 function cardOf(part) {
   // the part's own element: a nested part is its element, a part is in a wrapper
@@ -542,6 +674,7 @@ function makeTranscript(view) {
       addTurnControls(view, container);
     }
     if (view.flow) addFlowOpen(view, container);
+    if (view.inspector) view.inspector.decorate(container);
     addCodeCopy(container);
     // a reply being streamed is a polite live region, announced a finished block at a time:
     // its growing tail is busy until the block is finished (never read token by token)
@@ -925,6 +1058,7 @@ function marks(view) {
 function settle(view, follow) {
   const { shell } = view;
   marks(view);
+  if (view.inspector) view.inspector.settle();
   shell.empty.hidden = view.parts.size > 0 || !view.chat;
   if (!view.chat) return;
   if (follow) {
@@ -980,6 +1114,7 @@ function chrome(view) {
   shell.error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
   shell.status.innerHTML = cstate.status_line;
   if (view.flowStop) view.flowStop.chrome(cstate);
+  if (view.inspector) view.inspector.chrome(cstate);
   if (!view.chat) return;
   view.promptBox.chrome(cstate);
   view.comparePanel.show(cstate.compare_html || "");
@@ -1011,6 +1146,7 @@ function makeView(model) {
   view.scroll = makeScroll(view);
   view.reveal = makeReveal(view);
   if (view.flow) view.flowStop = makeFlowStop(view);
+  if (kind === "inspector") view.inspector = makeInspector(view);
   if (view.chat) {
     view.promptBox = makePromptBox(view);
     view.comparePanel = makeComparePanel(model);

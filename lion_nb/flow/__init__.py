@@ -26,6 +26,17 @@ ids the worker gave them, and those of an attempt whose worker died are taken ba
 its first reply on every worker (use ``default_reply`` or a callable reply); a CLI agent's
 resume id stays on the worker; ``stream_persist`` writes into the worker's ``$LION_NB_HOME``.
 
+Live updates on Ray: every node's lifecycle signals (``RunStart``, rounds, ``RunEnd``...) and
+messages arrive live, in order, and its results and recorded messages are the same whether
+anyone watches or not. Per-token ``StreamDelta`` arrive only for a node whose stream something
+in the notebook watches - a handler of its branch or session that receives ``StreamDelta``:
+``FlowView`` on the node it has open, a chat view of the branch, ``observe()`` of every signal
+(``Branch.streams_watched``). A watcher that appears while the node runs receives, within
+about a second, the reply so far (one delta whose ``snapshot`` is the text until then), then
+each delta. Unwatched, the per-token traffic stays on the worker: on a small machine it was
+CPU taken from the models. A stopped node keeps what it streamed either way (its stopped
+turn is recorded on the worker and travels as a message).
+
 ``FlowView`` (ipywidgets) is imported on first use.
 """
 

@@ -12,8 +12,10 @@ Stopping a flow (``flow.cancel()``, FlowView's Stop) keeps what was said: ``add`
 verbs whose stop ``on_stop`` decides (``communicate``, ``operate``, ``ReAct``) the parameter
 ``on_stop="record"`` unless it is given, so a node stopped mid-reply keeps the instruction and
 the partial reply on its branch as a stopped turn (``metadata["stopped"] = True``). The
-parameter travels with the node, so on Ray the worker records the stopped turn too, and it
-lands here with the attempt's live events. Pass ``on_stop="discard"`` for the ADR's default.
+parameter travels with the node, so on Ray the worker records the stopped turn too (with all
+it streamed, whether or not its deltas were relayed), and it lands here with the attempt's last
+live events, which the node waits for before it settles. Pass ``on_stop="discard"`` for the
+ADR's default.
 """
 
 from __future__ import annotations

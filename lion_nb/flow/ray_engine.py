@@ -8,15 +8,29 @@ The notebook side of a Ray node:
 2. The task (``lion_nb.flow.worker.run_node_task``) runs the operation on a rebuilt copy of the
    branch, with the same id, through the same operations layer.
 3. While it runs, its events arrive through the run's relay actor and are applied to the
-   notebook's branch as they come: ``RunStart``, ``StreamDelta`` (re-accumulated here, so a view
-   renders the snapshot), rounds, parse attempts, and each message the worker records, recorded
-   here with the same id, in order (``MessageAdded``). Views and ``session.observe`` see them
+   notebook's branch as they come: ``RunStart``, ``StreamDelta`` while the node is watched
+   (see below; re-accumulated here, so a view renders the snapshot), rounds, parse attempts,
+   and each message the worker records, recorded here with the same id, in order
+   (``MessageAdded``). Views and ``session.observe`` see them
    live; a CLI agent's tool cards appear as the agent works.
 4. When the attempt's record arrives (the authority: live events are best effort), what landed
    live is reconciled with it: messages that match the record's order stay, anything else that
    landed is retracted (``MessageRetracted``), and record messages that never arrived live are
    recorded in order. The branch then holds exactly the record's messages, each once. Only then
    is the run's terminal signal emitted (ADR D4: messages before the terminal signal).
+
+Live deltas are relayed only while someone watches them. A node's stream is *watched* while
+a handler in this process would receive its branch's ``StreamDelta``
+(``Branch.streams_watched``: a handler of the branch or of the session, e.g. ``FlowView``'s
+model on the node it has open, a ``ChatView`` of the branch, ``observe()`` of every signal).
+Unwatched, the worker keeps the deltas (``lion_nb.flow.worker``) and only lifecycle signals,
+messages and the record travel: on a small machine every relayed batch is CPU taken from the
+models. The engine looks for a change at each pull (at least once a second) and tells the
+relay, which tells the worker; a watcher that appears mid-run first receives one delta per
+part with the text so far (its ``StreamDelta.snapshot`` is the reply until then), then the
+live ones. What a flow promises either way: the same messages, in order, with the same ids,
+and the same results; only the per-token ``StreamDelta`` of an unwatched node do not happen
+here.
 
 A worker that dies mid-node: Ray re-executes the task (``max_retries``, default 2). When the
 next attempt begins, the dead attempt's messages that landed live are retracted, newest first
@@ -26,7 +40,10 @@ open run is closed with ``RunFailed(WorkerLost)``, so every ``RunStart`` has its
 
 When no attempt will follow - Ray's retries are used up (``WorkerLost``) or the flow is
 cancelled - what landed stays on the branch: it is what happened, as on the local engine, where
-a failed or cancelled operation keeps the messages it recorded before it stopped.
+a failed or cancelled operation keeps the messages it recorded before it stopped. A cancelled
+node waits (``STOP_WAIT_S``) for its attempt's last events, so the stopped turn its worker
+recorded (``on_stop="record"``, with everything it streamed, watched or not) lands here
+before the node settles as stopped.
 """
 
 from __future__ import annotations
@@ -52,6 +69,7 @@ logger = logging.getLogger("lion_nb")
 
 DEFAULT_OPTIONS: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
 END_WAIT_S = 30.0  # how long a finished attempt's last live events may lag behind its record
+STOP_WAIT_S = 10.0  # how long a cancelled attempt's last events (its stopped turn) may take
 
 
 def _emit(branch: Branch, signal: Signal) -> None:
@@ -65,6 +83,7 @@ class _NodeLink:
         self.flow = flow
         self.node = node
         self.branch = branch
+        self.watched = branch.streams_watched()  # what the worker was told, then the relay
         self.attempt: str | None = None
         self.open_runs: dict[Any, RunStart] = {}
         self.held: list[Signal] = []  # terminal lifecycle signals, emitted after the messages
@@ -170,6 +189,20 @@ class _NodeLink:
             return
         _emit(self.branch, signal)
 
+    async def stopped(self) -> None:
+        """The flow was cancelled and the attempt has finished: wait for its last events (the
+        stopped turn it recorded), close its runs as it did, then any it left open. What
+        landed stays: it happened."""
+        if self.attempt is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended(self.attempt).wait(), STOP_WAIT_S)
+        await self.branch.port().drain()
+        for signal in self.held:
+            self.open_runs.pop(getattr(signal, "run_id", None), None)
+            _emit(self.branch, signal)
+        self.held.clear()
+        self._abandon("the flow was cancelled")
+
     def reconcile(self, messages: list[Any]) -> None:
         """Make the branch hold exactly ``messages`` (the attempt's record) for this attempt,
         each once: the landed prefix that matches stays, the rest of what landed is retracted,
@@ -257,20 +290,30 @@ class RayEngine:
                     link.apply(attempt, events)
                 except Exception:
                     logger.exception("applying a Ray node's live events failed")
+            self._follow_watchers()
+
+    def _follow_watchers(self) -> None:
+        """Tell the relay about each running node whose watching changed since last time."""
+        for key, link in list(self._links.items()):
+            watched = link.branch.streams_watched()
+            if watched != link.watched:
+                link.watched = watched
+                self._relay.watch.remote(self._channel, key, watched)  # its result: nothing
 
     async def execute(self, node: Operation, branch: Branch) -> Any:
         from lion_nb.flow.payload import build_payload
 
         assert self._flow is not None, "start() first"
-        parts = build_payload(node, branch)  # NotTransferable: fails before anything is sent
+        parts: dict[str, Any] = {**build_payload(node, branch)}  # NotTransferable: fails here
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
+        parts["watched"] = link.watched
         ref = self._task.remote(self._relay, self._channel, parts)
         try:
             try:
                 record = await ref
             except asyncio.CancelledError:
                 await self._cancel(ref)
-                link._abandon("the flow was cancelled")  # what landed stays: it happened
+                await link.stopped()
                 raise
             except self.ray.exceptions.WorkerCrashedError as exc:
                 link._abandon("the worker died and Ray's retries are used up")

@@ -2,11 +2,16 @@
 and when each node ran (``start_ms`` from the flow's first start, ``run_ms``, ``worker``) for
 the time strip.
 
-``FlowViewModel(flow)`` follows the flow (node started, settled, usage reported) and, for each
-node that has a branch, that branch's streamed text, so the selected node's transcript shows a
-reply while it is written; a message taken back (``MessageRetracted``: a Ray attempt that died)
-redraws it. It holds no widgets and builds no HTML: ``snapshot()`` gives frozen
-rows for ``lion_nb.render.flow`` and is tested without ipywidgets. ``on_change`` (set by the
+``FlowViewModel(flow)`` follows the flow (node started, settled, usage reported), each node's
+branch (messages recorded or taken back, runs ending) and the streamed text of the *selected*
+node's branch only, so its transcript shows a reply while it is written; a message taken back
+(``MessageRetracted``: a Ray attempt that died) redraws it. Only the selected node's stream is
+followed because rows show no text: on Ray, a node whose stream nobody follows sends no
+per-token deltas (``lion_nb.flow.ray_engine``), so a view open on a flow of many nodes costs
+them nothing; opening a running node shows its reply so far, then live.
+
+It holds no widgets and builds no HTML: ``snapshot()`` gives frozen rows for
+``lion_nb.render.flow`` and is tested without ipywidgets. ``on_change`` (set by the
 view) is called after anything changed.
 """
 
@@ -86,6 +91,7 @@ class FlowViewModel:
         self.on_change: Callable[[uuid.UUID | None], Any] | None = None
         self._live: dict[uuid.UUID, dict[uuid.UUID, str]] = {}  # node -> message id -> text
         self._watched: dict[uuid.UUID, Callable[[], None]] = {}  # branch id -> unsubscribe
+        self._streaming: tuple[uuid.UUID, Callable[[], None]] | None = None  # selected's branch
         self._unsubscribe: Callable[[], None] | None = None
 
     # ----- following the flow ------------------------------------------------------------
@@ -95,6 +101,7 @@ class FlowViewModel:
             self._unsubscribe = self.flow.subscribe(self.on_node)
             for node in self.flow.nodes:
                 self._watch(node)
+            self._follow_selected()
 
     def detach(self) -> None:
         if self._unsubscribe is not None:
@@ -103,9 +110,14 @@ class FlowViewModel:
         for stop in self._watched.values():
             stop()
         self._watched.clear()
+        if self._streaming is not None:
+            self._streaming[1]()
+            self._streaming = None
 
     def on_node(self, node: Operation) -> None:
         self._watch(node)
+        if node.id == self.selected:
+            self._follow_selected()  # it may have a branch only now, or a new one
         if node.status.settled:
             self._live.pop(node.id, None)
         self._changed(node.id)
@@ -115,8 +127,21 @@ class FlowViewModel:
         if branch is None or branch.id in self._watched:
             return
         self._watched[branch.id] = branch.subscribe(
-            (StreamDelta, MessageAdded, MessageRetracted, RunEnd, RunFailed), self._on_signal
+            (MessageAdded, MessageRetracted, RunEnd, RunFailed), self._on_signal
         )
+
+    def _follow_selected(self) -> None:
+        """Follow the stream of the selected node's branch, and of no other."""
+        node = self.selected_node() if self._unsubscribe is not None else None
+        branch = node.branch if node is not None else None
+        if self._streaming is not None:
+            if branch is not None and self._streaming[0] == branch.id:
+                return
+            self._streaming[1]()
+            self._streaming = None
+        if branch is not None:
+            stop = branch.subscribe((StreamDelta,), self._on_signal)
+            self._streaming = (branch.id, stop)
 
     def _node_on(self, branch_id: uuid.UUID) -> Operation | None:
         """The running node on that branch (else the last one that ran there)."""
@@ -153,6 +178,7 @@ class FlowViewModel:
         if key is not None and key not in {n.id for n in self.flow.nodes}:
             raise ValueError(f"{node!r} is not a node of this flow")
         self.selected = None if key == self.selected else key
+        self._follow_selected()
         self._changed(None)
 
     def selected_node(self) -> Operation | None:

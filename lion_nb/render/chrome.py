@@ -15,6 +15,7 @@ __all__ = [
     "forked_html",
     "meta_html",
     "next_turn_pending_html",
+    "no_such_message_html",
     "status_html",
     "title_html",
 ]
@@ -89,6 +90,12 @@ def forked_html(index: int, name: str | None, messages: int, branch_id: Any) -> 
         f'<div class="lion-view-status">Forked at #{index} → '
         f"{escape(name)} ({messages} messages, id {escape(str(branch_id)[:8])}).</div>"
     )
+
+
+def no_such_message_html(index: int, messages: int) -> str:
+    """The status line after the inspector's go-to box asked for a message that is not there."""
+    held = f"the branch has #0–#{messages - 1}" if messages else "the branch has no messages"
+    return f'<div class="lion-view-status">No message #{index}: {held}.</div>'
 
 
 def fork_note_html(name: str | None, messages: int) -> str:

@@ -24,18 +24,26 @@ if TYPE_CHECKING:
     from lion_nb.tokens import NextTurn
 
 __all__ = [
+    "ROWS_FRAME_HTML",
+    "RUNS_FRAME_HTML",
     "header_html",
     "replayed_text",
+    "row_classes",
     "row_detail_html",
+    "row_item_html",
     "row_summary_html",
     "run_label",
+    "run_row_html",
+    "runs_frame_html",
     "runs_html",
+    "runs_summary_html",
     "runs_title",
     "static_html",
 ]
 
 
 # ----- rows ------------------------------------------------------------------------------------
+RUNS_LIMIT = 200  # the run log lists the latest this many runs
 _MARKDOWN_ROLES = ("user", "assistant", "system")  # text read as Markdown (cards render it so)
 
 
@@ -117,6 +125,35 @@ def row_summary_html(row: TimelineRow) -> str:
     )
 
 
+def row_classes(expanded: bool) -> str:
+    """The classes of a row's box (``row_item_html``): open while expanded."""
+    return "lion-tl-item lion-tl-open" if expanded else "lion-tl-item"
+
+
+def row_item_html(index: int, summary: str, *, expanded: bool = False) -> str:
+    """A row on the front end: its line (the page adds the expand control before the summary
+    and "Fork here" after it) and the box its detail goes in, when expanded (a nested part)."""
+    return (
+        f'<div class="{row_classes(expanded)}" data-index="{index}">'
+        f'<div class="lion-tl-line"><div class="lion-tl-summary">{summary}</div></div>'
+        '<div class="lion-tl-more" data-parts></div></div>'
+    )
+
+
+# the inspector's boxes on the front end: the run log (its title and table are nested parts,
+# so an open log stays open while they change) and the rows (the page puts its pager first)
+RUNS_FRAME_HTML = '<details class="lion-tl-runs" data-parts></details>'
+ROWS_FRAME_HTML = (
+    '<div class="lion-tl-body"><div class="lion-tl-pager-slot"></div>'
+    '<div class="lion-tl-rows" data-parts></div></div>'
+)
+
+
+def runs_summary_html(runs: int, untracked: int = 0) -> str:
+    """The run log's title, in its ``<details>``."""
+    return f"<summary>{escape(runs_title(runs, untracked))}</summary>"
+
+
 def row_detail_html(
     row: TimelineRow, messages: Sequence[RoledMessage] | Any, *, cli: bool = False
 ) -> str:
@@ -195,31 +232,53 @@ def _untracked_note(untracked: int, runs: int) -> str:
     )
 
 
-def runs_html(provenance: Provenance | None, *, limit: int = 200, untracked: int = 0) -> str:
+_RUNS_HEAD = (
+    "<tr><th>operation</th><th>started</th><th>duration</th><th>status</th>"
+    "<th>usage</th><th>messages</th><th>cell</th><th>error</th></tr>"
+)
+
+
+def run_row_html(run: RunRecord) -> str:
+    """One run of the run log: a table row."""
+    cell = f"In [{run.cell}]" if run.cell is not None else ""
+    return (
+        f'<tr class="lion-run-{escape(run.status)}"><td>{escape(run.operation)}</td>'
+        f"<td>{escape(format_time(_dt(run.started_at), short=True))}</td>"
+        f"<td>{escape(_duration(run.duration_ms))}</td><td>{escape(run.status)}</td>"
+        f"<td>{escape(format_usage(run_usage(run)))}</td><td>{len(run.message_ids)}</td>"
+        f"<td>{escape(cell)}</td><td>{escape(run.error or '')}</td></tr>"
+    )
+
+
+def _runs_note(runs: int, untracked: int) -> str:
+    if not untracked:
+        return ""
+    text = escape(_untracked_note(untracked, runs))
+    return f'<div class="lion-meta lion-tl-untracked">{text}</div>'
+
+
+def runs_html(provenance: Provenance | None, *, limit: int = RUNS_LIMIT, untracked: int = 0) -> str:
     """The run log as a table (latest ``limit`` runs), and a note when ``untracked`` messages
     came before run tracking started."""
     runs = provenance.runs if provenance is not None else []
-    note = ""
-    if untracked:
-        text = escape(_untracked_note(untracked, len(runs)))
-        note = f'<div class="lion-meta lion-tl-untracked">{text}</div>'
+    note = _runs_note(len(runs), untracked)
     if not runs:
         return note or '<div class="lion-meta">No runs observed yet.</div>'
-    rows = []
-    for run in runs[-limit:]:
-        cell = f"In [{run.cell}]" if run.cell is not None else ""
-        rows.append(
-            f'<tr class="lion-run-{escape(run.status)}"><td>{escape(run.operation)}</td>'
-            f"<td>{escape(format_time(_dt(run.started_at), short=True))}</td>"
-            f"<td>{escape(_duration(run.duration_ms))}</td><td>{escape(run.status)}</td>"
-            f"<td>{escape(format_usage(run_usage(run)))}</td><td>{len(run.message_ids)}</td>"
-            f"<td>{escape(cell)}</td><td>{escape(run.error or '')}</td></tr>"
-        )
-    head = (
-        "<tr><th>operation</th><th>started</th><th>duration</th><th>status</th>"
-        "<th>usage</th><th>messages</th><th>cell</th><th>error</th></tr>"
+    rows = "".join(run_row_html(run) for run in runs[-limit:])
+    return f'{note}<table class="lion-runs">{_RUNS_HEAD}{rows}</table>'
+
+
+def runs_frame_html(runs: int, untracked: int = 0) -> str:
+    """The run log's body on the front end: the note, and the table whose rows
+    (``run_row_html``) are nested parts, each sent once and again only when its run changed."""
+    note = _runs_note(runs, untracked)
+    if not runs:
+        note = note or '<div class="lion-meta">No runs observed yet.</div>'
+        return f'<div class="lion-tl-runs-body">{note}</div>'
+    return (
+        f'<div class="lion-tl-runs-body">{note}<table class="lion-runs"><thead>{_RUNS_HEAD}'
+        "</thead><tbody data-parts></tbody></table></div>"
     )
-    return f'{note}<table class="lion-runs">{head}{"".join(rows)}</table>'
 
 
 def _dt(epoch: float) -> Any:

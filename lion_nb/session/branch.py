@@ -194,6 +194,17 @@ class Branch:
         """Whether any handler would receive a signal of this branch (checked per token)."""
         return bool(self._observers) or (self.session is not None and bool(self.session._observers))
 
+    def streams_watched(self) -> bool:
+        """Whether a handler of this branch or of its session receives its ``StreamDelta``
+        (a view showing a reply as it is written, an ``observe()`` of every signal). The Ray
+        engine relays a node's per-token deltas only while this holds."""
+        from lion_nb.signals import StreamDelta
+
+        session = self.session
+        return self._observers.wants(StreamDelta) or (
+            session is not None and session._observers.wants(StreamDelta)
+        )
+
     def port(self) -> BranchPort:
         """What an operation may do with this branch (see ``lion_nb.session.port``)."""
         from lion_nb.session.port import BranchPort

@@ -1,6 +1,7 @@
-"""Live notebook views. The chat, ReAct-rounds, parse, flow and compare views run on one
-front-end module (``widgets/lion_nb.js``, through anywidget: no build step); the inspector is
-stock ipywidgets 8. They work in JupyterLab 4, Notebook 7, VS Code and Colab. Thin:
+"""Live notebook views. The chat, ReAct-rounds, parse, flow and compare views and the
+progression inspector's timeline run on one front-end module (``widgets/lion_nb.js``, through
+anywidget: no build step); the inspector holds its timeline and its fork panels in an
+ipywidgets 8 box. They work in JupyterLab 4, Notebook 7, VS Code and Colab. Thin:
 each view's state is a view model in ``lion_nb.viewmodels`` and its HTML comes from
 ``lion_nb.render``; a widget only maps the one to the other. Names resolve lazily so importing
 the package loads no ipywidgets until a view is used."""

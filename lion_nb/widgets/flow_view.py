@@ -1,5 +1,6 @@
 """``FlowView``: a flow's nodes, live. One row per node (status, run time, tokens, cost); a row's
-open control shows that node's transcript (its branch, with the reply being written); a time
+open control shows that node's transcript (its branch, with the reply being written: only the
+open node's stream is followed, so on Ray the others send no per-token deltas); a time
 strip shows which node ran when, where and for how long; **Stop** cancels the flow's ``run()``
 wherever it was started (``flow.cancel()``): running nodes settle as "stopped" (keeping what
 they streamed), unstarted ones as "cancelled". Stop is enabled only while something can stop.

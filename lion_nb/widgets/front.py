@@ -80,7 +80,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     _esm = traitlets.Unicode(front_module()).tag(sync=True)
     _css = traitlets.Unicode(lion_css()).tag(sync=True)
 
-    kind = traitlets.Unicode("parts").tag(sync=True)  # chat | rounds | parse
+    kind = traitlets.Unicode("parts").tag(sync=True)  # chat | rounds | parse | ...
     title = traitlets.Unicode("").tag(sync=True)
     hint = traitlets.Unicode("").tag(sync=True)  # the empty view's placeholder hint
     parts: traitlets.List[list[str]] = traitlets.List().tag(
@@ -104,6 +104,10 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     compare_html = traitlets.Unicode("").tag(sync=True)  # the open CompareView's HTML (sanitized)
     # page keys of the replies that have tokens (a "Tokens" control each; widgets.token_panels)
     token_marks: traitlets.List[str] = traitlets.List().tag(sync=True)
+    # the inspector's pager, drawn by the page: {"text": position, "first": at the start,
+    # "last": at the end, "max": the last message's position, "filter": the role filter,
+    # "filters": the filters offered}
+    pager = traitlets.Dict().tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

@@ -9,11 +9,18 @@ message's provenance; "Fork here" forks the branch at that message and shows the
 header sums the branch and says what the next turn will send, in tokens against the model's
 context window (exact with an offline tokenizer, otherwise a labelled estimate).
 
-Only the visible page has widgets: ``page_size`` rows are built once and re-filled when the
-page changes, so a 10,000-message branch opens as fast as a 50-message one. Which messages,
-which page and which rows are expanded is ``viewmodels.timeline.TimelineModel``; what the next
-turn sends is ``operations.window.next_turn``; all HTML comes from ``lion_nb.render.timeline``,
-``render.turns`` and ``render.chrome`` (pure functions, tested without a kernel).
+The timeline runs on the front-end module (``widgets/lion_nb.js``, kind ``inspector``:
+``widgets.inspector_parts.TimelineFront``): only the visible page (``page_size`` rows) is on the
+page, each row a part sent once and re-sent only when it changes; the page draws the pager,
+the role filter, the go-to box and each row's expand and "Fork here" controls, and sends their
+actions (``widgets.protocol``). While a run adds messages the changed rows and heading go
+through the view's channel (at most ``1 / refresh_interval`` updates a second), never the whole
+page. The inspector itself is a small ipywidgets box holding the timeline and, below it, the
+panels of the forks it made (each a chat view, a front-end widget of its own, and a compare
+button); it is what a notebook displays and saves (``StaticFallback``: the current page as
+HTML). Which messages, which page and which rows are expanded is
+``viewmodels.timeline.TimelineModel``; what the next turn sends is ``operations.window.next_turn``;
+all HTML comes from ``lion_nb.render.timeline``, ``render.turns`` and ``render.chrome``.
 """
 
 from __future__ import annotations
@@ -28,13 +35,19 @@ from lion_nb.operations import window as nt
 from lion_nb.provenance import provenance_of
 from lion_nb.render import timeline as tl
 from lion_nb.render import turns
-from lion_nb.render.chrome import forked_html, next_turn_pending_html
+from lion_nb.render.chrome import forked_html, next_turn_pending_html, no_such_message_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, RunStart, Signal
 from lion_nb.tokens import NextTurn
-from lion_nb.viewmodels.timeline import ROLE_FILTERS, TimelineModel, TotalsCache, timeline_rows
-from lion_nb.widgets.inspector_parts import Chrome, Pager, Row, fork_panel
-from lion_nb.widgets.viewbase import StaticFallback, Throttle
+from lion_nb.viewmodels.timeline import (
+    ROLE_FILTERS,
+    TimelineModel,
+    TimelineRow,
+    TotalsCache,
+    timeline_rows,
+)
+from lion_nb.widgets.inspector_parts import TimelineFront, TimelinePage, fork_panel
+from lion_nb.widgets.viewbase import StaticFallback
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -46,7 +59,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     """The timeline of ``branch``, ``page_size`` rows at a time. It opens on the newest
     messages and follows new ones while it shows the end (``follow``); paging back keeps the
     rows still as messages arrive. ``on_fork(fork)`` replaces the default of showing a fork
-    panel (chat view + compare button) under the timeline."""
+    panel (chat view + compare button) under the timeline. ``refresh_interval``: the least
+    time between two updates while a run adds messages."""
 
     def __init__(
         self,
@@ -67,45 +81,34 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self.closed = False
         self._turn: NextTurn | None = None
         self._turn_pending = False
+        self._next_html = next_turn_pending_html()
         self._pending_messages = False
+        self._leave_pending = False
         self._totals = TotalsCache()
-        w = ipywidgets
-        self._chrome = chrome = Chrome()
-        self._rows: list[Row] = []
-        self._style = chrome.html(self.style_html())
-        self._header = chrome.html("")
-        self._next = chrome.html("")
-        self._runs = chrome.html("")
-        self._runs_box = w.Accordion(children=(self._runs,), selected_index=None)
-        self._runs_box.set_title(0, "Runs")
-        self.pager = pager = Pager(chrome, ROLE_FILTERS)
-        pager.first.on_click(lambda _b: self.show_start(0))
-        pager.prev.on_click(lambda _b: self.show_start(self.start - self.page_size))
-        pager.next.on_click(lambda _b: self.show_start(self.start + self.page_size))
-        pager.last.on_click(lambda _b: self.show_end())
-        pager.go.on_click(lambda _b: self.go_to(pager.goto.value))
-        pager.filter.observe(lambda ch: self._apply_filter(ch["new"]), names="value")
-        pager.collapse.on_click(lambda _b: self.collapse_all())
-        self._rows_box = w.VBox(layout=w.Layout(width="100%"), _dom_classes=("lion-tl-rows",))
-        self.status = chrome.html("")
-        self._forks_box = w.VBox()
-        super().__init__(
-            children=(
-                self._style,
-                self._header,
-                self._next,
-                self._runs_box,
-                pager.box,
-                self._rows_box,
-                self.status,
-                self._forks_box,
-            ),
-            _dom_classes=("lion-view", "lion-inspector"),
+        self._details: dict[int, tuple[Any, str]] = {}  # position -> (what it shows, HTML)
+        self.front = TimelineFront(
+            self._page,
+            {
+                "open": lambda c: self._acted(self.toggle, int(c["key"])),
+                "fork": lambda c: self._acted(self.fork, int(c["key"])),
+                "page": lambda c: self._acted(self._turn_page, str(c["to"])),
+                "goto": lambda c: self._acted(self._go_to_asked, int(c["index"])),
+                "filter": lambda c: self._acted(self.set_filter, str(c["name"])),
+                "collapse": lambda _c: self._acted(self.collapse_all),
+                "leave": lambda _c: self._left(),
+            },
+            refresh_interval=refresh_interval,
         )
-        self._refresh = Throttle(self._refresh_now, refresh_interval)
+        self._forks_box = ipywidgets.VBox(_dom_classes=("lion-tl-forks",))
+        super().__init__(
+            children=(self.front, self._forks_box), _dom_classes=("lion-inspector-host",)
+        )
         self._unsubscribe = self._subscribe()
-        self._refresh_header(next_turn=True)
-        self._render_page()
+        self._schedule_next_turn()
+        # the comm opened with empty parts: the first page goes as the state, once (ops sent
+        # before any page draws the view would reach nobody: they are not replayed)
+        self.front.ops()
+        self.front.sync_state(send=True)
         self._ready = True
 
     # ----- paging (the view model's state) ---------------------------------------------
@@ -144,13 +147,23 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     def at_end(self) -> bool:
         return self.timeline.at_end
 
+    @property
+    def filter(self) -> str:
+        """The role filter on (one of ``ROLE_FILTERS``); ``set_filter`` changes it."""
+        return self.timeline.filter
+
+    @property
+    def status(self) -> str:
+        """The status line's HTML (what the last fork said)."""
+        return str(self.front.chrome_value("status_line"))
+
     def visible_indices(self) -> Sequence[int]:
         return self.timeline.visible_indices()
 
     def show_start(self, start: int) -> None:
         """Show ``page_size`` rows from position ``start`` (clamped to the last full window)."""
         if self.timeline.show_start(start):
-            self._render_page()
+            self.front.update()
 
     def show_page(self, page: int) -> None:
         self.show_start(page * self.page_size)
@@ -162,31 +175,46 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     def go_to(self, index: int) -> None:
         """Show the page holding message ``index`` (a progression position) and expand it."""
         if 0 <= index < len(self.branch.messages) and self.timeline.hides(index):
-            self.set_filter("all")
+            self.timeline.set_filter("all")
         self.timeline.go_to(index)
-        self._render_page()
+        self.front.update()
 
     def set_filter(self, name: str) -> None:
         """Show only some roles: one of ``ROLE_FILTERS`` ("all", "user", "assistant",
         "actions", "system")."""
-        if name not in ROLE_FILTERS:
-            raise ValueError(f"unknown filter {name!r}; use one of {', '.join(ROLE_FILTERS)}")
-        if self.pager.filter.value != name:
-            self.pager.filter.value = name  # the dropdown's observer applies it
-        else:
-            self._apply_filter(name)
-
-    def _apply_filter(self, name: str) -> None:
-        self.timeline.set_filter(name)
-        self._render_page()
+        self.timeline.set_filter(name)  # raises ValueError for an unknown name
+        self.front.update()
 
     def toggle(self, index: int) -> None:
+        """Expand message ``index`` (its card, what the model saw, its provenance), or
+        collapse it."""
         self.timeline.toggle(index)
-        self._render_page()
+        self.front.update()
 
     def collapse_all(self) -> None:
         self.timeline.expanded.clear()
-        self._render_page()
+        self.front.update()
+
+    # ----- the page's controls -----------------------------------------------------------
+    def _acted(self, fn: Callable[..., Any], *args: Any) -> None:
+        """A page action: do it, then the synced state follows (a page drawn later shows it)."""
+        fn(*args)
+        self.front.sync_state()
+
+    def _turn_page(self, to: str) -> None:
+        steps = {"first": -self.total, "prev": -self.page_size, "next": self.page_size}
+        if to == "last":
+            self.show_end()
+        elif to in steps:
+            self.show_start(0 if to == "first" else self.start + steps[to])
+
+    def _go_to_asked(self, index: int) -> None:
+        """The go-to box: a number past the branch's end is said, not raised."""
+        count = len(self.branch.messages)
+        if not 0 <= index < count:
+            self.front.set_chrome(status_line=no_such_message_html(index, count))
+            return
+        self.go_to(index)
 
     # ----- forking -----------------------------------------------------------------------
     def fork(self, index: int, *, name: str | None = None) -> Branch:
@@ -196,11 +224,13 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         forked = origin.fork(index, name=name or f"{origin.name or 'branch'} @{index}")
         self.forks.append(forked)
         provenance_of(forked)  # its runs are timed from the start (compare shows latency)
-        self.status.value = forked_html(index, forked.name, len(forked.messages), forked.id)
+        self.front.set_chrome(
+            status_line=forked_html(index, forked.name, len(forked.messages), forked.id)
+        )
         if self.on_fork is not None:
             self.on_fork(forked)
         else:
-            panel = fork_panel(origin, forked, self._chrome)
+            panel = fork_panel(origin, forked)
             self._forks_box.children = (*self._forks_box.children, panel)
         return forked
 
@@ -216,43 +246,72 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             return
         if isinstance(signal, MessageAdded):
             self._pending_messages = True
-            self._refresh.request()
+            self.front.update_later()  # throttled by the channel
         elif isinstance(signal, MessageRetracted):
             self.refresh()  # positions after it moved: recompute rather than patch
-        elif isinstance(signal, RunStart | RunEnd | RunFailed):
-            self._refresh.request()
-            if not isinstance(signal, RunStart):
-                self._refresh.flush()
-                self._refresh_header(next_turn=True)
-                self.refresh_static()
-
-    def _refresh_now(self) -> None:
-        if self.closed:
-            return
-        if self._pending_messages:
-            self._pending_messages = False
-            self.timeline.grew()
-        self._refresh_header(next_turn=False)
-        self._render_page()
+        elif isinstance(signal, RunStart):
+            self.front.update_later()
+        elif isinstance(signal, RunEnd | RunFailed):
+            self.front.update()
+            self._schedule_next_turn()
+            self.front.sync_state()
+            self.refresh_static()
 
     def refresh(self) -> None:
         """Recompute everything from the branch now (e.g. after ``clear_messages``)."""
         self._pending_messages = False
-        self.set_filter(self.pager.filter.value)
-        self._refresh_header(next_turn=True)
+        self._details.clear()
+        self.timeline.set_filter(self.timeline.filter)
+        self.front.update()
+        self._schedule_next_turn()
 
-    # ----- rendering ---------------------------------------------------------------------
-    def _refresh_header(self, *, next_turn: bool) -> None:
+    # ----- what the page shows -----------------------------------------------------------
+    def _page(self) -> TimelinePage:
+        """The timeline now (``TimelineFront`` sends what changed of it)."""
+        if self._pending_messages:
+            self._pending_messages = False
+            self.timeline.grew()
         messages = self.branch.messages
         runs = len(self.provenance.runs) if self.provenance else 0
-        self._header.value = tl.header_html(
-            self.title, len(messages), self._totals.get(messages), runs
-        )
-        if next_turn or self._turn is None:
-            self._schedule_next_turn()
         untracked = self.timeline.untracked(self.provenance)
-        self._runs.value = tl.runs_html(self.provenance, untracked=untracked)
-        self._runs_box.set_title(0, tl.runs_title(runs, untracked))
+        rows = timeline_rows(messages, self.visible_indices(), self.provenance)
+        return TimelinePage(
+            head=tl.header_html(self.title, len(messages), self._totals.get(messages), runs),
+            next_turn=self._next_html,
+            runs_title=tl.runs_summary_html(runs, untracked),
+            runs_body=tl.runs_frame_html(runs, untracked),
+            runs=[
+                (str(run.run_id), tl.run_row_html(run))
+                for run in (self.provenance.runs[-tl.RUNS_LIMIT :] if self.provenance else [])
+            ],
+            rows=[(row.index, tl.row_summary_html(row), self._detail(row)) for row in rows],
+            pager={
+                "text": self.timeline.position_text(),
+                "first": self.start == 0,
+                "last": self.at_end,
+                "max": max(0, len(messages) - 1),
+                "filter": self.timeline.filter,
+                "filters": list(ROLE_FILTERS),
+            },
+        )
+
+    def _cli(self) -> bool:
+        model = self.branch.chat_model_or_none
+        return bool(model is not None and model.is_cli)
+
+    def _detail(self, row: TimelineRow) -> str | None:
+        """An expanded row's detail, compiled again only when what it shows changed (its
+        payload compiles every message before it)."""
+        if row.index not in self.expanded:
+            self._details.pop(row.index, None)
+            return None
+        run = tl.run_label(row.run) if row.run is not None else None
+        said = (row.message.id, run, row.cell, self._cli())
+        cached = self._details.get(row.index)
+        if cached is None or cached[0] != said:
+            html_ = tl.row_detail_html(row, self.branch.messages, cli=said[-1])
+            cached = self._details[row.index] = (said, html_)
+        return cached[1]
 
     def _schedule_next_turn(self) -> None:
         """The next-turn estimate compiles every message (about 0.2 s for 10,000): in a
@@ -265,8 +324,6 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self.update_next_turn()
             return
         self._turn_pending = True
-        if self._turn is None:
-            self._next.value = next_turn_pending_html()
         loop.call_soon(self.update_next_turn)
 
     def update_next_turn(self) -> NextTurn:
@@ -275,41 +332,19 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         if self.closed:
             return self._turn  # type: ignore[return-value]
         self._turn = nt.next_turn(self.branch.messages, self.branch.chat_model_or_none)
-        self._next.value = turns.next_turn_html(self._turn)
+        self._next_html = turns.next_turn_html(self._turn)
+        self.front.update()
         return self._turn
 
-    def _render_page(self) -> None:
-        messages = self.branch.messages
-        rows = timeline_rows(messages, self.visible_indices(), self.provenance)
-        while len(self._rows) < len(rows):
-            self._rows.append(Row(self._chrome, self.toggle, self.fork))
-        model = self.branch.chat_model_or_none
-        cli = bool(model is not None and model.is_cli)
-        children: list[Any] = []
-        for widgets, row in zip(self._rows, rows, strict=False):
-            detail = None
-            if row.index in self.expanded:
-                detail = tl.row_detail_html(row, messages, cli=cli)
-            children.append(widgets.show(row.index, tl.row_summary_html(row), detail))
-        if self._rows_box.children != tuple(children):
-            self._rows_box.children = tuple(children)
-        self.pager.update(
-            self.timeline.position_text(),
-            at_start=self.start == 0,
-            at_end=self.at_end,
-            last_index=len(messages) - 1,
-        )
-
     def rows_html(self) -> list[str]:
-        """The summary HTML of the visible rows, in order (tests and debugging)."""
-        return [r.summary.value for r in self._rows[: len(self.visible_indices())]]
+        """The summary HTML of the visible rows, in order, as the page is given them (tests
+        and debugging)."""
+        return self.front.row_summaries()
 
     def detail_html(self, index: int) -> str:
         """The expanded HTML of message ``index`` (whether or not it is expanded)."""
         row = timeline_rows(self.branch.messages, [index], self.provenance)[0]
-        model = self.branch.chat_model_or_none
-        cli = bool(model is not None and model.is_cli)
-        return tl.row_detail_html(row, self.branch.messages, cli=cli)
+        return tl.row_detail_html(row, self.branch.messages, cli=self._cli())
 
     # ----- static fallback ---------------------------------------------------------------
     def _static_bounds(self) -> tuple[int, int]:
@@ -336,25 +371,31 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             head += f" (#{start}–#{stop - 1} shown)"
         return head + "\n\n" + transcript_plain(messages[start:stop])
 
+    def refresh_static(self) -> bool:
+        """Refresh the saved output at the end of the executing cell, else at the end of the
+        next cell that runs or when the user leaves the view (never on a timer: the page
+        draws the view anew, and the reader may be in its go-to box), as the front-end views
+        do."""
+        if not self.defer_to_cell_end():
+            return False
+        self._leave_pending = True
+        return True
+
+    def _left(self) -> None:
+        if self._leave_pending:
+            self.flush_static()
+
+    def flush_static(self) -> bool:
+        self._leave_pending = False
+        if not self.closed:
+            self.front.sync_state(send=True)  # the view JupyterLab draws anew renders from it
+        return super().flush_static()
+
     def _release(self) -> None:
         self._unsubscribe()
-        self._refresh.cancel()
-        for row in self._rows:
-            row.close()
-        self.pager.close()
 
     def _owned_widgets(self) -> Iterable[Any]:
-        return (
-            self._style,
-            self._header,
-            self._next,
-            self._runs,
-            self._runs_box,
-            self._rows_box,
-            self.status,
-            self._forks_box,
-            *self._chrome.widgets(),
-        )
+        return (self.front, self._forks_box)
 
     def __repr__(self) -> str:
         return f"<ProgressionInspector of {self.branch!r} rows from #{self.start}>"

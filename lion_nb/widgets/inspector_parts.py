@@ -1,181 +1,241 @@
-"""The inspector's widget pieces: shared chrome, one timeline row, the pager, the fork panel.
+"""The inspector's two halves: its timeline on the front end (``TimelineFront``, kind
+``inspector``) and the panel a fork is shown in (``fork_panel``).
 
-Every widget of a kind shares one ``Layout`` and one style (a fresh ``Layout`` is ~1 KB of
-comm state per widget, and an inspector page has 50 rows of buttons).
+The timeline is a list of parts on the view's channel: the heading (``head``), what the next
+turn sends (``next``), the run log (``runs``: a ``<details>`` whose title and table are nested
+parts, so an open log stays open while they change) and the rows' box (``rows``), in which each
+visible row is a nested part keyed by its message's position (``r12``) and an expanded row's
+detail a part nested in it (``d12``). An update sends only the parts that changed: a row that
+scrolled out is dropped, one that scrolled in is put, a row expanded or collapsed changes its
+classes (an ``attrs`` op) and puts or drops its detail. The page draws the pager (from the chrome
+trait ``pager``), each row's expand control and "Fork here", and sends their actions
+(``protocol.ACTIONS``: open, fork, page, goto, filter, collapse), which the inspector handles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 
-from lion_nb.render.chrome import fork_note_html, meta_html
-from lion_nb.widgets.live import WidgetKit
+from lion_nb.render import timeline as tl
+from lion_nb.render.chrome import fork_note_html
+from lion_nb.widgets.channel import Op, in_order
+from lion_nb.widgets.front import Front
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
 
-__all__ = ["Chrome", "Pager", "Row", "fork_panel"]
+__all__ = ["TimelineFront", "TimelinePage", "fork_panel"]
 
 
-class Chrome(WidgetKit):
-    """``WidgetKit`` plus shared button styling."""
+@dataclass(slots=True)
+class TimelinePage:
+    """What the inspector shows now: the heading, the next turn, the run log (its title, its
+    body and its runs: run id, table row HTML), the visible rows (position, summary HTML, detail
+    HTML when expanded) and the pager (the chrome trait ``pager``)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        w = ipywidgets
-        self.button_style = w.ButtonStyle()
-        self.square = w.Layout(width="2.4em", min_width="2.4em", padding="0")
-        self.auto = w.Layout(width="auto", flex="0 0 auto")
-        self.row = w.Layout(width="100%", align_items="center")
-
-    def button(self, *, square: bool = False, **kw: Any) -> Any:
-        return ipywidgets.Button(
-            layout=self.square if square else self.auto, style=self.button_style, **kw
-        )
-
-    def widgets(self) -> tuple[Any, ...]:
-        return (self.button_style, self.square, self.auto, self.row, self.layout, self.style)
-
-    def close(self) -> None:
-        for widget in self.widgets():
-            widget.close()
+    head: str
+    next_turn: str
+    runs_title: str
+    runs_body: str
+    runs: list[tuple[str, str]]
+    rows: list[tuple[int, str, str | None]]
+    pager: dict[str, Any] = field(default_factory=dict)
 
 
-class Row:
-    """The widgets of one visible row, reused across pages: expand toggle, summary, "Fork
-    here" (a fixed column at the right), and the detail (made on first expansion; most rows
-    are never expanded).
+@dataclass(slots=True)
+class _Row:
+    """What the page shows of one row."""
 
-    The row is one box (``cell``) whose children change when it expands; the page's list of
-    rows stays the same, so expanding one row re-renders no other row (an open "What the model
-    saw" elsewhere stays open)."""
+    summary: str
+    expanded: bool
+    detail: str | None = None
 
-    __slots__ = ("box", "cell", "chrome", "detail", "fork", "index", "summary", "toggle")
+
+class TimelineFront(Front):
+    """The inspector's timeline on the front end. ``page()`` gives what to show (the
+    inspector's state); ``actions`` maps a page action's name to the inspector's handler."""
 
     def __init__(
-        self, chrome: Chrome, on_toggle: Callable[[int], Any], on_fork: Callable[[int], Any]
+        self,
+        page: Callable[[], TimelinePage],
+        actions: dict[str, Callable[[dict[str, Any]], None]],
+        *,
+        refresh_interval: float,
     ) -> None:
-        self.chrome = chrome
-        self.index = -1
-        self.toggle = chrome.button(
-            square=True, description="▸", tooltip="Expand", _dom_classes=("lion-tl-toggle",)
-        )
-        self.summary = chrome.html("", ("lion-tl-summary",))
-        self.fork = chrome.button(
-            description="Fork here",
-            icon="code-fork",
-            tooltip="Fork the branch at this message",
-            _dom_classes=("lion-tl-fork",),
-        )
-        self.detail: Any = None
-        self.box = ipywidgets.HBox(
-            [self.toggle, self.summary, self.fork],
-            layout=chrome.row,
-            _dom_classes=("lion-tl-line",),
-        )
-        self.cell = chrome.vbox([self.box], ("lion-tl-item",))
-        self.toggle.on_click(lambda _b: on_toggle(self.index))
-        self.fork.on_click(lambda _b: on_fork(self.index))
+        super().__init__(kind="inspector")
+        self.channel.interval = refresh_interval  # one throttle: the channel's
+        self._page = page
+        self._actions = actions
+        self._top: dict[str, str] = {}  # top-level parts: key -> HTML
+        self._runs: dict[str, str] = {}  # the run log's title and body
+        self._run_rows: dict[str, str] = {}  # "u:<run id>" -> its table row, in order
+        self._rows: dict[str, _Row] = {}  # "r<position>" -> the row, in order
+        self._ready = True
 
-    def show(self, index: int, summary: str, detail: str | None) -> Any:
-        """Fill the row (the detail only when expanded); returns its box to place."""
-        self.index = index
-        if self.summary.value != summary:
-            self.summary.value = summary
-        description = "▸" if detail is None else "▾"
-        if self.toggle.description != description:
-            self.toggle.description = description
-        children: tuple[Any, ...] = (self.box,)
-        if detail is not None:
-            if self.detail is None:
-                self.detail = self.chrome.html("", ("lion-tl-detail-w",))
-            if self.detail.value != detail:
-                self.detail.value = detail
-            children = (self.box, self.detail)
-        if self.cell.children != children:
-            self.cell.children = children
-        return self.cell
+    # ----- updates -----------------------------------------------------------------------------
+    def update(self) -> None:
+        """Send what changed now."""
+        self.channel.forget("timeline")
+        ops = self.ops()
+        if ops:
+            self.channel.push(*ops)
 
-    def close(self) -> None:
-        for w in (self.toggle, self.summary, self.fork, self.detail, self.box, self.cell):
-            if w is not None:
-                w.close()
+    def update_later(self) -> None:
+        """Send what changed with the next throttled update (messages arriving in a run)."""
+        self.channel.stream("timeline", self.ops)
+
+    def ops(self) -> list[Op]:
+        """The ops that bring the page from what it shows to ``page()``: the parts that
+        changed, the pager's state with them."""
+        if self.closed:
+            return []
+        page = self._page()
+        ops: list[Op] = self._pager_ops(page.pager)
+        top = {
+            "head": page.head,
+            "next": page.next_turn,
+            "runs": tl.RUNS_FRAME_HTML,
+            "rows": tl.ROWS_FRAME_HTML,
+        }
+        ops += [
+            {"op": "put", "key": key, "html": value}
+            for key, value in top.items()
+            if self._top.get(key) != value
+        ]
+        self._top = top
+        for key, value in (("runs.t", page.runs_title), ("runs.b", page.runs_body)):
+            if self._runs.get(key) != value:
+                ops.append({"op": "put", "key": key, "html": value, "parent": "runs"})
+                self._runs[key] = value
+                if key == "runs.b":
+                    self._run_rows = {}  # they went with the body they were in
+        return ops + self._run_ops(page.runs) + self._row_ops(page.rows)
+
+    def _run_ops(self, runs: list[tuple[str, str]]) -> list[Op]:
+        """The run log's rows that changed: a new run appended, a run that ended re-put."""
+        keys = [f"u:{run_id}" for run_id, _ in runs]
+        wanted = set(keys)
+        ops: list[Op] = [{"op": "drop", "key": k} for k in self._run_rows if k not in wanted]
+        for key, (_, value) in zip(keys, runs, strict=True):
+            if self._run_rows.get(key) != value:
+                ops.append({"op": "put", "key": key, "html": value, "parent": "runs.b"})
+                self._run_rows[key] = value
+        self._run_rows = in_order(self._run_rows, keys)
+        return ops
+
+    def _pager_ops(self, pager: dict[str, Any]) -> list[Op]:
+        """The pager's new state, in the message of the rows it pages (not one of its own)."""
+        if pager == self.pager:
+            return []
+        with self._lock_property(pager=pager):  # ipywidgets' echo lock: no update message
+            self.pager = pager
+        return [{"op": "chrome", "values": {"pager": pager}}]
+
+    def _row_ops(self, rows: list[tuple[int, str, str | None]]) -> list[Op]:
+        keys = [f"r{index}" for index, _, _ in rows]
+        wanted = set(keys)
+        gone = [k for k in self._rows if k not in wanted]
+        for k in gone:
+            del self._rows[k]
+        ops: list[Op] = [{"op": "drop", "key": k} for k in gone]
+        for at, (index, summary, detail) in enumerate(rows):
+            key = keys[at]
+            row = self._rows.get(key)
+            expanded = detail is not None
+            if row is None or row.summary != summary:
+                html_ = tl.row_item_html(index, summary, expanded=expanded)
+                op: Op = {"op": "put", "key": key, "html": html_, "parent": "rows"}
+                later = next((k for k in keys[at + 1 :] if k in self._rows), None)
+                if row is None and later is not None:
+                    op["before"] = later
+                ops.append(op)
+                row = self._rows[key] = _Row(summary, expanded)  # its detail went with it
+            elif row.expanded != expanded:
+                ops.append({"op": "attrs", "key": key, "cls": tl.row_classes(expanded)})
+                row.expanded = expanded
+            if detail != row.detail:
+                dkey = f"d{index}"
+                if detail is None:
+                    ops.append({"op": "drop", "key": dkey})
+                else:
+                    ops.append({"op": "put", "key": dkey, "html": detail, "parent": key})
+                row.detail = detail
+        self._rows = in_order(self._rows, keys)
+        return ops
+
+    # ----- state -------------------------------------------------------------------------------
+    def row_summaries(self) -> list[str]:
+        """The summary HTML of the rows the page is given, in order."""
+        return [row.summary for row in self._rows.values()]
+
+    def state_parts(self) -> list[list[str]]:
+        parts = [[key, value] for key, value in self._top.items() if key != "rows"]
+        parts += [[key, value, "runs"] for key, value in self._runs.items()]
+        parts += [[key, value, "runs.b"] for key, value in self._run_rows.items()]
+        if "rows" in self._top:
+            parts.append(["rows", self._top["rows"]])
+        for key, row in self._rows.items():
+            index = int(key[1:])
+            parts.append([key, tl.row_item_html(index, row.summary, expanded=row.expanded), "rows"])
+            if row.detail is not None:
+                parts.append([f"d{index}", row.detail, key])
+        return parts
+
+    # ----- page actions ----------------------------------------------------------------------
+    def _act(self, name: str, content: dict[str, Any]) -> None:
+        handler = self._actions.get(name)
+        if handler is not None:
+            handler(content)
+
+    def _action_open(self, content: dict[str, Any]) -> None:
+        self._act("open", content)
+
+    def _action_fork(self, content: dict[str, Any]) -> None:
+        self._act("fork", content)
+
+    def _action_page(self, content: dict[str, Any]) -> None:
+        self._act("page", content)
+
+    def _action_goto(self, content: dict[str, Any]) -> None:
+        self._act("goto", content)
+
+    def _action_filter(self, content: dict[str, Any]) -> None:
+        self._act("filter", content)
+
+    def _action_collapse(self, content: dict[str, Any]) -> None:
+        self._act("collapse", content)
+
+    def _action_leave(self, content: dict[str, Any]) -> None:
+        self._act("leave", content)
+
+    # the inspector that holds this timeline is what a notebook displays and saves
+    def static_html(self) -> str:
+        return ""
+
+    def static_text(self) -> str:
+        return ""
 
 
-class Pager:
-    """First / previous / position / next / last, go to message #, role filter, collapse."""
-
-    def __init__(self, chrome: Chrome, filters: Iterable[str]) -> None:
-        w = ipywidgets
-        self.first = chrome.button(square=True, icon="angle-double-left", tooltip="First page")
-        self.prev = chrome.button(square=True, icon="angle-left", tooltip="Previous page")
-        self.next = chrome.button(square=True, icon="angle-right", tooltip="Next page")
-        self.last = chrome.button(square=True, icon="angle-double-right", tooltip="Last page")
-        self.label = chrome.html("", ("lion-tl-page",))
-        self.goto = w.BoundedIntText(
-            value=0,
-            min=0,
-            max=0,
-            description="#",
-            tooltip="Message number to show",
-            style={"description_width": "1.2em"},
-            layout=w.Layout(width="7em"),
-        )
-        self.go = chrome.button(description="Go", tooltip="Show and expand this message")
-        self.filter = w.Dropdown(options=list(filters), value="all", layout=w.Layout(width="8em"))
-        self.collapse = chrome.button(description="Collapse all")
-        self.box = w.HBox(
-            [
-                self.first,
-                self.prev,
-                self.label,
-                self.next,
-                self.last,
-                self.goto,
-                self.go,
-                self.filter,
-                self.collapse,
-            ],
-            layout=w.Layout(align_items="center", flex_flow="row nowrap"),
-            _dom_classes=("lion-tl-pager",),
-        )
-
-    def update(self, text: str, *, at_start: bool, at_end: bool, last_index: int) -> None:
-        self.label.value = meta_html(text, inline=True)
-        self.first.disabled = self.prev.disabled = at_start
-        self.next.disabled = self.last.disabled = at_end
-        self.goto.max = max(0, last_index)
-
-    def close(self) -> None:
-        for widget in (
-            self.first,
-            self.prev,
-            self.next,
-            self.last,
-            self.label,
-            self.goto,
-            self.go,
-            self.filter,
-            self.collapse,
-            self.box,
-        ):
-            widget.close()
-
-
-def fork_panel(origin: Branch, forked: Branch, chrome: Chrome) -> Any:
+def fork_panel(origin: Branch, forked: Branch) -> Any:
     """A fork, shown to be continued: its chat view, and a button to compare it with its
     origin side by side."""
     from lion_nb.widgets.chat_view import BranchView
 
-    compare = chrome.button(
-        description="Compare with origin", icon="columns", _dom_classes=("lion-tl-compare",)
+    w = ipywidgets
+    compare = w.Button(
+        description="Compare with origin",
+        icon="columns",
+        tooltip=f"Compare {forked.name or 'the fork'} with its origin side by side",
+        layout=w.Layout(width="auto"),
+        _dom_classes=("lion-tl-compare",),
     )
-    panel = ipywidgets.VBox(
+    panel = w.VBox(
         [
-            chrome.html(fork_note_html(forked.name, len(forked.messages))),
+            w.HTML(fork_note_html(forked.name, len(forked.messages))),
             # only what is added from now on: a long history is in the timeline already
             BranchView(forked, height="320px", history=False),
             compare,

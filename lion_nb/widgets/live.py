@@ -26,7 +26,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from lion_nb.render.html import (
     CardParts,
@@ -42,7 +41,7 @@ from lion_nb.signals import StreamDelta
 from lion_nb.viewmodels.stream import GrowingText, StreamText
 from lion_nb.widgets.channel import Channel, Op, fingerprint
 
-__all__ = ["LiveConfig", "LiveMessage", "WidgetKit", "live_shell"]
+__all__ = ["LiveConfig", "LiveMessage", "live_shell"]
 
 
 def live_shell(model: str | None, status: Status = "streaming") -> str:
@@ -62,28 +61,6 @@ class LiveConfig:
     @property
     def interval(self) -> float:
         return 1.0 / self.max_rate if self.max_rate > 0 else 0.0
-
-
-class WidgetKit:
-    """Creates the stock ipywidgets a view is made of, sharing one Layout and one style so a
-    new widget costs only its own small state on the comm (the view that stays on stock
-    widgets: the inspector; ARCHITECTURE.md says why)."""
-
-    def __init__(self) -> None:
-        import ipywidgets
-        from ipywidgets.widgets.widget_string import HTMLStyle
-
-        self.w = ipywidgets
-        self.layout = ipywidgets.Layout()
-        self.style = HTMLStyle()
-
-    def html(self, value: str = "", classes: tuple[str, ...] = ()) -> Any:
-        return self.w.HTML(value=value, layout=self.layout, style=self.style, _dom_classes=classes)
-
-    def vbox(
-        self, children: list[Any] | tuple[Any, ...] = (), classes: tuple[str, ...] = ()
-    ) -> Any:
-        return self.w.VBox(children=tuple(children), layout=self.layout, _dom_classes=classes)
 
 
 class LiveMessage:

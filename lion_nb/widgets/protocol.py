@@ -34,7 +34,8 @@ are held a moment to share a message, and the traffic of a streamed reply stays 
 
 **Actions, page -> kernel.** ``{"action": name, ...}``, with ``"key"`` (a part's key) for
 per-message actions; the widget handles ``name`` with its ``_action_<name>`` method (``Front``:
-resync, copy, leave; the flow view open and stop; the chat view the rest). ``ACTIONS`` names them.
+resync, copy, leave; the flow view open and stop; the inspector open, fork, page, goto, filter
+and collapse; the chat view the rest). ``ACTIONS`` names them.
 
 **What the page is given.** The synced trait ``protocol`` (``Front.protocol``) is ``PAGE``:
 the op names, the action names and the chrome trait names, so the module holds no second list.
@@ -337,10 +338,48 @@ class SampleAction(TypedDict):
 
 
 class OpenAction(TypedDict):
-    """Show (or, shown, close) the detail of part ``key`` (a flow node's transcript)."""
+    """Show (or, shown, close) the detail of part ``key`` (a flow node's transcript; an
+    inspector row: ``key`` is its message's position, the detail its card, payload and
+    provenance)."""
 
     action: Literal["open"]
     key: str
+
+
+class ForkAction(TypedDict):
+    """Fork the branch at message ``key`` (its position) and show the fork (the inspector's
+    "Fork here")."""
+
+    action: Literal["fork"]
+    key: str
+
+
+class PageAction(TypedDict):
+    """Show another page of the inspector's rows: ``to`` is "first", "prev", "next" or
+    "last"."""
+
+    action: Literal["page"]
+    to: Literal["first", "prev", "next", "last"]
+
+
+class GotoAction(TypedDict):
+    """Show the page holding message ``index`` and expand it (the inspector's go-to box)."""
+
+    action: Literal["goto"]
+    index: int
+
+
+class FilterAction(TypedDict):
+    """List only the roles of filter ``name`` (the inspector's role filter)."""
+
+    action: Literal["filter"]
+    name: str
+
+
+class CollapseAction(TypedDict):
+    """Collapse every expanded row (the inspector's "Collapse all")."""
+
+    action: Literal["collapse"]
 
 
 ACTIONS: dict[str, type] = {
@@ -361,6 +400,11 @@ ACTIONS: dict[str, type] = {
     "fork_token": ForkTokenAction,
     "sample": SampleAction,
     "open": OpenAction,
+    "fork": ForkAction,
+    "page": PageAction,
+    "goto": GotoAction,
+    "filter": FilterAction,
+    "collapse": CollapseAction,
 }
 
 
@@ -376,6 +420,7 @@ CHROME = (
     "ctx",
     "compare_html",
     "token_marks",
+    "pager",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

@@ -1,6 +1,5 @@
-"""What every view shares: a static fallback that survives in a saved notebook; and the
-throttle of the one view on stock ipywidgets (the inspector: the views on the front end are
-throttled by their channel, ``widgets.channel``).
+"""What every view shares: a static fallback that survives in a saved notebook. (Live updates
+are throttled by each view's channel, ``widgets.channel``: one throttle for every view.)
 
 Static fallback: a view's mime bundle carries ``text/html`` (its current content, rendered by
 the pure render functions) and ``text/plain`` beside the widget view, so GitHub, nbviewer or
@@ -26,64 +25,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from lion_nb.render.html import css_style_tag
 
-__all__ = ["StaticFallback", "Throttle"]
-
-
-class Throttle:
-    """Calls ``fn`` at most once per ``interval`` seconds: the first request runs at once,
-    later ones are coalesced into one call when the interval has passed (a timer on the running
-    loop; without a loop, at once)."""
-
-    def __init__(
-        self,
-        fn: Callable[[], None],
-        interval: float = 0.1,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.fn = fn
-        self.interval = interval
-        self.clock = clock
-        self.calls = 0
-        self._last: float | None = None
-        self._timer: asyncio.TimerHandle | None = None
-
-    def request(self) -> None:
-        if self._timer is not None:
-            return
-        now = self.clock()
-        wait = 0.0 if self._last is None else self._last + self.interval - now
-        if wait <= 0:
-            self.flush()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.flush()
-            return
-        self._timer = loop.call_later(wait, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        self.flush()
-
-    def flush(self) -> None:
-        self.cancel()
-        self._last = self.clock()
-        self.calls += 1
-        self.fn()
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+__all__ = ["StaticFallback"]
 
 
 logger = logging.getLogger(__name__)

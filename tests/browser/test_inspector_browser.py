@@ -1,4 +1,6 @@
-"""The inspector, ReAct rounds, parse and compare views in JupyterLab in a real chromium."""
+"""The inspector, ReAct rounds, parse and compare views in JupyterLab in a real chromium. The
+inspector runs on the front-end module: the page draws its pager and row controls, by keyboard
+too, and follows a run that adds messages without redrawing the rows that stay."""
 
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ def test_fork_here_then_continue_and_compare(page, jupyter_lab):
     view = open_inspector(page, jupyter_lab, "fork.ipynb", HISTORY)
     row = view.locator(".lion-tl-line", has=page.locator(".lion-tl-row[data-index='300']"))
     row.locator("button.lion-tl-fork").click()
-    panel = view.locator(".lion-tl-fork-panel")
+    panel = page.locator(".lion-tl-fork-panel")  # under the timeline, in the inspector's box
     panel.wait_for()
     assert "Forked at #300" in view.locator(".lion-view-status").first.inner_text()
     # continue the fork in its chat view: the scripted model's next reply answers
@@ -349,4 +351,134 @@ def test_opening_one_rows_payload_keeps_anothers_open(page, jupyter_lab):
     payload(270).locator("summary").click()
     payload(270).locator("pre.lion-json").wait_for()
     assert payload(290).evaluate("e => e.open") and payload(270).evaluate("e => e.open")
+    assert page.watched.dialogs == [] and page.watched.external_requests == []
+
+
+LIVE = """
+from lion_nb import Branch, iModel
+from lion_nb.messages import AssistantResponse, Instruction
+from lion_nb.widgets.inspector import ProgressionInspector
+replies = [{"chunks": [f"LIVE-REPLY-{i} " + "w " * 3] * 4, "delay": 0.08} for i in range(8)]
+branch = Branch(system="You are terse.", name="live",
+                chat_model=iModel(provider="scripted", replies=replies))
+for i in range(60):
+    branch.add_message(Instruction(instruction=f"question number {i}"))
+    branch.add_message(AssistantResponse(response=f"answer {i}"))
+inspector = ProgressionInspector(branch, page_size=20, refresh_interval=0.1)
+inspector
+"""
+
+RUN = """
+import asyncio
+await asyncio.sleep(3)  # the test marks the rows first
+for i in range(8):
+    await branch.communicate(f"LIVE-QUESTION-{i}")
+print("LIVE-RUN-" + "DONE")
+"""
+
+
+KEPT = """() => {
+  const done = document.body.innerText.includes("LIVE-RUN-DONE");
+  const view = document.querySelector(".lion-inspector");
+  const rows = [...view.querySelectorAll(".lion-tl-row")].map((e) => +e.dataset.index);
+  const row = view.querySelector('.lion-tl-item[data-index="120"]');
+  return [done, rows, view.__mark === 1 && (!row || row.__mark === 1)];
+}"""
+
+
+def test_the_inspector_follows_a_run_and_works_by_keyboard(page, jupyter_lab):
+    nb = write_notebook(jupyter_lab, "inspector_live.ipynb", [LIVE, RUN])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-inspector")
+    view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
+    wait_rows(page, 101, 20)  # 121 messages: the newest 20
+    # mark the view and a row that stays on the page through the first updates
+    page.evaluate(
+        "() => { const v = document.querySelector('.lion-inspector'); v.__mark = 1;"
+        " v.querySelector('.lion-tl-item[data-index=\"120\"]').__mark = 1; }"
+    )
+    seen: list[int] = []
+    kept = True  # the view, and row #120 while it is shown, are the elements marked
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        # one look at the page: at the cell's end its saved output is refreshed, and Lab draws
+        # the view anew (after the cell's last output, so "done" is seen by then)
+        done, indices, same = page.evaluate(KEPT)
+        if indices and (not seen or seen[-1] != indices[-1]):
+            seen.append(indices[-1])
+        kept = kept and (done or same)
+        if done:
+            break
+        time.sleep(0.05)
+    wait_rows(page, 117, 20)  # 16 messages added: it followed them to the end
+    seen += [136] if seen[-1] != 136 else []
+    assert len(seen) >= 4, f"the rows followed the run in too few steps: {seen}"
+    assert seen == sorted(seen) and seen[-1] == 136, seen
+    assert kept, "the view or a row that stayed on the page was drawn anew during the run"
+    assert "LIVE-REPLY-7" in view.locator(".lion-tl-row[data-index='136']").inner_text()
+    assert "137 messages" in view.locator(".lion-tl-header").inner_text()
+    # the pager by keyboard: its controls are named, and keep the focus while they page
+    prev = view.get_by_role("button", name="Previous page")
+    prev.focus()
+    page.keyboard.press("Enter")
+    wait_rows(page, 97, 20)
+    page.keyboard.press("Enter")
+    wait_rows(page, 77, 20)
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == (
+        "Previous page"
+    )
+    page.keyboard.press("Tab")  # the position text is not a stop: Next page is
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Next page"
+    page.keyboard.press("Enter")
+    wait_rows(page, 97, 20)
+    assert "98–117 of 137" in view.locator(".lion-tl-page").inner_text()
+    # a row expanded and collapsed by keyboard; its control says which message and its state
+    toggle = view.get_by_role("button", name="Expand message 100")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.focus()
+    page.keyboard.press("Enter")
+    detail = view.locator(".lion-tl-detail[data-index='100']")
+    detail.wait_for()
+    assert "What the model saw" in detail.inner_text()
+    collapse = view.get_by_role("button", name="Collapse message 100")
+    assert collapse.get_attribute("aria-expanded") == "true"
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == (
+        "Collapse message 100"
+    )  # the same control, still focused
+    page.keyboard.press("Space")
+    detail.wait_for(state="detached")
+    assert view.get_by_role("button", name="Fork at message 100").count() == 1
+    # every control is named, and no two alike (each says what it acts on)
+    names = page.evaluate(
+        "() => [...document.querySelectorAll('.lion-inspector button, .lion-inspector input,"
+        " .lion-inspector select')].filter(e => !e.closest('[hidden]'))"
+        ".map(e => e.getAttribute('aria-label') || '')"
+    )
+    assert "" not in names and len(names) == len(set(names)), " | ".join(names)
+    # the first page reached by keyboard: its buttons are disabled, the focus goes to Next
+    view.get_by_role("button", name="First page").focus()
+    page.keyboard.press("Enter")
+    wait_rows(page, 0, 20)
+    page.wait_for_function(
+        "() => document.activeElement.getAttribute('aria-label') === 'Next page'"
+    )
+    # the go-to box: typed digits stay in it (not JupyterLab's shortcuts), Enter goes
+    goto = view.get_by_role("spinbutton", name="Message number to show")
+    goto.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("12")
+    page.keyboard.press("Enter")
+    view.locator(".lion-tl-detail[data-index='12']").wait_for()
+    wait_rows(page, 0, 20)
+    # the role filter
+    view.get_by_role("combobox", name="Show the messages of").select_option("user")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.lion-inspector .lion-tl-row')]"
+        ".every(e => e.classList.contains('lion-user'))"
+    )
+    assert "(user)" in view.locator(".lion-tl-page").inner_text()
+    for name in ("First page", "Last page", "Collapse all messages"):
+        assert view.get_by_role("button", name=name).count() == 1, name
+    screenshot(page, "inspector_keyboard")
+    assert page.watched.console_errors == [], page.watched.console_errors
     assert page.watched.dialogs == [] and page.watched.external_requests == []

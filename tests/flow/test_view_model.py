@@ -171,3 +171,29 @@ async def test_rows_say_when_and_where_each_node_ran_and_what_it_is_called():
     assert three.start_ms >= two.start_ms + two.run_ms - 1
     snap = model.snapshot()
     assert snap.span_ms == pytest.approx(three.start_ms + three.run_ms)
+
+
+async def test_only_the_open_nodes_stream_is_followed():
+    """Rows show no text: the model follows the stream of the selected node's branch only, so
+    on Ray the other nodes relay no per-token deltas (``Branch.streams_watched``)."""
+    session = Session()
+    a, b = (
+        session.new_branch(chat_model=scripted({"chunks": ["x "] * 30, "delay": 0.02}))
+        for _ in "ab"
+    )
+    flow = Flow(session)
+    first = flow.add("communicate", instruction="one", branch=a)
+    second = flow.add("communicate", instruction="two", branch=b)
+    model = FlowViewModel(flow)
+    model.attach()
+    task = asyncio.create_task(flow.run())
+    await until(lambda: first.status.value == second.status.value == "running")
+    assert not a.streams_watched() and not b.streams_watched()  # rows only
+    model.select(first)
+    assert a.streams_watched() and not b.streams_watched()
+    model.select(second)  # another node opened: its stream instead
+    assert b.streams_watched() and not a.streams_watched()
+    await until(lambda: model.transcript()[1])  # its reply so far, then live
+    await task
+    model.detach()
+    assert not a.streams_watched() and not b.streams_watched()

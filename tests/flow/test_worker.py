@@ -35,6 +35,8 @@ class LocalRelay:
         self.relay = Relay()
         self.fail = fail
         self.push = _Method(self._push)
+        self.watch = _Method(self.relay.watch)
+        self.watch_changed = _Method(self.relay.watch_changed)
 
     async def _push(self, *args):
         if self.fail:
@@ -153,3 +155,40 @@ async def test_closing_the_outbox_sends_the_last_events_without_waiting_for_the_
     await asyncio.wait_for(outbox.close(pump), 5.0)  # the node's end is not held back
     _, entries = await relay.relay.pull("c", 0, 0.0)
     assert [event[0] for _, _, events in entries for event in events] == ["attempt", "end"]
+
+
+async def test_an_unwatched_attempt_keeps_its_deltas_then_sends_the_text_so_far_when_watched():
+    words = [f"w{i} " for i in range(30)]
+    branch = Branch(chat_model=scripted({"chunks": words, "delay": 0.02}))
+    node = Operation("communicate", {"instruction": "go"})
+    relay = LocalRelay()
+    parts = {**build_payload(node, branch), "watched": False}
+    attempt = asyncio.ensure_future(_attempt(relay, "ch", parts))
+    await asyncio.sleep(0.3)  # about half the reply written, unwatched
+    _, entries = await relay.relay.pull("ch", 0, 0.01)
+    assert "delta" not in [e[0] for _, _, events in entries for e in events]
+    await relay.relay.watch("ch", parts["node_id"], True)  # the notebook: watched from now on
+    record = await attempt
+    _, entries = await relay.relay.pull("ch", 0, 0.01)
+    deltas = [e for _, _, events in entries for e in events if e[0] == "delta"]
+    # first the text so far, in one delta, then one per word; together the whole reply
+    assert len(deltas[0][3].split()) >= 2 and all(len(d[3].split()) == 1 for d in deltas[1:])
+    assert "".join(d[3] for d in deltas) == "".join(words) == record["response"]
+
+
+async def test_an_attempt_nobody_watches_sends_the_same_messages_without_deltas():
+    async def run(watched: bool) -> tuple[list[str], list[tuple[str, str]]]:
+        branch = Branch(chat_model=scripted({"chunks": ["a ", "b ", "c"], "delay": 0.01}))
+        parts = build_payload(Operation("communicate", {"instruction": "go"}), branch)
+        relay = LocalRelay()
+        record = await _attempt(relay, "ch", {**parts, "watched": watched})
+        _, entries = await relay.relay.pull("ch", 0, 0.01)
+        kinds = [e[0] for _, _, batch in entries for e in batch]
+        said = [(m.role, m.text) for m in MESSAGE_LIST.validate_python(record["messages"])]
+        return kinds, said
+
+    (quiet, quiet_said), (loud, loud_said) = await run(False), await run(True)
+    assert "delta" not in quiet and loud.count("delta") == 3
+    # the rest alike and in order: lifecycle signals and both messages, live
+    assert [k for k in loud if k != "delta"] == quiet and quiet.count("message") == 2
+    assert quiet_said == loud_said == [("user", "go"), ("assistant", "a b c")]
