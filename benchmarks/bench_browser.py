@@ -41,7 +41,7 @@ from _common import write_result  # noqa: E402
 FIGURES = ROOT / "test-artifacts" / "front_end_browser.json"
 TESTS = [
     "tests/browser/test_front_end_browser.py::test_a_streamed_reply_updates_smoothly",
-    "tests/browser/test_front_end_browser.py::test_the_rounds_and_parse_views_stream_as_smoothly",
+    "tests/browser/test_front_end_browser.py::test_the_live_views_stream_as_smoothly",
     "tests/browser/test_front_ends_browser.py",
 ]
 GOALS = {  # figure -> (goal, whether more is better); bytes: BYTES_BEFORE
