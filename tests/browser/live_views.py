@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import re
-
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -135,12 +134,14 @@ def view_cell(name: str, first: Path) -> str:
     return live.setup + live.first.format(path=str(first)) + GO.format(run=live.run)
 
 
-# marimo draws no ipywidgets: the button is a small anywidget of its own (``mo.ui.anywidget``)
+# marimo draws no ipywidgets: the button is a small anywidget of its own (``mo.ui.anywidget``);
+# its names are public: marimo deletes a cell's ``_private`` names once the cell ran, and the
+# click's callback runs after
 MARIMO_GO = """
-import asyncio as _asyncio
-import anywidget as _anywidget
+import asyncio
+import anywidget
 import marimo as mo
-class _Go(_anywidget.AnyWidget):
+class GoButton(anywidget.AnyWidget):
     _esm = \"\"\"export default { render({ model, el }) {
       const b = document.createElement("button");
       b.className = "lion-test-go";
@@ -148,10 +149,10 @@ class _Go(_anywidget.AnyWidget):
       b.onclick = () => model.send({ go: 1 });
       el.appendChild(b);
     } };\"\"\"
-_go = _Go()
-_runs = []
-_go.on_msg(lambda _w, _c, _b: _runs.append(_asyncio.ensure_future(RUN)))
-mo.vstack([mo.ui.anywidget(_go), mo.ui.anywidget(SHOWN)])
+go_button = GoButton()
+runs = []
+go_button.on_msg(lambda _w, _c, _b: runs.append(asyncio.ensure_future(RUN)))
+mo.vstack([mo.ui.anywidget(go_button), mo.ui.anywidget(SHOWN)])
 """
 MARIMO_APP = """import marimo
 
@@ -209,4 +210,3 @@ def check_streamed(name: str, stats: dict[str, Any]) -> None:
         assert all(a <= b for a, b in itertools.pairwise(counts)), counts
         assert len(set(re.findall(live.grow, end))) == live.grown, end[-500:]
     assert live.whole in "".join(end.split()), end[-500:]
-

@@ -23,7 +23,13 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import screenshot
-from tests.browser.live_views import VIEWS, check_streamed, marimo_view_notebook, stream_view, view_cell
+from tests.browser.live_views import (
+    VIEWS,
+    check_streamed,
+    marimo_view_notebook,
+    stream_view,
+    view_cell,
+)
 from tests.browser.measure import (
     FIRST_TEXT,
     Bytes,
