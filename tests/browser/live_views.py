@@ -135,8 +135,8 @@ def view_cell(name: str, first: Path) -> str:
 
 
 # marimo draws no ipywidgets: the button is a small anywidget of its own (``mo.ui.anywidget``);
-# its names are public: marimo deletes a cell's ``_private`` names once the cell ran, and the
-# click's callback runs after
+# its names are public: with the Jupyter cell's ``_private`` names (marimo makes those local to
+# the cell) the click's callback did run, but the run never started
 MARIMO_GO = """
 import asyncio
 import anywidget
