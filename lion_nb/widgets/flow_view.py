@@ -94,7 +94,11 @@ class FlowView(Front):
             self.refresh_static()
 
     def _update_later(self) -> None:
-        self.channel.stream("flow", self._ops)  # throttled by the channel
+        # throttled by the channel; but the open node's reply starting goes out at once (the
+        # chat view's first token), not after the interval of the row update sent before it
+        _messages, writing = self.model.transcript()
+        starting = any(self._name(mid) not in self._lives for mid, _ in writing)
+        self.channel.stream("flow", self._ops, now=starting)
 
     def _update(self) -> None:
         self.channel.forget("flow")

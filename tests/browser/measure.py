@@ -29,6 +29,17 @@ def _first_text(signal):
 branch.observe(_StreamDelta, handler=_first_text)
 """
 
+# kernel side, for a view whose content is messages (the inspector): when each message was added
+FIRST_MESSAGE = """
+import json as _json, time as _time
+from lion_nb.signals import MessageAdded as _MessageAdded
+_firsts = []
+def _first_message(signal):
+    _firsts.append(_time.time())
+    open({path!r}, "w").write(_json.dumps(_firsts[:1]))
+branch.observe(_MessageAdded, handler=_first_message)
+"""
+
 # page side: every frame, the streaming reply's non-space characters inside `root`
 SAMPLER = """
 (root) => {
@@ -58,14 +69,16 @@ SAMPLER = """
 # into several pieces, not one reply): its rendered text (innerText: hidden rows left out), the
 # time of each change (the page's clock, and the wall clock to compare with the kernel's)
 VIEW_SAMPLER = """
-(root) => {
-  const s = {changes: [], wall: [], last: null, done: false};
+([root, grow]) => {
+  const s = {changes: [], wall: [], counts: [], last: null, done: false};
   window.__lionViewSampler = s;
+  const re = grow ? new RegExp(grow, "g") : null;
   function tick() {
     const text = root.innerText;
     if (text !== s.last) {
       s.changes.push(performance.now());
       s.wall.push(Date.now());
+      if (re) s.counts.push((text.match(re) || []).length);
       s.last = text;
     }
     if (!s.done) requestAnimationFrame(tick);
@@ -139,17 +152,20 @@ def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[st
     return out
 
 
-def start_view_sampler(page: Any, root: Any) -> None:
-    """Sample what a whole view (``root``) shows every frame."""
+def start_view_sampler(page: Any, root: Any, grow: str | None = None) -> None:
+    """Sample what a whole view (``root``) shows every frame; ``grow``: a regular expression
+    whose matches in it are counted at each change (what streams in: ``view_figures``'s
+    ``counts``)."""
     handle = root.element_handle() if hasattr(root, "element_handle") else root
-    page.evaluate(VIEW_SAMPLER, handle)
+    page.evaluate(VIEW_SAMPLER, [handle, grow])
 
 
 def view_figures(page: Any, first_path: Path, bytes_: Bytes | None) -> dict[str, Any]:
     """The figures of a view's run sampled since ``start_view_sampler``, from the first change
     on screen after the kernel had the run's first text (``first_path``: the kernel's file) to
     the last: visible updates per second, the longest gap, that first change after the kernel
-    had the text, the bytes and frames the page received."""
+    had the text, the bytes and frames the page received; ``counts`` (the sampler's ``grow``
+    matches at each change) and ``end_text`` (what the view showed last)."""
     page.evaluate("() => { window.__lionViewSampler.done = true; }")
     s = page.evaluate("() => window.__lionViewSampler")
     first = min(json.loads(first_path.read_text())) * 1000  # the run's first reply
@@ -163,6 +179,8 @@ def view_figures(page: Any, first_path: Path, bytes_: Bytes | None) -> dict[str,
         "updates_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
         "longest_gap_ms": round(max(gaps), 1) if gaps else 0.0,
         "first_token_ms": round(s["wall"][start] - first, 1),
+        "counts": s["counts"][start:],
+        "end_text": s["last"],
     }
     if bytes_ is not None:
         out["bytes"] = bytes_.since()
@@ -174,7 +192,7 @@ def record(name: str, row: dict[str, Any]) -> None:
     """Add (or replace) the figures ``name`` in the file the benchmark reads."""
     ARTIFACTS.mkdir(exist_ok=True)
     rows = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
-    rows[name] = {k: v for k, v in row.items() if k != "end_text"}
+    rows[name] = {k: v for k, v in row.items() if k not in ("end_text", "counts")}
     FIGURES.write_text(json.dumps(rows, indent=2))
 
 

@@ -24,7 +24,13 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import screenshot
-from tests.browser.live_views import RATE, VIEWS, stream_view, view_cell
+from tests.browser.live_views import (
+    VIEWS,
+    check_streamed,
+    marimo_view_notebook,
+    stream_view,
+    view_cell,
+)
 from tests.browser.measure import (
     FIRST_TEXT,
     Bytes,
@@ -227,18 +233,19 @@ def test_chat_view_in_voila(front_page, voila_root, voila):
     exercise_chat(page, view, "voila", first, received, allowed=("https://cdn.jsdelivr.net/npm/",))
 
 
-# ----- the rounds and parse views in Notebook 7 and Voilà -----------------------------------------
+# ----- the other live views in Notebook 7, Voilà and marimo -----------------------------------------
 def check_view(page: Any, name: str, front: str, first: Path, received: Bytes) -> None:
     stats = stream_view(page, name, first, received)
+    check_streamed(name, stats)
     print(f"{front} {name}: {stats}")
-    record(f"{front} | {name} | {RATE}", stats)
+    record(f"{front} | {name} | {VIEWS[name].rate}", stats)
     assert stats["seconds"] > 2, stats  # it streamed for a while (~50 chunks a second)
     assert stats["updates_per_s"] >= 3, stats  # loose: the goal (>= 30) is the benchmark's
     assert page.watched.dialogs == []
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
-def test_rounds_and_parse_views_in_notebook7(front_page, notebook7, name):
+def test_live_views_in_notebook7(front_page, notebook7, name):
     received = Bytes(front_page)
     stem = name.split()[0]
     first = notebook7.root / f"{stem}.first.json"
@@ -248,13 +255,23 @@ def test_rounds_and_parse_views_in_notebook7(front_page, notebook7, name):
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
-def test_rounds_and_parse_views_in_voila(front_page, voila_root, voila, name):
+def test_live_views_in_voila(front_page, voila_root, voila, name):
     received = Bytes(front_page)
     stem = name.split()[0]
     first = voila_root / f"{stem}.first.json"
     write_ipynb(voila_root / f"{stem}.ipynb", [view_cell(name, first)])
     front_page.goto(voila.url(f"voila/render/{stem}.ipynb"))
     check_view(front_page, name, "Voila", first, received)
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_live_views_in_marimo(front_page, marimo_root, marimo, name):
+    received = Bytes(front_page)
+    stem = name.split()[0]
+    first = marimo_root / f"{stem}.first.json"
+    (marimo_root / f"{stem}.py").write_text(marimo_view_notebook(name, first))
+    front_page.goto(marimo.url(f"?file={stem}.py"))
+    check_view(front_page, name, "marimo", first, received)
 
 
 # ----- marimo -----------------------------------------------------------------------------------
