@@ -133,15 +133,7 @@ def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[st
     received, and ``end_text``: the reply's text the first frame after it ended."""
     page.evaluate("() => { window.__lionSampler.done = true; }")
     s = page.evaluate("() => window.__lionSampler")
-    times = s["changes"]
-    span = (times[-1] - times[0]) / 1000 if len(times) > 1 else 0.0
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    out: dict[str, Any] = {
-        "updates": len(times),
-        "seconds": round(span, 2),
-        "updates_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
-        "longest_gap_ms": round(max(gaps), 1) if gaps else 0.0,
-    }
+    out: dict[str, Any] = cadence(s["changes"])
     if first_path is not None and first_path.exists() and s["firstText"] is not None:
         first = json.loads(first_path.read_text())[-1]
         out["first_token_ms"] = round(s["firstText"] - first * 1000, 1)
@@ -150,6 +142,19 @@ def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[st
         out["bytes"] = bytes_.since()
         out["frames"] = bytes_.frames_since()
     return out
+
+
+def cadence(times: list[float]) -> dict[str, Any]:
+    """Visible updates (page times in ms, one per change on screen): how many, over how many
+    seconds, per second, and the longest gap between two."""
+    span = (times[-1] - times[0]) / 1000 if len(times) > 1 else 0.0
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    return {
+        "updates": len(times),
+        "seconds": round(span, 2),
+        "updates_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
+        "longest_gap_ms": round(max(gaps), 1) if gaps else 0.0,
+    }
 
 
 def start_view_sampler(page: Any, root: Any, grow: str | None = None) -> None:
@@ -170,14 +175,8 @@ def view_figures(page: Any, first_path: Path, bytes_: Bytes | None) -> dict[str,
     s = page.evaluate("() => window.__lionViewSampler")
     first = min(json.loads(first_path.read_text())) * 1000  # the run's first reply
     start = next(i for i, wall in enumerate(s["wall"]) if wall >= first)
-    times = s["changes"][start:]
-    span = (times[-1] - times[0]) / 1000 if len(times) > 1 else 0.0
-    gaps = [b - a for a, b in itertools.pairwise(times)]
     out: dict[str, Any] = {
-        "updates": len(times),
-        "seconds": round(span, 2),
-        "updates_per_s": round((len(times) - 1) / span, 1) if span else 0.0,
-        "longest_gap_ms": round(max(gaps), 1) if gaps else 0.0,
+        **cadence(s["changes"][start:]),
         "first_token_ms": round(s["wall"][start] - first, 1),
         "counts": s["counts"][start:],
         "end_text": s["last"],
