@@ -123,8 +123,9 @@ class LiveReply:
             if not isinstance(name, str):
                 name = partial[1] if partial and partial[0] == (_CALLS, i, "function") else None
             args = request.get("arguments")
-            done_args = self._args_done.get(i, []) if isinstance(args, dict) else []
-            shown = tuple((k, args[k]) for k in done_args if k in args)
+            if not isinstance(args, dict):
+                args = {}
+            shown = tuple((k, args[k]) for k in self._args_done.get(i, []) if k in args)
             out.append(FormingCall(name or None, shown, i in self._calls_done))
         return out
 

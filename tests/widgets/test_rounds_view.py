@@ -389,7 +389,9 @@ async def test_a_tool_call_shows_forming_before_the_round_is_sealed() -> None:
     await branch.ReAct("compute", max_extensions=2)
     view.channel.flush()
     first = view._key(view.rounds[0])
-    seal = next(i for i, op in enumerate(sent) if op["op"] == "seal" and op["key"].startswith(first))
+    seal = next(
+        i for i, op in enumerate(sent) if op["op"] == "seal" and op["key"].startswith(first)
+    )
     forming = [
         op["html"] for op in sent[:seal] if op["op"] == "put" and op["key"].endswith("-calls")
     ]
