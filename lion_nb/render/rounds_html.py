@@ -21,12 +21,22 @@ from lion_nb.render.html import (
 )
 from lion_nb.render.markdown import render_markdown
 from lion_nb.render.text import format_usage
-from lion_nb.viewmodels.rounds import ActionPair, Round, RoundsModel, RunGroup, Step, shown
+from lion_nb.viewmodels.rounds import (
+    ActionPair,
+    FormingCall,
+    Round,
+    RoundsModel,
+    RunGroup,
+    Step,
+    shown,
+)
 
 __all__ = [
     "actions_html",
     "analysis_parts",
     "analysis_text",
+    "call_preview_html",
+    "call_preview_text",
     "instruction_html",
     "live_reply_status",
     "reply_fields",
@@ -183,6 +193,35 @@ def actions_html(step: Step) -> str:
     if not step.actions:
         return ""
     return '<div class="lion-parallel">' + "".join(_pair_html(p) for p in step.actions) + "</div>"
+
+
+_ARG_CHARS = 40  # an argument's value in a forming call, at most (a preview, not the record)
+
+
+def _arg(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _ARG_CHARS else text[: _ARG_CHARS - 1] + "…"
+
+
+def call_preview_text(call: FormingCall) -> str:
+    """A tool call as the model writes it: ``→ add(a=2, …)``, then ``→ add(a=2, b=3)``."""
+    if call.name is None:
+        return "→ …"
+    args = [f"{k}={_arg(v)}" for k, v in call.arguments]
+    if not call.done:
+        args.append("…")
+    return f"→ {call.name}({', '.join(args)})"
+
+
+def call_preview_html(calls: list[FormingCall]) -> str:
+    """The tool calls a streaming reply is writing, one line each, until the recorded calls
+    replace them. Named for assistive technology as a whole (it is not a live region: a screen
+    reader is not told every argument as it arrives; the recorded call card is what stays)."""
+    label = "Tool call being written" if len(calls) == 1 else "Tool calls being written"
+    lines = "".join(
+        f'<div class="lion-call-line">{escape(call_preview_text(c))}</div>' for c in calls
+    )
+    return f'<div class="lion-call-preview" role="group" aria-label="{label}">{lines}</div>'
 
 
 def live_reply_status(rnd: Round) -> Status:

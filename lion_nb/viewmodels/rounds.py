@@ -39,6 +39,7 @@ from lion_nb.viewmodels.stream import StreamText
 __all__ = [
     "REACT_OPERATIONS",
     "ActionPair",
+    "FormingCall",
     "LiveReply",
     "Round",
     "RoundsModel",
@@ -50,17 +51,34 @@ __all__ = [
 REACT_OPERATIONS = ("ReAct", "ReActStream")
 
 
+@dataclass(frozen=True, slots=True)
+class FormingCall:
+    """A tool call the model is writing in its reply's ``action_requests``: its function name
+    as far as it is known (None: not yet begun), the arguments complete so far (in order),
+    and whether the call is complete."""
+
+    name: str | None
+    arguments: tuple[tuple[str, Any], ...] = ()
+    done: bool = False
+
+
+_CALLS = "action_requests"
+
+
 class LiveReply:
     """A round's reply while it streams, read from its ``StreamDelta`` snapshots. ReAct
     replies are JSON; a person wants to read the ``analysis`` (or ``answer``) string growing,
     not the JSON around it, so the text is also fed to an incremental ``PartialJSON`` scanner
-    (linear: each character is scanned once, when the reply is shown)."""
+    (linear: each character is scanned once, when the reply is shown). The same scan tells
+    which tool calls (``calls``) and which of their arguments are complete."""
 
-    __slots__ = ("_scanner", "_stream")
+    __slots__ = ("_args_done", "_calls_done", "_scanner", "_stream")
 
     def __init__(self) -> None:
         self._stream = StreamText()
         self._scanner: PartialJSON | None = PartialJSON()
+        self._calls_done: set[int] = set()  # indexes in action_requests that closed
+        self._args_done: dict[int, list[str]] = {}  # call index -> argument names that closed
 
     def update(self, signal: StreamDelta) -> None:
         self._stream.update(signal)
@@ -71,9 +89,45 @@ class LiveReply:
         new = self._stream.take()
         if self._scanner is not None:
             try:
-                self._scanner.feed(new)
+                completed = self._scanner.feed(new)
             except PartialJSONError:
                 self._scanner = None  # not JSON: show the text as it is
+                return
+            for event in completed:
+                self._note(event.path)
+
+    def _note(self, path: tuple[str | int, ...]) -> None:
+        """A value at ``path`` closed: remember it when it is a tool call or an argument."""
+        if len(path) < 2 or path[0] != _CALLS or not isinstance(path[1], int):
+            return
+        if len(path) == 2:
+            self._calls_done.add(path[1])
+        elif len(path) == 4 and path[2] == "arguments" and isinstance(path[3], str):
+            self._args_done.setdefault(path[1], []).append(path[3])
+
+    def calls(self) -> list[FormingCall]:
+        """The tool calls written so far (complete or forming), from the scan: no re-parse."""
+        self._catch_up()
+        scanner = self._scanner
+        if scanner is None or not isinstance(scanner.value, dict):
+            return []
+        requests = scanner.value.get(_CALLS)
+        if not isinstance(requests, list):  # begun when its key is read, before its "["
+            return [FormingCall(None)] if scanner.path[:1] == (_CALLS,) else []
+        partial = scanner.partial_string()
+        out: list[FormingCall] = []
+        for i, request in enumerate(requests):
+            if not isinstance(request, dict):
+                continue
+            name = request.get("function")
+            if not isinstance(name, str):
+                name = partial[1] if partial and partial[0] == (_CALLS, i, "function") else None
+            args = request.get("arguments")
+            if not isinstance(args, dict):
+                args = {}
+            shown = tuple((k, args[k]) for k in self._args_done.get(i, []) if k in args)
+            out.append(FormingCall(name or None, shown, i in self._calls_done))
+        return out
 
     @property
     def text(self) -> str:

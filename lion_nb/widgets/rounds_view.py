@@ -30,6 +30,7 @@ from lion_nb.render.rounds_html import (
     actions_html,
     analysis_parts,
     analysis_text,
+    call_preview_html,
     instruction_html,
     live_reply_status,
     round_attrs,
@@ -69,7 +70,9 @@ Piece = tuple[str, str | None]  # (name, HTML; None: a reply streaming)
 
 class _Live:
     """A reply streaming in a round: its card (part ``key``), fed from the reply's analysis
-    text, read when an update goes out."""
+    text, read when an update goes out; and, once the model writes its ``action_requests``,
+    the tool calls forming (part ``key-calls``, after the card), re-sent when they change,
+    dropped when the reply is recorded (its recorded calls take their place)."""
 
     def __init__(self, key: str, reply: LiveReply, channel: Channel) -> None:
         self.key = key
@@ -77,6 +80,8 @@ class _Live:
         self._channel = channel
         self.shown = False  # its first text was sent
         self.text, self.message = self._start()
+        self.calls_key = f"{key}-calls"
+        self.calls: str | None = None  # the forming calls' HTML the page was sent
 
     def _start(self) -> tuple[GrowingText, LiveMessage]:
         text = GrowingText(self.reply.display_text)
@@ -94,13 +99,33 @@ class _Live:
 
     def ops(self) -> list[Op]:
         """The ops of an update."""
-        return [*self._restart(), *self.message.collect()]
+        return [*self._restart(), *self.message.collect(), *self._calls_ops()]
+
+    def _calls_ops(self) -> list[Op]:
+        """The forming tool calls, when they changed since the page was sent them."""
+        calls = self.reply.calls()
+        value = call_preview_html(calls) if calls else None
+        if value is None or value == self.calls:
+            return []
+        op: Op = {"op": "put", "key": self.calls_key, "html": value}
+        if self.calls is None:  # new: after the card, at the end of the round's box
+            op = {**op, "parent": self.key.split(".")[0]}
+        self.calls = value
+        return [op]
+
+    def drop_calls(self) -> list[Op]:
+        """The forming calls go (the reply was recorded, or its round ended without it)."""
+        if self.calls is None:
+            return []
+        self.calls = None
+        return [{"op": "drop", "key": self.calls_key}]
 
     def finish(self, status: Status) -> None:
         """The round ended with the reply unrecorded: its card keeps its text, marked."""
         if not self.message.done:
             self._channel.queue(*self._restart())
             self.message.finish(status)  # queued on the channel
+            self._channel.queue(*self.drop_calls())
 
 
 @dataclass(slots=True)
@@ -264,6 +289,7 @@ class ReActRoundsView(Front):
             elif name in analyses and pkey in self._lives:  # recorded: seal its card
                 live = self._lives.pop(pkey)
                 ops.append(live.message.seal_op(analysis_parts(analyses[name]), pkey))
+                ops.extend(live.drop_calls())
                 box.pieces[name] = value
                 continue
             if box.pieces.get(name) == value:
@@ -289,7 +315,7 @@ class ReActRoundsView(Front):
         if live is not None:
             live.message.cancel()
         del box.pieces[name]
-        return [{"op": "drop", "key": pkey}]
+        return [{"op": "drop", "key": pkey}, *(live.drop_calls() if live else [])]
 
     def state_parts(self) -> list[list[str]]:
         parts = [["header", self._header]]
@@ -308,6 +334,8 @@ class ReActRoundsView(Front):
                 live = self._lives.get(pkey)
                 html_ = live.message.html() if live is not None and value is None else value
                 parts.append([pkey, html_ or "", key])
+                if live is not None and live.calls is not None:
+                    parts.append([live.calls_key, live.calls, key])
         return parts
 
     def _ordered(self) -> list[Round | RunGroup]:

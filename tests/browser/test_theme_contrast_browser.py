@@ -71,6 +71,18 @@ rb = Branch(system="React.", name="react", tools=[echo], chat_model=iModel(
 rounds = ReActRoundsView(rb)
 display(rounds)
 await rb.ReAct("Go", max_extensions=1)
+# round 1 again writing a tool call (shown only while the model writes one, dropped at its
+# seal), fed to the view as a stream would, so the forming call's colours are measured too
+import uuid
+from lion_nb.signals import StreamDelta
+from lion_nb.viewmodels.rounds import LiveReply
+forming = '{"analysis": "Again.", "action_requests": [{"function": "echo", "arguments": {"text": "x", '
+mid, reply = uuid.uuid4(), LiveReply()
+reply.update(StreamDelta(message_id=mid, branch_id=rb.id, kind="text", delta=forming, source=forming))
+rounds.rounds[0].live[mid] = reply
+rounds._stream(rounds.rounds[0])
+rounds.channel.flush()
+rounds.sync_state()
 ''',
     """
 class Ingredient(BaseModel):
@@ -225,6 +237,8 @@ def test_every_view_reads_at_aa_contrast(page, jupyter_lab, theme):
             if not items:
                 failures.append(f"{scheme} OS: no text measured in the {view} view")
                 continue
+            if view == "rounds" and not any("echo(text=" in m["text"] for m in items):
+                failures.append(f"{scheme} OS: the forming tool call was not measured")
             worst = min(items, key=lambda m: m["ratio"])
             print(f"{theme} / OS {scheme}: {view}: {len(items)} texts, worst {worst}")
             failures += [

@@ -363,3 +363,47 @@ async def test_a_page_following_the_ops_shows_what_the_state_holds() -> None:
     assert page.html() == Page(view.state_parts()).html()
     assert "3 and 12" in page.html() and "lion-stopped-msg" in page.html()
     view.close()
+
+
+async def test_a_tool_call_shows_forming_before_the_round_is_sealed() -> None:
+    """While the model writes ``action_requests`` the round shows the calls forming (name,
+    then each argument as it completes) in a small part of its own, re-sent only when it
+    changes; the recorded call cards replace it. A page following the ops shows what the
+    complete state holds at every update, the forming calls included."""
+    branch = react_branch(delay=0.002)
+    view = ReActRoundsView(branch, refresh_interval=0)
+    page = Page(view.state_parts(), view.channel.seq)
+    sent: list[dict] = []
+    mismatches: list[str] = []
+    send = view.channel._send
+
+    def record(msg) -> None:
+        sent.extend(msg["ops"])
+        page.receive(msg)
+        send(msg)
+        if any(str(op.get("key", "")).endswith("-calls") for op in msg["ops"]):
+            if page.html() != Page(view.state_parts()).html():
+                mismatches.append(page.html())
+
+    view.channel._send = record
+    await branch.ReAct("compute", max_extensions=2)
+    view.channel.flush()
+    first = view._key(view.rounds[0])
+    seal = next(
+        i for i, op in enumerate(sent) if op["op"] == "seal" and op["key"].startswith(first)
+    )
+    forming = [
+        op["html"] for op in sent[:seal] if op["op"] == "put" and op["key"].endswith("-calls")
+    ]
+    lines = [line for html_ in forming for line in html_.split('class="lion-call-line">')[1:]]
+    shown = [line.split("<", 1)[0] for line in lines]
+    for text in ("→ add(…)", "→ add(a=1, …)", "→ add(a=1, b=2)", "→ mul(a=3, b=4)"):
+        assert text in shown
+    assert len(forming) == len(set(forming))  # re-sent only when it changed
+    assert all('aria-label="Tool call' in h and "aria-live" not in h for h in forming)
+    (key,) = {op["key"] for op in sent[:seal] if op["op"] == "put" and "-calls" in op["key"]}
+    assert any(op == {"op": "drop", "key": key} for op in sent[seal:])
+    assert not mismatches
+    assert all("-calls" not in k for k, *_ in view.state_parts())
+    assert page.html() == Page(view.state_parts()).html()
+    view.close()
