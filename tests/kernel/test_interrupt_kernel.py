@@ -83,9 +83,14 @@ def shell_reply(kernel, msg_id: str, timeout: float = 30) -> dict:
 # the kernel: no IOPub bookkeeping, so each call costs what the cell costs.
 def run(kernel, code: str, timeout: float = 60) -> None:
     reply = shell_reply(kernel, kernel.kc.execute(code), timeout)
+    if reply["status"] == "aborted":
+        # after an interrupted cell the kernel drops requests that reach it while it still
+        # clears its queue (stop_on_error); on a busy machine the next cell can land there:
+        # it never ran, so it is sent again, as a user would run it again
+        reply = shell_reply(kernel, kernel.kc.execute(code), timeout)
     if reply["status"] != "ok":
         trace = "\n".join(reply.get("traceback", []))
-        raise AssertionError(f"cell failed:\n{code}\n{reply.get('ename')}: {trace}")
+        raise AssertionError(f"cell {reply['status']}:\n{code}\n{reply.get('ename')}: {trace}")
 
 
 def value(kernel, expr: str) -> Any:
