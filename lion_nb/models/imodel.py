@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError
@@ -18,6 +18,9 @@ from lion_nb.models.registry import (
     register_provider,
 )
 from lion_nb.secrets import public_url, redact_mapping, secret_values
+
+if TYPE_CHECKING:
+    from lion_nb.models.capabilities import Capabilities
 
 __all__ = [
     "MODEL_FACTS",
@@ -147,6 +150,14 @@ class iModel:
     @provider_session_id.setter
     def provider_session_id(self, value: str | None) -> None:
         self.provider.session_id = value
+
+    async def capabilities(self) -> Capabilities:
+        """What this model's server is known to do (``lion_nb.models.capabilities``): learnt
+        from the server where it says (llama.cpp's ``/props``) or from a refusal, remembered
+        per ``base_url``. All ``None`` when nothing is known (a vendor cloud)."""
+        from lion_nb.models.capabilities import remembered
+
+        return remembered(self.base_url)
 
     async def complete(
         self, request: ModelRequest, on_delta: DeltaSink | None = None
