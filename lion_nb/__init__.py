@@ -6,6 +6,10 @@
 
 Public names resolve lazily so ``import lion_nb`` loads no operation, provider, widget, rich or
 IPython module.
+
+In IPython and Jupyter a lion_nb error prints a few lines (what happened, the fix, your line) and
+a stopped call one line; ``lion_nb.debug()`` (or ``%xmode Verbose``) shows full tracebacks,
+``lion_nb.debug(False)`` the short ones again.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ _LAZY = {
     "cassette": "lion_nb.cassettes.cassette",
     "use_cassette": "lion_nb.cassettes.cassette",
     "Cassette": "lion_nb.cassettes.cassette",
+    "debug": "lion_nb.tracebacks",
 }
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "Session",
     "__version__",
     "cassette",
+    "debug",
     "errors",
     "iModel",
     "inspect",
@@ -63,6 +69,7 @@ if TYPE_CHECKING:
     from lion_nb.persist import recover_branch
     from lion_nb.session.branch import Branch
     from lion_nb.session.session import Session
+    from lion_nb.tracebacks import debug
     from lion_nb.widgets.chat_view import BranchView, view
     from lion_nb.widgets.compare_view import CompareView
     from lion_nb.widgets.inspector import ProgressionInspector, inspect

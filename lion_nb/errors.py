@@ -29,17 +29,36 @@ Errors carry context (status code, stderr tail, target type, raw text) and are r
 returned as strings, except where the ADR makes a value the contract (parse ``handle_validation``).
 Secrets never appear in messages: providers pass bodies through ``redact`` (``lion_nb.secrets``)
 before raising.
+
+In IPython and Jupyter each one prints a few lines (``lion_nb.tracebacks``): its class and
+message, the fix (``hint``) when the message does not say it already, the cause in one line and
+the user's own line; ``%xmode Verbose`` or ``lion_nb.debug()`` print the full traceback.
+Scripts keep ordinary tracebacks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lion_nb.secrets import redact as redact  # the one redactor; importable from here too
 
 
 class LionError(Exception):
-    """Base of every error lion_nb raises on purpose."""
+    """Base of every error lion_nb raises on purpose.
+
+    ``hint``: what to do, when the error knows and its message does not say it already (a
+    class default, or set per instance); IPython shows it as the block's "fix:" line."""
+
+    hint: str | None = None
+
+    @property
+    def _render_traceback_(self) -> Callable[[], list[str]]:
+        """IPython's seam: the short block of ``lion_nb.tracebacks``; absent (so IPython prints
+        the full traceback) under ``%xmode Verbose`` or ``lion_nb.debug()``."""
+        from lion_nb.tracebacks import renderer
+
+        return renderer(self)
 
 
 class ConfigurationError(LionError):
@@ -68,6 +87,14 @@ class ContextWindowError(ExecutionError):
         self.window = window
         self.tokens = tokens
         self.provider_error = provider_error
+
+    @property  # type: ignore[override]
+    def hint(self) -> str | None:
+        """Its messages say what to do; a message built elsewhere gets the usual fix."""
+        said = str(self)
+        if "fit_context=True" in said or "max_tokens" in said:
+            return None
+        return "pass fit_context=True to send only the most recent turns that fit"
 
 
 class ProviderError(ExecutionError):
@@ -116,13 +143,23 @@ class ProviderError(ExecutionError):
 
 
 class AuthenticationError(ProviderError):
-    """The provider rejected the credentials."""
+    """The provider rejected the credentials, or there were none to send."""
+
+    @property  # type: ignore[override]
+    def hint(self) -> str | None:
+        """The key's environment variable and ``api_key=``, unless the message names them."""
+        if "api_key=" in self.message:
+            return None
+        names = _key_env(self.provider)
+        where = " or ".join(f"${n}" for n in names)
+        return f"set {where}, or pass api_key= to iModel(...)" if where else "pass api_key="
 
 
 class RateLimitError(ProviderError):
     """The provider asked us to slow down."""
 
     retryable = True
+    hint = "wait a little and run the cell again, or lower iModel(..., max_concurrent=N)"
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
         super().__init__(message, **kw)
@@ -149,6 +186,7 @@ class ConnectionLost(ProviderError):
     """The connection or the CLI process ended before the stream was complete."""
 
     retryable = True
+    hint = "check that the server at base_url is running and reachable, then run the cell again"
 
 
 class CLIError(ProviderError):
@@ -161,6 +199,8 @@ class CLIError(ProviderError):
 
 class CLINotFound(CLIError):
     """The CLI executable is not installed or not on PATH."""
+
+    hint = "install the CLI, or give its path: iModel(..., cli_path=...)"
 
 
 class OperationError(LionError):
@@ -197,8 +237,8 @@ class CassetteMiss(CassetteError):
     ``provider``, ``model``, ``instruction`` (the request's last instruction), ``request`` (the
     request as matched), ``nearest`` (``{"call", "line", "cassette"}`` of the most similar
     recording, or None) and ``differences`` (``[(path, recorded, requested), ...]`` against it).
-    The message is short and says what differs; IPython shows it alone, without a traceback
-    (a prompt that is not on the cassette is not a bug to debug)."""
+    The message is short and says what differs; IPython shows it in the short block of every
+    lion_nb error (a prompt that is not on the cassette is not a bug to debug)."""
 
     def __init__(
         self,
@@ -220,6 +260,15 @@ class CassetteMiss(CassetteError):
         self.nearest = nearest
         self.differences = differences or []
 
-    def _render_traceback_(self) -> list[str]:
-        """What IPython shows for this error in a cell: the message, not 70 lines of frames."""
-        return [f"{type(self).__name__}: {self}"]
+
+def _key_env(provider: str | None) -> tuple[str, ...]:
+    """The environment variables ``provider``'s key is read from (its registry entry)."""
+    if not provider:
+        return ()
+    try:
+        from lion_nb.models.registry import PROVIDERS
+
+        spec = PROVIDERS.get(provider)
+    except Exception:  # a hint must never fail the error it explains
+        return ()
+    return tuple(getattr(spec, "key_env", ()) or ())

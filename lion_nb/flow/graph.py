@@ -232,6 +232,11 @@ class Flow:
                 raise_errors=raise_errors,
                 ray_options=ray_options,
             )
+        except asyncio.CancelledError as stop:  # FlowView's Stop, Kernel -> Interrupt
+            from lion_nb.tracebacks import flow_stop_line, mark_stopped
+
+            mark_stopped(stop, flow_stop_line([n.status.value for n in self.nodes]))
+            raise
         finally:
             self._running = None
 

@@ -11,6 +11,11 @@ The run's context (suppression, its usage accumulator, its id for ``RoundStart``
 while the run's own code executes (``RunTracker.step``), never left set across a ``yield``: what
 a consumer does between two streamed items is not part of the run, and an abandoned generator
 finalised later in another context cannot silence the branch's future runs.
+
+A stopped run (Stop, Escape, Kernel -> Interrupt) re-raises the very ``CancelledError`` or
+``KeyboardInterrupt`` that stopped it, marked (``lion_nb.tracebacks.mark_stopped``) so that
+IPython prints one line saying what the run kept ("stopped — nothing recorded" / "stopped — the
+partial reply is kept"), read from the messages it recorded, instead of a traceback.
 """
 
 from __future__ import annotations
@@ -129,11 +134,13 @@ async def observed_run(branch: BranchPort, operation: str, coro: Awaitable[Any])
         return await coro
     tracker = RunTracker(branch, operation)
     tracker.start()
+    before = len(branch.messages)
     try:
         with tracker.step():
             result = await coro
-    except (asyncio.CancelledError, KeyboardInterrupt):
+    except (asyncio.CancelledError, KeyboardInterrupt) as stop:
         tracker.end(None, stopped=True)
+        _say_stopped(stop, branch, before)
         raise
     except BaseException as exc:
         await branch.drain()
@@ -165,6 +172,7 @@ async def observed_stream(
         return
     tracker = RunTracker(branch, operation)
     tracker.start()
+    before = len(branch.messages)
     last: Any = None
     try:
         while True:
@@ -175,11 +183,12 @@ async def observed_stream(
                     break
             last = item
             yield item
-    except (GeneratorExit, asyncio.CancelledError):
+    except (GeneratorExit, asyncio.CancelledError) as stop:
         with tracker.step():
             await _close_quietly(stream)
         await _drain_quietly(branch)
         tracker.end(result() if result is not None else None, stopped=True)
+        _say_stopped(stop, branch, before)
         raise
     except BaseException as exc:
         await _drain_quietly(branch)
@@ -187,6 +196,15 @@ async def observed_stream(
         raise
     await branch.drain()
     tracker.end(result() if result is not None else last)
+
+
+def _say_stopped(stop: BaseException, branch: BranchPort, before: int) -> None:
+    """Mark ``stop`` to print one line in IPython: what the run recorded before it stopped."""
+    if isinstance(stop, GeneratorExit):  # a consumer's break / aclose(): no one to tell
+        return
+    from lion_nb.tracebacks import mark_stopped, stop_line
+
+    mark_stopped(stop, stop_line(list(branch.messages)[before:]))
 
 
 async def _close_quietly(stream: AsyncGenerator[Any, None]) -> None:
