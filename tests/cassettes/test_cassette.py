@@ -158,7 +158,8 @@ async def test_a_miss_names_the_recording_at_the_same_position_in_the_session(
     text = str(miss)
     assert "closest recording (call 2, line 3) differs in messages[3].content: recorded" in text
     assert len(text) - len(str(path)) < 350 and "\n" not in text  # short: a sentence a point
-    assert miss._render_traceback_() == [f"CassetteMiss: {text}"]  # IPython: no traceback
+    shown = miss._render_traceback_()  # IPython: a few lines, no traceback
+    assert shown[0] == f"CassetteMiss: {text}" and len(shown) <= 4
 
 
 async def test_record_mode_calls_again_and_rewrites_only_what_it_calls(tmp_path: Path) -> None:

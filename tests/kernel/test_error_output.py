@@ -153,3 +153,40 @@ def test_errors_and_stops_print_a_few_lines_in_a_notebook(tmp_path: Path, kernel
 
     after = "".join(o.get("text", "") for o in cells["after"].outputs)
     assert "0 ['user', 'assistant']" in after  # the stops kept what their lines say
+
+
+VIEWS = """
+from lion_nb import Branch, BranchView, iModel
+from lion_nb.flow.graph import Flow
+from lion_nb.widgets.flow_view import FlowView
+
+def slow():
+    model = iModel(provider="scripted", replies=[{"text": "word " * 600, "delay": 0.05}])
+    return Branch(chat_model=model)
+"""
+
+
+def stopped_cell(kernel, code: str, stop) -> list[str]:
+    """Run ``code``, call ``stop()`` once the reply streams, and return the error's lines."""
+    from kernel.conftest import Cell
+
+    msg_id = kernel.kc.execute(code)
+    time.sleep(2.0)  # well into the 30 s reply
+    stop()
+    cell = Cell(status="?")
+    kernel._drain_iopub(msg_id, 60, cell, msg_id)
+    return ANSI.sub("", cell.error).splitlines()
+
+
+def test_a_view_or_flow_stopped_while_a_cell_awaits_it_prints_one_line(kernel) -> None:
+    kernel.run(VIEWS)
+    kernel.run("view = BranchView(slow()); display(view)")
+    lines = stopped_cell(kernel, "await view.asend('hi')", kernel.km.interrupt_kernel)
+    assert lines == ["stopped — the partial reply is kept"]  # the view records what it showed
+    kernel.run("flow = Flow(); flow.add('communicate', slow(), instruction='hi')")
+    kernel.run("flow_view = FlowView(flow); display(flow_view)")
+    model_id = kernel.value("flow_view.model_id")
+    lines = stopped_cell(
+        kernel, "await flow.run()", lambda: kernel.page_action(model_id, {"action": "stop"})
+    )
+    assert lines == ["stopped — nodes: 1 stopped; each keeps what it recorded"]
