@@ -70,7 +70,10 @@ def test_the_fix_and_the_cause_in_one_line_each() -> None:
         lines = block(exc)
     assert lines[0] == "ConnectionLost: [openai] cannot reach http://127.0.0.1:9"
     assert lines[1].strip().startswith("fix: check that the server at base_url is running")
-    assert lines[2].strip() == "caused by: ConnectionRefusedError: [Errno 111] Connection refused (details)"
+    assert (
+        lines[2].strip()
+        == "caused by: ConnectionRefusedError: [Errno 111] Connection refused (details)"
+    )
     assert "test_tracebacks.py, line" in lines[3]
 
 
@@ -155,11 +158,11 @@ async def test_under_debug_a_stop_keeps_its_traceback() -> None:
 async def test_a_stopped_flow_says_what_its_nodes_kept() -> None:
     flow = Flow()
     branch = Branch(chat_model=scripted({"text": "word " * 100, "delay": 0.02}))
+    streamed = asyncio.Event()
+    branch.observe(StreamDelta, handler=lambda _s: streamed.set())
     flow.add("communicate", branch, instruction="hi")
     task = asyncio.create_task(flow.run())
-    while not any(n.status.value == "running" for n in flow.nodes):
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(streamed.wait(), 30)
     assert flow.cancel()  # FlowView's Stop
     await asyncio.wait([task])
     assert task.cancelled()
@@ -198,5 +201,7 @@ def test_a_script_keeps_its_ordinary_traceback(tmp_path: Path) -> None:
     err = done.stderr
     assert err.startswith("Traceback (most recent call last):")
     assert "lion_nb/operations/chat.py" in err and "script.py" in err
-    assert err.rstrip().splitlines()[-1].startswith("lion_nb.errors.ContextWindowError: the request")
+    assert (
+        err.rstrip().splitlines()[-1].startswith("lion_nb.errors.ContextWindowError: the request")
+    )
     assert "%xmode" not in err

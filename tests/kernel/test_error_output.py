@@ -74,7 +74,7 @@ CELLS = {
     "debug": 'lion_nb.debug()\nawait small.communicate("word " * 200)',
     "verbose_on": "lion_nb.debug(False)\n%xmode Verbose",
     "verbose": 'await small.communicate("word " * 200)',
-    "after": '%xmode Context\nprint(len(stopped.messages), [m.role for m in kept.messages])',
+    "after": "%xmode Context\nprint(len(stopped.messages), [m.role for m in kept.messages])",
 }
 INTERRUPTED = {"stop": "flag_discard", "stop_record": "flag_record"}
 
