@@ -96,7 +96,8 @@ def block(exc: BaseException) -> list[str]:
     if hint:
         lines.append(f"  fix: {hint}")
     cause = _cause(exc)
-    if cause is not None:
+    said = str(cause) if cause is not None else ""
+    if cause is not None and not (said and said in str(exc)):  # not when the message quotes it
         lines.append(f"  caused by: {_one_line(cause)}")
     where = user_line(exc.__traceback__)
     if where:
