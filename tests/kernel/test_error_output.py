@@ -74,7 +74,11 @@ CELLS = {
     "debug": 'lion_nb.debug()\nawait small.communicate("word " * 200)',
     "verbose_on": "lion_nb.debug(False)\n%xmode Verbose",
     "verbose": 'await small.communicate("word " * 200)',
-    "after": "%xmode Context\nprint(len(stopped.messages), [m.role for m in kept.messages])",
+    "after": (
+        "%xmode Context\n"
+        "print(len(stopped.messages), [m.role for m in kept.messages])\n"
+        "print('ipykernel', __import__('ipykernel').__version__)"
+    ),
 }
 INTERRUPTED = {"stop": "flag_discard", "stop_record": "flag_record"}
 
@@ -108,6 +112,7 @@ async def execute(nb: Any, flags: dict[str, Path], env: dict[str, str]) -> None:
 @pytest.fixture(params=["ipykernel 7", "ipykernel 6"])
 def kernel_env(request: pytest.FixtureRequest) -> dict[str, str]:
     env = dict(os.environ)
+    env["LION_NB_TEST_KERNEL"] = request.param  # checked in the kernel's output
     if request.param == "ipykernel 6":
         if not (IPYKERNEL6 / "ipykernel").is_dir():
             message = f"ipykernel 6 is not installed in {IPYKERNEL6} (make installs it)"
@@ -153,6 +158,7 @@ def test_errors_and_stops_print_a_few_lines_in_a_notebook(tmp_path: Path, kernel
 
     after = "".join(o.get("text", "") for o in cells["after"].outputs)
     assert "0 ['user', 'assistant']" in after  # the stops kept what their lines say
+    assert f"{kernel_env['LION_NB_TEST_KERNEL']}." in after  # "ipykernel 6." / "ipykernel 7."
 
 
 VIEWS = """
