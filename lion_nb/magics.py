@@ -222,6 +222,10 @@ def _prepare(line: str, cell: str, ns: dict[str, Any]) -> Any:
     return view, text, args
 
 
+# What Kernel -> Interrupt prints in a ``%%lion --wait`` cell: the wait ends, not the reply
+WAIT_INTERRUPTED = "stopped waiting — the reply goes on in the view (its Stop ends it)"
+
+
 def register(ipython: Any) -> None:
     """Register ``%%lion`` and ``%lion_cassette`` on an IPython shell (``%load_ext lion_nb``
     calls this)."""
@@ -251,7 +255,13 @@ def register(ipython: Any) -> None:
                 run_sync(view.asend(text))
                 return
             if args.wait:
-                run_sync(view.wait())
+                try:
+                    run_sync(view.wait())
+                except KeyboardInterrupt as stop:  # the wait ends; the view's run goes on
+                    from lion_nb.tracebacks import mark_stopped
+
+                    mark_stopped(stop, WAIT_INTERRUPTED)
+                    raise
 
     def lion_cassette_magic(line: str) -> Any:
         try:

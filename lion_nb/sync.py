@@ -84,15 +84,48 @@ def run_sync(awaitable: Awaitable[T]) -> T:
     if loop is None:
         # the caller's context as it is now (an active cassette, a run's usage), not as it
         # was when the cached runner was made
-        return _private_runner().run(_as_coroutine(awaitable), context=contextvars.copy_context())
+        try:
+            return _private_runner().run(
+                _as_coroutine(awaitable), context=contextvars.copy_context()
+            )
+        except KeyboardInterrupt as stop:  # asyncio.Runner cancelled the run first
+            _say_stopped(stop.__context__, stop)
+            raise
     _make_reentrant(loop)
     task = asyncio.ensure_future(awaitable)
     try:
         return loop.run_until_complete(task)
+    except KeyboardInterrupt as stop:  # Kernel -> Interrupt while this cell waits
+        _stop_and_settle(loop, task, stop)
+        raise
     finally:
         # An interrupted wait (KeyboardInterrupt in a kernel) must not leave the work running.
         if not task.done():
             task.cancel()
+
+
+def _stop_and_settle(
+    loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any], stop: BaseException
+) -> None:
+    """Cancel the interrupted run and let it finish its cleanup (what it keeps, a CLI's
+    process group) before the interrupt reaches the cell, which then prints the run's one
+    line ("stopped — …") instead of a traceback. A second interrupt ends the wait."""
+    task.cancel()
+    try:
+        loop.run_until_complete(asyncio.wait([task]))
+    except BaseException:
+        return
+    if task.cancelled():
+        try:
+            task.result()
+        except asyncio.CancelledError as cancelled:
+            _say_stopped(cancelled, stop)
+
+
+def _say_stopped(cancelled: BaseException | None, stop: BaseException) -> None:
+    from lion_nb.tracebacks import carry_stop
+
+    carry_stop(cancelled, stop)
 
 
 async def _await(awaitable: Awaitable[T]) -> T:

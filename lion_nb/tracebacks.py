@@ -43,6 +43,7 @@ from typing import Any
 
 __all__ = [
     "block",
+    "carry_stop",
     "debug",
     "flow_stop_line",
     "full_tracebacks",
@@ -167,6 +168,14 @@ def mark_stopped(exc: BaseException, line: str) -> None:
         exc._render_traceback_ = StopLine(line)  # type: ignore[attr-defined]
     except AttributeError:  # an exception type without a __dict__: its ordinary traceback
         pass
+
+
+def carry_stop(source: BaseException | None, stop: BaseException) -> None:
+    """Give ``stop`` (a ``KeyboardInterrupt`` that ended a blocking wait) the one line of
+    ``source`` (the cancellation of the run it waited for), when that has one."""
+    line = getattr(source, "__dict__", {}).get("_render_traceback_")
+    if isinstance(line, StopLine):
+        mark_stopped(stop, line.text)
 
 
 # ----- helpers -------------------------------------------------------------------------------

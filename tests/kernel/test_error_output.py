@@ -196,3 +196,18 @@ def test_a_view_or_flow_stopped_while_a_cell_awaits_it_prints_one_line(kernel) -
         kernel, "await flow.run()", lambda: kernel.page_action(model_id, {"action": "stop"})
     )
     assert lines == ["stopped — nodes: 1 stopped; each keeps what it recorded"]
+
+
+def test_an_interrupted_blocking_call_prints_one_line(kernel) -> None:
+    """Blocking helpers (``lion_nb.sync``) and ``%%lion --wait`` are interrupted by a
+    ``KeyboardInterrupt`` in the kernel's thread, not a cancellation: the run is stopped and
+    settled before the cell ends (``communicate_sync``), or the wait ends while the view's
+    reply goes on (``%%lion --wait``); each prints one line."""
+    kernel.run(VIEWS + "from lion_nb.sync import communicate_sync\n%load_ext lion_nb")
+    kernel.run("blocking = slow()")
+    lines = stopped_cell(kernel, "communicate_sync(blocking, 'hi')", kernel.km.interrupt_kernel)
+    assert lines == ["stopped — nothing recorded"]
+    assert kernel.value("len(blocking.messages)") == 0
+    kernel.run("lion_branch = slow()")
+    lines = stopped_cell(kernel, "%%lion --wait\nhello", kernel.km.interrupt_kernel)
+    assert lines == ["stopped waiting — the reply goes on in the view (its Stop ends it)"]
