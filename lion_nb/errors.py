@@ -2,7 +2,9 @@
 
     LionError
     ├── ConfigurationError        no usable model / bad settings (raised at first use, not import)
-    │   └── EngineUnavailable     engine="ray" without lion_nb[ray] (these five: lion_nb.flow.errors)
+    │   ├── EngineUnavailable     engine="ray" without lion_nb[ray] (these five: lion_nb.flow.errors)
+    │   └── ResponseFormatError   a response_format that is no model or schema (also a TypeError
+    │                             and a ValueError: what callers caught before)
     ├── ExecutionError            a model call did not produce a response
     │   ├── ContextWindowError    a request does not fit the model's context window
     │   └── ProviderError         ...classified by what the provider said
@@ -63,6 +65,14 @@ class LionError(Exception):
 
 class ConfigurationError(LionError):
     """lion_nb is not configured for what was asked (e.g. no chat model)."""
+
+
+class ResponseFormatError(ConfigurationError, TypeError, ValueError):
+    """``response_format`` is neither a pydantic model nor a JSON schema; raised before
+    anything is sent or recorded. A TypeError (a value of the wrong kind, as before) and a
+    ValueError (a dict that is no schema) too, so existing ``except`` clauses keep working."""
+
+    hint = "pass the pydantic model class itself (response_format=Person, not 'Person') or a schema"
 
 
 class ExecutionError(LionError):

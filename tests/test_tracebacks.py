@@ -24,6 +24,7 @@ from lion_nb.errors import (
     ConnectionLost,
     ContextWindowError,
     LionError,
+    ResponseFormatError,
     ServerError,
 )
 from lion_nb.flow.graph import Flow
@@ -205,3 +206,15 @@ def test_a_script_keeps_its_ordinary_traceback(tmp_path: Path) -> None:
         err.rstrip().splitlines()[-1].startswith("lion_nb.errors.ContextWindowError: the request")
     )
     assert "%xmode" not in err
+
+
+async def test_a_response_format_that_is_no_model_is_a_short_lion_nb_error() -> None:
+    branch = Branch(chat_model=scripted("never"))
+    with pytest.raises(ResponseFormatError) as info:
+        await branch.communicate("hi", response_format="Person")
+    exc = info.value
+    assert isinstance(exc, TypeError) and isinstance(exc, ValueError)  # what callers caught
+    assert isinstance(exc, LionError) and len(branch.messages) == 0
+    lines = exc._render_traceback_()
+    assert lines[0].endswith("not 'Person'") and "fix: pass the pydantic model class" in lines[1]
+    assert 'response_format="Person")' in lines[2]

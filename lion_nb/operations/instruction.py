@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from lion_nb.errors import ResponseFormatError
 from lion_nb.messages import Instruction
 
 if TYPE_CHECKING:
@@ -23,7 +24,9 @@ def response_schema_of(fmt: Any) -> dict[str, Any] | None:
         return fmt.model_json_schema()
     if isinstance(fmt, dict):
         return fmt
-    raise TypeError(f"response_format must be a pydantic model or a JSON schema dict, not {fmt!r}")
+    raise ResponseFormatError(
+        f"response_format must be a pydantic model or a JSON schema dict, not {fmt!r}"
+    )
 
 
 def context_list(context: Any) -> list[Any]:

@@ -2,9 +2,9 @@
 through nbclient in a real ipykernel (7, and 6 where installed), counting the lines each error
 prints in its cell's output.
 
-A ``ContextWindowError`` and an ``AuthenticationError`` (a real 401 from a loopback server) print
-a short block (class, message, fix, the cell's own line); an ``await branch.communicate(...)``
-stopped by Kernel -> Interrupt (``interrupt_kernel`` while the scripted model streams slowly)
+A ``ContextWindowError``, an ``AuthenticationError`` (a real 401 from a loopback server) and a
+``response_format="Person"`` (a ``ResponseFormatError``, still a ``TypeError``) print a short
+block (class, message, fix, the cell's own line); an ``await branch.communicate(...)`` stopped by Kernel -> Interrupt (``interrupt_kernel`` while the scripted model streams slowly)
 prints one line saying what the turn kept; with ``lion_nb.debug()`` or ``%xmode Verbose`` the full
 traceback is back.
 """
@@ -69,6 +69,7 @@ CELLS = {
         ' api_key="sk-wrong")\n'
         'await Branch(chat_model=wrong).communicate("hi")'
     ),
+    "format": 'await small.communicate("hi", response_format="Person")',
     "stop": 'stopped = slow({flag_discard!r})\nawait stopped.communicate("hi")',
     "stop_record": 'kept = slow({flag_record!r})\nawait kept.communicate("hi", on_stop="record")',
     "debug": 'lion_nb.debug()\nawait small.communicate("word " * 200)',
@@ -146,6 +147,17 @@ def test_errors_and_stops_print_a_few_lines_in_a_notebook(tmp_path: Path, kernel
     assert "Incorrect API key provided" in auth[0] and "$OPENAI_API_KEY" in auth[0]
     assert "api_key=" in auth[0]  # the fix
     assert any("line 2: await Branch(chat_model=wrong).communicate" in x for x in auth)
+
+    wrong_format = error_lines(cells["format"])
+    assert len(wrong_format) <= SHORT, wrong_format
+    assert wrong_format[0] == (
+        "ResponseFormatError: response_format must be a pydantic model or a JSON schema dict,"
+        " not 'Person'"
+    )
+    assert "fix: pass the pydantic model class itself" in wrong_format[1]
+    assert any(
+        'line 1: await small.communicate("hi", response_format="Person")' in x for x in wrong_format
+    )
 
     assert error_lines(cells["stop"]) == ["stopped — nothing recorded"]
     assert error_lines(cells["stop_record"]) == ["stopped — the partial reply is kept"]
