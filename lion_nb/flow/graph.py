@@ -218,7 +218,9 @@ class Flow:
         most ``max_concurrent`` at once) and return ``{node.id: response}`` once all have
         settled. ``engine="ray"`` runs each node as a Ray task (``ray_options`` go to
         ``.options()``, e.g. ``{"num_cpus": 0.5}``). A failed node's dependents are skipped;
-        with ``raise_errors=True`` a ``FlowError`` is raised at the end if any node failed."""
+        with ``raise_errors=True`` a ``FlowError`` is raised at the end if any node failed.
+        Stopped (``cancel()``, FlowView's Stop, Kernel -> Interrupt), it re-raises the
+        cancellation, which IPython prints as one line of what the nodes kept."""
         from lion_nb.flow.executor import run_flow
 
         if self._running is not None and not self._running.done():
