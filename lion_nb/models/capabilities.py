@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Capabilities", "forget", "remember", "remembered"]
+__all__ = ["Capabilities", "forget", "remember", "remembered", "server_root"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,16 @@ _known: dict[str, Capabilities] = {}
 
 
 def _key(base_url: str | None) -> str:
-    return (base_url or "").rstrip("/")
+    """One key per server: ``http://host:8080/v1`` (OpenAI format) and ``http://host:8080``
+    (the Anthropic format's root) are the same llama-server."""
+    return server_root(base_url or "")
+
+
+def server_root(base_url: str) -> str:
+    """``base_url`` without a trailing ``/`` and ``/v1``: where a server's own routes
+    (llama-server's ``/props``) live."""
+    root = base_url.rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
 
 
 def remembered(base_url: str | None) -> Capabilities:
