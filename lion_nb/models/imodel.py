@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes.active import current as current_cassette
