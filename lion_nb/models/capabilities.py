@@ -25,7 +25,10 @@ class Capabilities:
 
     ``json_schema``: accepts ``response_format={"type": "json_schema", ...}`` (False: send
     ``json_object`` with the schema instead). ``native_tools``: honours ``tools`` /
-    ``tool_choice`` (False: ReAct and operate ask for lion_nb's own JSON action requests).
+    ``tool_choice`` and chooses among offered tools by itself (False: ReAct and operate ask
+    for lion_nb's own JSON action requests; llama-server whose chat template declares no
+    tools, llama_cpp.server, and the embedded model, which calls a forced tool but not an
+    "auto" one).
     ``slots``: generations the server runs at once (streams beyond it are queued by lion_nb,
     never sent). ``slot_window``: the context window of one slot, in tokens (the window a
     request must fit, whatever the model's own).
