@@ -104,7 +104,7 @@ async def request(
             raise
         except LionError as exc:
             if _overflow(exc):  # the provider's words are in the message and the cause
-                _remember_window(model, exc)
+                plan = _replan(plan, [*sent, ins], model, chat_param, exc)
                 raise _window_error(plan, model, chat_param, exc) from exc
             raise
         except Exception as exc:  # an unclassified failure is still a FAILED call
@@ -130,17 +130,28 @@ async def _learn_server(model: Any) -> None:
         await capabilities()
 
 
-def _remember_window(model: Any, exc: BaseException) -> None:
+def _replan(
+    plan: ContextPlan | None,
+    sent: list[RoledMessage],
+    model: Any,
+    chat_param: ChatParam,
+    exc: BaseException,
+) -> ContextPlan | None:
     """A server that named its window in its refusal (llama-server: one slot's) is taken at
-    its word for the next request of every model on it."""
+    its word, for the next request of every model on it and for the error's figures."""
     from lion_nb.models.capabilities import remember
     from lion_nb.models.probe import server_url
-    from lion_nb.operations.window import reported_window
+    from lion_nb.operations.window import max_tokens_of, plan_context, reported_window
 
     window = reported_window(exc)
     url = server_url(model) if window is not None else None
-    if url:
-        remember(url, slot_window=window)
+    if not url or (plan is not None and plan.window == window):
+        return plan
+    remember(url, slot_window=window)
+    *history, ins = sent
+    assert isinstance(ins, Instruction)
+    max_tokens = max_tokens_of(model, chat_param.imodel_kw)
+    return plan_context(history, model, instruction=ins, max_tokens=max_tokens, window=window)
 
 
 def _overflow(exc: BaseException) -> bool:

@@ -224,8 +224,9 @@ def window_label(label: str, model: Any, window: int | None) -> str:
     caps = _remembered(model)
     if caps is None or window is None or caps.slot_window != window:
         return label
-    slots = f"{caps.slots} slots" if caps.slots and caps.slots > 1 else "its slot"
-    return f"{label} (the window of one slot of its server, which has {slots} of {window:,} tokens)"
+    if caps.slots and caps.slots > 1:
+        return f"{label} (one of its server's {caps.slots} slots, {window:,} tokens each)"
+    return f"{label} (the window of its server's slot)"
 
 
 def _remembered(model: Any) -> Any:

@@ -161,7 +161,7 @@ async def test_a_request_is_fitted_to_llama_server_slot(llama_server_4: RealServ
     _long_history(branch, 4)
     with pytest.raises(ContextWindowError, match="512-token context window") as caught:
         await branch.communicate("Say hi.")
-    assert "one slot of its server" in str(caught.value) and wire.sent == 0
+    assert "one of its server's 4 slots" in str(caught.value) and wire.sent == 0
     reply = await branch.communicate("Say hi.", fit_context=True)
     assert isinstance(reply, str) and wire.sent == 1
     assert branch.messages[-2].metadata["context_fit"]["window"] == 512

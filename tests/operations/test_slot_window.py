@@ -62,8 +62,8 @@ async def test_a_request_that_cannot_fit_the_slot_is_refused_before_sending(
         await branch.communicate(WORDS + "two")
     assert len(four_slots.requests) == posts  # nothing sent
     message = str(caught.value)
-    assert "512-token context window" in message and "one slot of its server" in message
-    assert "4 slots" in message and "fit_context=True" in message
+    assert "512-token context window" in message and "fit_context=True" in message
+    assert "one of its server's 4 slots, 512 tokens each" in message
     assert caught.value.window == 512 and len(branch.messages) == 2
     await model.aclose()
 
@@ -78,5 +78,6 @@ async def test_the_servers_overflow_report_is_a_context_window_error() -> None:
         with pytest.raises(ContextWindowError, match="available context size") as caught:
             await branch.communicate("hello")
         assert caught.value.provider_error is not None and len(branch.messages) == 0
+        assert caught.value.window == 512 and "512-token context window" in str(caught.value)
         assert model.context_window == 512  # the next request is fitted to it
         await model.aclose()
