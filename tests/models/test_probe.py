@@ -147,6 +147,31 @@ async def test_max_concurrent_limits_a_model_without_a_server() -> None:
     assert most == 2
 
 
+async def test_max_concurrent_limits_cli_streams_until_they_end() -> None:
+    from lion_nb.models.base import CLIRequest
+
+    model = iModel(provider="scripted", cli=True, default_reply="a b c d", delay=0.02)
+    limited = model.copy(max_concurrent=1)
+    spans: list[tuple[float, float]] = []
+
+    async def one(m: iModel) -> None:
+        stream = m.stream(CLIRequest(prompt="hi"))
+        first = None
+        async for _ in stream:
+            first = first or time.monotonic()
+        assert first is not None
+        spans.append((first, time.monotonic()))
+
+    def most() -> int:
+        return max(sum(1 for s, e in spans if s <= start < e - SLACK) for start, _ in spans)
+
+    await asyncio.gather(*(one(model) for _ in range(3)))
+    assert most() == 3  # unlimited: today's behaviour
+    spans.clear()
+    await asyncio.gather(*(one(limited) for _ in range(3)))
+    assert most() == 1
+
+
 async def test_llama_cpp_server_is_one_slot_and_gets_json_object(
     llama_cpp_python_like: LikeServer,
 ) -> None:
