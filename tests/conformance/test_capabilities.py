@@ -132,6 +132,24 @@ async def test_five_samples_go_one_at_a_time_and_all_are_real(
     assert "disconnected" not in said.lower()  # llama_cpp.server interrupted nothing
 
 
+async def test_the_anthropic_format_shares_the_servers_slots(llama_server_1: RealServer) -> None:
+    wire = WireCount()
+    client = httpx.AsyncClient(transport=wire, timeout=300)
+    _opened.append(client)
+    model = iModel(
+        provider="anthropic",
+        model="smollm2",
+        base_url=llama_server_1.root,
+        http_client=client,
+        **_QUICK,
+    )
+    branch = Branch(chat_model=model)
+    await branch.communicate("Name a fruit.")
+    samples = await Conversation(branch).asample(3, temperature=0.8)
+    assert samples.errors == [] and all(text.strip() for text in samples.texts)
+    assert wire.sent == 4 and wire.most == 1
+
+
 async def test_structured_output_on_llama_cpp_server_needs_no_json_mode(
     llama_cpp_server: RealServer,
 ) -> None:
