@@ -7,7 +7,10 @@ reader; ``post_stream`` sends one attempt and hands the open response to the rea
 status >= 400, a timeout or a connection failure before the body into a retryable
 ``RetrySafe``; ``read_failure`` turns a transport failure mid-body into the error carrying what
 arrived. A key read from the environment is not sent to a loopback server (it belongs to the
-hosted API; pass ``api_key=`` for a local server that wants one).
+hosted API; pass ``api_key=`` for a local server that wants one). A vendor's API (a provider
+with key variables) pointed at a server that is not loopback, with no key, is refused at the
+call with an ``AuthenticationError`` naming the variables and ``api_key=``, before any
+connection (``check_key``).
 """
 
 from __future__ import annotations
