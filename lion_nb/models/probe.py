@@ -130,10 +130,9 @@ async def _probe_once(url: str, provider: Any) -> Capabilities:
         try:
             facts = await _ask(url, provider)
         except Exception:  # a probe never fails a call: the server stays unknown
-            log.warning("asking %s what it can do failed", server_root(url), exc_info=True)
+            log.info("asking %s what it can do failed", server_root(url), exc_info=True)
             facts = None
-        result = remember(url, **facts) if facts is not None else remembered(url)
-        return result
+        return remember(url, **facts) if facts is not None else remembered(url)
     finally:
         if not running.done():  # the others go on with what is known (also when cancelled)
             running.set_result(remembered(url))
