@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Capabilities", "forget", "remember", "remembered"]
+__all__ = ["Capabilities", "forget", "remember", "remembered", "server_root"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,10 @@ class Capabilities:
 
     ``json_schema``: accepts ``response_format={"type": "json_schema", ...}`` (False: send
     ``json_object`` with the schema instead). ``native_tools``: honours ``tools`` /
-    ``tool_choice`` (False: ReAct and operate ask for lion_nb's own JSON action requests).
+    ``tool_choice`` and chooses among offered tools by itself (False: ReAct and operate ask
+    for lion_nb's own JSON action requests; llama-server whose chat template declares no
+    tools, llama_cpp.server, and the embedded model, which calls a forced tool but not an
+    "auto" one).
     ``slots``: generations the server runs at once (streams beyond it are queued by lion_nb,
     never sent). ``slot_window``: the context window of one slot, in tokens (the window a
     request must fit, whatever the model's own).
@@ -43,7 +46,16 @@ _known: dict[str, Capabilities] = {}
 
 
 def _key(base_url: str | None) -> str:
-    return (base_url or "").rstrip("/")
+    """One key per server: ``http://host:8080/v1`` (OpenAI format) and ``http://host:8080``
+    (the Anthropic format's root) are the same llama-server."""
+    return server_root(base_url or "")
+
+
+def server_root(base_url: str) -> str:
+    """``base_url`` without a trailing ``/`` and ``/v1``: where a server's own routes
+    (llama-server's ``/props``) live."""
+    root = base_url.rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
 
 
 def remembered(base_url: str | None) -> Capabilities:

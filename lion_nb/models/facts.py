@@ -23,9 +23,27 @@ _WINDOW_NAMES = ("context_window", "n_ctx")
 
 
 def context_window(model: iModel) -> int | None:
-    """The window in tokens: ``context_window=`` (or ``n_ctx=``) given to the model, the
-    constructed provider's own figure, else its registry entry's (a known model name, or the
-    entry's default)."""
+    """The window in tokens a request must fit: the model's (below), or the window of one
+    slot of its server when that is known and smaller (llama-server ``--parallel 4 -c 2048``
+    gives each slot 512 tokens; ``iModel.capabilities()`` learns it)."""
+    window = _model_window(model)
+    slot = _slot_window(model)
+    if slot is None:
+        return window
+    return slot if window is None else min(window, slot)
+
+
+def _slot_window(model: iModel) -> int | None:
+    from lion_nb.models.capabilities import remembered
+    from lion_nb.models.probe import server_url
+
+    url = server_url(model)
+    return remembered(url).slot_window if url else None
+
+
+def _model_window(model: iModel) -> int | None:
+    """``context_window=`` (or ``n_ctx=``) given to the model, the constructed provider's own
+    figure, else its registry entry's (a known model name, or the entry's default)."""
     for name in _WINDOW_NAMES:
         value = model.request_defaults.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:

@@ -7,7 +7,10 @@ reader; ``post_stream`` sends one attempt and hands the open response to the rea
 status >= 400, a timeout or a connection failure before the body into a retryable
 ``RetrySafe``; ``read_failure`` turns a transport failure mid-body into the error carrying what
 arrived. A key read from the environment is not sent to a loopback server (it belongs to the
-hosted API; pass ``api_key=`` for a local server that wants one).
+hosted API; pass ``api_key=`` for a local server that wants one). A vendor's API (a provider
+with key variables) pointed at a server that is not loopback, with no key, is refused at the
+call with an ``AuthenticationError`` naming the variables and ``api_key=``, before any
+connection (``check_key``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -23,6 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from lion_nb.errors import (
+    AuthenticationError,
     ConfigurationError,
     ConnectionLost,
     MalformedResponse,
@@ -30,6 +35,7 @@ from lion_nb.errors import (
     ProviderTimeout,
 )
 from lion_nb.models.http_errors import Retry, RetrySafe, call_with_retries, status_error
+from lion_nb.models.probe import VENDOR_HOSTS
 from lion_nb.models.registry import env_key, key_env_names
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.secrets import public_url, secret_values
@@ -42,6 +48,8 @@ T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[Any]]
 
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body worth reading
+# A header that carries a key (``Authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key``).
+_AUTH_HEADER = re.compile(r"authorization|api[-_]?key", re.IGNORECASE)
 
 
 class HTTPProvider:
@@ -133,6 +141,46 @@ class HTTPProvider:
             return env_key(self.key_env)
         return None
 
+    def missing_key(self) -> bool:
+        """A vendor's API (a provider with key variables) pointed at a server that is not
+        loopback, with no key to send: the call cannot succeed, and nothing is sent. A key
+        given in ``headers`` counts; a loopback server may want none."""
+        if not self.key_env or self._loopback or self._api_key() is not None:
+            return False
+        return not any(_AUTH_HEADER.search(name) for name in self._headers)
+
+    def check_key(self) -> None:
+        """Raise ``AuthenticationError`` naming the key's variables and ``api_key=`` when the
+        key is missing (``missing_key``): before any connection, at the call, never at
+        construction (a notebook builds its models before it sets keys)."""
+        if not self.missing_key():
+            return
+        names = " or ".join(f"${n}" for n in self.key_env)
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        own = "" if host in VENDOR_HOSTS else " (a server that needs none takes api_key='none')"
+        raise AuthenticationError(
+            f"no API key for {self._shown_url}: set {names} or pass iModel(..., api_key=...)"
+            f"{own}; nothing was sent",
+            provider=self.name,
+        )
+
+    async def get_json(self, url: str, timeout: float) -> tuple[int, Any] | None:  # noqa: ASYNC109
+        """``GET url`` on this provider's client with its key (a server's own routes, such
+        as llama-server's ``/props``): the status and the JSON body (None when not JSON), or
+        None when the server cannot be reached."""
+        headers = {}
+        if key := self._api_key():
+            headers["Authorization"] = f"Bearer {key}"
+        client = await self._http()
+        try:
+            response = await client.get(url, headers=headers, timeout=timeout)
+        except httpx.HTTPError:
+            return None
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, None
+
     def secret_values(self) -> list[str | None]:
         """The credentials this provider may send (for redaction by cassettes)."""
         return self._secrets()
@@ -156,7 +204,8 @@ class HTTPProvider:
         read: Callable[[httpx.Response], Awaitable[T]],
     ) -> T:
         """POST ``body`` and give the open response to ``read``; failures before the body are
-        classified and wrapped in ``RetrySafe``."""
+        classified and wrapped in ``RetrySafe``; a missing key is refused before connecting."""
+        self.check_key()
         client = await self._http()
         error: ProviderError
         try:

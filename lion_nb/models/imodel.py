@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes.active import current as current_cassette
-from lion_nb.errors import ConfigurationError
+from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.registry import (
     MODEL_FACTS,
@@ -41,7 +41,10 @@ class iModel:
     ``lion_nb.secrets.is_secret_name`` calls secret. Other keyword arguments are request
     defaults (temperature, max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``,
     ``env``, ...); ``context_window=N`` gives the model's window where lion_nb cannot know it
-    (fitting a request, ``ContextWindowError`` before sending, the views' gauge).
+    (fitting a request, ``ContextWindowError`` before sending, the views' gauge);
+    ``max_concurrent=N`` sends at most N generations at a time to this model's server, for
+    every model on it (the others wait, unsent; a llama.cpp server's slots set it by
+    themselves: ``capabilities()``).
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class iModel:
         api = request_defaults.get("api")
         spec.api(api)  # an API the provider does not speak is refused here, not ignored
         spec.check_options({k: v for k, v in request_defaults.items() if k != "api"}, api, provider)
+        _check_max_concurrent(request_defaults.get("max_concurrent"))
         self.provider_name = provider
         self.model = model
         self.base_url = base_url
@@ -153,11 +157,13 @@ class iModel:
 
     async def capabilities(self) -> Capabilities:
         """What this model's server is known to do (``lion_nb.models.capabilities``): learnt
-        from the server where it says (llama.cpp's ``/props``) or from a refusal, remembered
-        per ``base_url``. All ``None`` when nothing is known (a vendor cloud)."""
-        from lion_nb.models.capabilities import remembered
+        from the server where it says (llama.cpp's ``/props``, asked once per server, never
+        a vendor cloud's nor under a cassette) or from a refusal, remembered per
+        ``base_url``. All ``None`` when nothing is known (a vendor cloud). The embedded
+        model's are known without asking (``models/probe.py``)."""
+        from lion_nb.models.probe import capabilities_of
 
-        return remembered(self.base_url)
+        return await capabilities_of(self)
 
     async def complete(
         self, request: ModelRequest, on_delta: DeltaSink | None = None
@@ -170,7 +176,7 @@ class iModel:
             self._check_logprobs(request.options.get("logprobs"), request.prefix)
         tape = current_cassette()
         if tape is None:
-            response = await self.provider.complete(request, on_delta)
+            response = await self._live_complete(request, on_delta)
         else:
             response = await tape.complete(self, request, on_delta, self._live_complete)
         if self.spec.prices:  # an API with a price table (a replayed call is priced alike)
@@ -197,10 +203,35 @@ class iModel:
             "model (provider='local'), an OpenAI-compatible server, or the scripted model"
         )
 
-    def _live_complete(
+    async def _live_complete(
         self, request: ModelRequest, on_delta: DeltaSink | None
-    ) -> Awaitable[ModelResponse]:
-        return self.provider.complete(request, on_delta)  # type: ignore[no-any-return]
+    ) -> ModelResponse:
+        """One call to the model itself: its server asked once what it can do, and at most
+        as many generations in flight to it as it has slots (``max_concurrent=N``, or what
+        its server said; the others wait here, unsent: ``models/slots.py``)."""
+        from lion_nb.models.probe import capabilities_of, concurrency_limit
+        from lion_nb.models.slots import slots_for
+
+        await capabilities_of(self)
+        limit = concurrency_limit(self)
+        if limit is None:
+            return await self._send(request, on_delta)
+        key, most = limit
+        async with slots_for(key).hold(most):
+            return await self._send(request, on_delta)
+
+    async def _send(self, request: ModelRequest, on_delta: DeltaSink | None) -> ModelResponse:
+        provider = self.provider
+        try:
+            return await provider.complete(request, on_delta)  # type: ignore[no-any-return]
+        except ProviderError as error:
+            adapt = getattr(provider, "adapt_to_refusal", None)
+            if adapt is None or not adapt(request, error):
+                raise
+        # The server refused the form of the request before replying (llama_cpp.server and
+        # json_schema): lion_nb's own policy sends that one request once more, in the form
+        # the server takes; nothing of a reply was received, so nothing is shown twice.
+        return await provider.complete(request, on_delta)  # type: ignore[no-any-return]
 
     def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         """A CLI agent's chunks, through the active cassette when there is one: a replayed
@@ -209,11 +240,29 @@ class iModel:
             self._check_logprobs(request.options["logprobs"], None)
         tape = current_cassette()
         if tape is None:
-            return self.provider.stream(request)  # type: ignore[no-any-return]
+            return self._live_stream(request)
         return tape.stream(self, request, self._live_stream)
 
     def _live_stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
-        return self.provider.stream(request)  # type: ignore[no-any-return]
+        from lion_nb.models.probe import concurrency_limit
+
+        if concurrency_limit(self) is None:
+            return self.provider.stream(request)  # type: ignore[no-any-return]
+        return self._limited_stream(request)
+
+    async def _limited_stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
+        """A CLI agent's stream holding one of ``max_concurrent=N`` slots until it ends."""
+        from lion_nb.models.probe import concurrency_limit
+        from lion_nb.models.slots import slots_for
+
+        key, most = concurrency_limit(self) or ("", None)
+        async with slots_for(key).hold(most):
+            inner = self.provider.stream(request)
+            try:
+                async for chunk in inner:
+                    yield chunk
+            finally:
+                await inner.aclose()
 
     def secret_values(self) -> list[str | None]:
         """Every credential this model holds (key, and the values of secret-named options,
@@ -302,6 +351,16 @@ def _plain(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _plain(v) for k, v in value.items())
     return False
+
+
+def _check_max_concurrent(value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigurationError(
+            f"max_concurrent={value!r}: give how many generations may run at once on this "
+            "model's server, a whole number of at least 1"
+        )
 
 
 def local_model_available() -> bool:

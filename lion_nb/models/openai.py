@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse
+from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
+from lion_nb.models.capabilities import remember, remembered
 from lion_nb.models.chat_format import (
     ChatAccumulator,
     format_tool,
@@ -35,6 +36,7 @@ from lion_nb.models.chat_format import (
 )
 from lion_nb.models.http_api import HTTPProvider, read_failure
 from lion_nb.models.http_errors import event_error
+from lion_nb.models.probe import refuses_json_schema
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.tokens import check_logprobs
@@ -69,7 +71,7 @@ class OpenAIProvider(HTTPProvider):
         api_key: str | None = None,
         *,
         api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY",
-        json_mode: Literal["json_schema", "json_object"] = "json_schema",
+        json_mode: Literal["json_schema", "json_object"] | None = None,
         prefill: Literal["message", "vllm"] | None = None,
         **options: Any,
     ) -> None:
@@ -78,8 +80,10 @@ class OpenAIProvider(HTTPProvider):
         # it as a trailing assistant message, which llama.cpp's server (and Ollama) continue;
         # "vllm" adds vLLM's ``continue_final_message``. None: the server cannot (OpenAI's API).
         self.prefill = prefill
-        # "json_object" sends {"type": "json_object", "schema": ...}: the form llama.cpp's
-        # server (and some other local servers) accept; OpenAI's own API wants json_schema.
+        # "json_object" sends {"type": "json_object", "schema": ...}: the form
+        # llama_cpp.server (and some other local servers) accept; OpenAI's own API wants
+        # json_schema. None: json_schema, unless this server is known to refuse it
+        # (``models/capabilities.py``: learnt from its /props or its first refusal).
         self.json_mode = json_mode
 
     def __repr__(self) -> str:
@@ -106,7 +110,7 @@ class OpenAIProvider(HTTPProvider):
         if request.tool_choice is not None:
             body["tool_choice"] = format_tool_choice(request.tool_choice)
         if request.response_schema is not None and "response_format" not in body:
-            if self.json_mode == "json_object":
+            if self._json_mode() == "json_object":
                 body["response_format"] = {"type": "json_object", "schema": request.response_schema}
             else:
                 body["response_format"] = response_format(
@@ -115,6 +119,42 @@ class OpenAIProvider(HTTPProvider):
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         return body, timeout
+
+    def _json_mode(self) -> str:
+        """The form structured output is asked in: ``json_mode=`` as given (the user's word
+        wins), else json_schema unless this server refuses it."""
+        if self.json_mode is not None:
+            return self.json_mode
+        return "json_object" if remembered(self.base_url).json_schema is False else "json_schema"
+
+    def adapt_to_refusal(self, request: ModelRequest, error: ProviderError) -> bool:
+        """Whether ``error`` is a refusal this provider now knows how to avoid, so that the
+        same request may be sent once more (``iModel`` does): a server that takes
+        ``json_object`` but not ``json_schema`` (llama_cpp.server) is remembered as such. A
+        refusal of the form the user chose (``json_mode=``) is an error saying what to pass."""
+        if request.response_schema is None or not refuses_json_schema(error):
+            return False
+        if self._json_mode() == "json_object":
+            return False  # refused even so: the server's own error says why
+        if self.json_mode is not None:
+            raise ProviderError(
+                f"the server at {self._shown_url} does not take response_format json_schema "
+                "(it said: input should be 'text' or 'json_object'); pass "
+                "iModel(..., json_mode='json_object'), or leave json_mode out and lion_nb "
+                "chooses what the server takes",
+                provider=self.name,
+                status=error.status,
+                body=error.body,
+            ) from error
+        remember(self.base_url, json_schema=False)
+        log.info("%s takes json_object, not json_schema: asking again in that form", self)
+        return True
+
+    async def _status_error(self, response: httpx.Response) -> ProviderError:
+        error = await super()._status_error(response)
+        if refuses_json_schema(error):
+            error.retryable = False  # the same body gets the same refusal: not retried as is
+        return error
 
     def _prefix_message(self, prefix: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.prefill is None:

@@ -40,8 +40,9 @@ __all__ = [
 
 ProviderKind = Literal["api", "cli", "local", "scripted"]
 
-MODEL_FACTS = frozenset({"context_window"})
-"""Settings that describe the model (``iModel.context_window`` reads them); never sent."""
+MODEL_FACTS = frozenset({"context_window", "max_concurrent"})
+"""Settings that describe the model or its server (``iModel.context_window``, the limiter of
+``models/slots.py`` read them); never given to the provider nor sent."""
 
 COMMON_LOCAL_OPTIONS = frozenset(
     {

@@ -71,6 +71,7 @@ async def request(
     model = chat_param.imodel or port.chat_model
     ins = build_instruction(port, instruction, chat_param)
     history = port.history(chat_param.progression)
+    await _learn_server(model)
     ins, sent, plan = _fit(history, ins, model, chat_param)
     req = ModelRequest(
         messages=compile_messages([*sent, ins], thinking_blocks=model.spec.thinking_blocks),
@@ -103,6 +104,7 @@ async def request(
             raise
         except LionError as exc:
             if _overflow(exc):  # the provider's words are in the message and the cause
+                plan = _replan(plan, [*sent, ins], model, chat_param, exc)
                 raise _window_error(plan, model, chat_param, exc) from exc
             raise
         except Exception as exc:  # an unclassified failure is still a FAILED call
@@ -120,6 +122,38 @@ async def request(
         )
 
 
+async def _learn_server(model: Any) -> None:
+    """Ask the model's server what it can do before fitting (once per server: llama-server
+    says its slot's window; cheap afterwards), so the request fits the slot, not the model."""
+    capabilities = getattr(model, "capabilities", None)
+    if capabilities is not None:
+        await capabilities()
+
+
+def _replan(
+    plan: ContextPlan | None,
+    sent: list[RoledMessage],
+    model: Any,
+    chat_param: ChatParam,
+    exc: BaseException,
+) -> ContextPlan | None:
+    """A server that named its window in its refusal (llama-server: one slot's) is taken at
+    its word, for the next request of every model on it and for the error's figures."""
+    from lion_nb.models.capabilities import remember
+    from lion_nb.models.probe import server_url
+    from lion_nb.operations.window import max_tokens_of, plan_context, reported_window
+
+    window = reported_window(exc)
+    url = server_url(model) if window is not None else None
+    if not url or (plan is not None and plan.window == window):
+        return plan
+    remember(url, slot_window=window)
+    *history, ins = sent
+    assert isinstance(ins, Instruction)
+    max_tokens = max_tokens_of(model, chat_param.imodel_kw)
+    return plan_context(history, model, instruction=ins, max_tokens=max_tokens, window=window)
+
+
 def _overflow(exc: BaseException) -> bool:
     from lion_nb.operations.window import is_overflow
 
@@ -129,9 +163,10 @@ def _overflow(exc: BaseException) -> bool:
 def _window_error(
     plan: ContextPlan | None, model: iModel, chat_param: ChatParam, cause: BaseException | None
 ) -> ContextWindowError:
-    from lion_nb.operations.window import window_error
+    from lion_nb.operations.window import window_error, window_label
 
-    err = window_error(plan, model_label(model), fitted=chat_param.fit_context, cause=cause)
+    label = window_label(model_label(model), model, plan.window if plan else None)
+    err = window_error(plan, label, fitted=chat_param.fit_context, cause=cause)
     err.provider_error = cause
     return err
 

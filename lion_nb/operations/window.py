@@ -43,7 +43,9 @@ __all__ = [
     "next_turn",
     "payload_texts",
     "plan_context",
+    "reported_window",
     "window_error",
+    "window_label",
 ]
 
 MESSAGE_OVERHEAD = 5  # <|im_start|>role\n ... <|im_end|>\n, and the like
@@ -52,9 +54,12 @@ ESTIMATE_MARGIN = 1.15  # an estimated count is trusted only this far
 FIX = "fit_context=True"
 _OVERFLOW = re.compile(
     r"context (?:window|length)|maximum context|context_length_exceeded|too many tokens"
-    r"|prompt is too long|exceeds? (?:the )?(?:model'?s? )?(?:context|maximum)",
+    r"|prompt is too long|exceeds? (?:the )?(?:model'?s? )?(?:context|maximum)"
+    r"|exceed_context_size|available context size",  # llama-server: one slot's window
     re.IGNORECASE,
 )
+# llama-server's words: "request (700 tokens) exceeds the available context size (512 tokens)"
+_SLOT_SIZE = re.compile(r"available context size \((\d+) tokens\)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +210,34 @@ def cut_record(plan: ContextPlan, messages: Sequence[RoledMessage]) -> dict[str,
 def is_overflow(error: BaseException) -> bool:
     """Whether a provider's error says the request exceeded its context window."""
     return isinstance(error, ExecutionError) and bool(_OVERFLOW.search(str(error)))
+
+
+def reported_window(error: BaseException) -> int | None:
+    """The window a server's overflow report names (llama-server: one slot's), if any."""
+    found = _SLOT_SIZE.search(str(error))
+    return int(found.group(1)) if found else None
+
+
+def window_label(label: str, model: Any, window: int | None) -> str:
+    """``label`` (the model), saying when ``window`` is one slot of its server's: the
+    window a request must fit there, whatever the model's own."""
+    caps = _remembered(model)
+    if caps is None or window is None or caps.slot_window != window:
+        return label
+    if caps.slots and caps.slots > 1:
+        return f"{label} (one of its server's {caps.slots} slots, {window:,} tokens each)"
+    return f"{label} (the window of its server's slot)"
+
+
+def _remembered(model: Any) -> Any:
+    from lion_nb.models.capabilities import remembered
+    from lion_nb.models.probe import server_url
+
+    try:
+        url = server_url(model)
+    except AttributeError:  # not an iModel (a stand-in in user code)
+        return None
+    return remembered(url) if url else None
 
 
 def window_error(
