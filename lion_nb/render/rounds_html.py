@@ -112,7 +112,7 @@ def analysis_parts(message: AssistantResponse) -> CardParts:
             f'<pre class="lion-json">{escape(json.dumps(rest, indent=2, default=str))}</pre>'
             "</details>"
         )
-    if text:
+    if text and (not isinstance(text, str) or text.strip()):
         body = render_markdown(text if isinstance(text, str) else json.dumps(text, default=str))
     else:  # no analysis or answer in it (``{"answer": null}``): show what the model sent
         body = f'<pre class="lion-json">{escape(message.response)}</pre>'
