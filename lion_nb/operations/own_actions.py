@@ -108,4 +108,25 @@ def own_request_schema(request_fmt: Any, tools: list[Tool], tool_choice: Any) ->
     bounded, _unbounded = bound_schema(
         schema, max_items=DEFAULT_MAX_ITEMS, max_length=OWN_MAX_LENGTH
     )  # what stays unbounded is the caller's (a tool's free-form argument): the model warns
-    return bounded
+    return _compact(bounded)
+
+
+_NAMED = ("properties", "$defs", "definitions")  # maps of names to schemas
+
+
+def _compact(node: Any) -> Any:
+    """``node`` without ``title`` and ``default``: the schema travels in every round's
+    instruction, and a small model's window is small; a grammar ignores both."""
+    if isinstance(node, list):
+        return [_compact(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("title", "default"):
+            continue
+        if key in _NAMED and isinstance(value, dict):
+            out[key] = {name: _compact(sub) for name, sub in value.items()}
+        else:
+            out[key] = _compact(value)
+    return out

@@ -64,7 +64,9 @@ async def test_react_on_a_server_that_ignores_tools_calls_them_through_its_json(
         Reply(json.dumps({"answer": "2+3 is 5."})),
     )
     branch = Branch(chat_model=model_on(server, native_tools=False))
-    out = await branch.ReAct(instruct={"instruction": "What is 2+3? Use the add tool."}, tools=[add])
+    out = await branch.ReAct(
+        instruct={"instruction": "What is 2+3? Use the add tool."}, tools=[add]
+    )
     assert out == "2+3 is 5."
     results = [m for m in branch.messages if m.role == "action_response"]
     assert [(r.function, r.output) for r in results] == [("add", 5)]
@@ -120,7 +122,7 @@ def test_several_tools_are_a_union_and_an_unknown_forced_name_is_refused():
     schema = action_requests_schema(tools, "required")
     names = [v["properties"]["function"]["enum"][0] for v in schema["items"]["anyOf"]]
     assert names == ["add", "shout"] and schema["minItems"] == 1 and schema["maxItems"] == 2
-    with pytest.raises(ConfigurationError, match="'mul'.*add, shout"):
+    with pytest.raises(ConfigurationError, match=r"'mul'.*add, shout"):
         action_requests_schema(tools, "mul")
 
 
