@@ -148,15 +148,29 @@ Check = Callable[[Any, int, str], "ReActError | None"]
 
 
 @cache
-def _own_words() -> frozenset[str]:
-    """The descriptions in lion_nb's own ReAct schemas: a reply that only repeats one of them
-    is the schema echoed back, not an answer."""
-    words = set()
+def _own_words() -> tuple[str, ...]:
+    """lion_nb's own words in a ReAct request (the schemas' descriptions, the round prompts):
+    a reply that only repeats one of them is the request echoed back, not an answer."""
+    words = [ReActAnalysis.FIRST_EXT_PROMPT, ReActAnalysis.CONTINUE_EXT_PROMPT]
+    words.append(ReActAnalysis.ANSWER_PROMPT.split("{")[0])
     for model in (Analysis, AnswerRequired, ReActAnalysis):
         schema = model.model_json_schema()
-        words.add(_plain(schema.get("description") or ""))
-        words.update(_plain(p.get("description") or "") for p in schema["properties"].values())
-    return frozenset(words - {""})
+        words.append(schema.get("description") or "")
+        words.extend(p.get("description") or "" for p in schema["properties"].values())
+    return tuple(sorted({_plain(w) for w in words} - {""}))
+
+
+_ECHO_CHARS = 24  # an answer that begins with this much of lion_nb's own words echoes them
+
+
+def _echoes(text: str) -> bool:
+    plain = _plain(text)
+    for words in _own_words():
+        if plain == words or plain.startswith(words[:_ECHO_CHARS]):
+            return True
+        if len(plain) >= _ECHO_CHARS // 2 and words.startswith(plain):
+            return True
+    return False
 
 
 def _plain(text: str) -> str:
@@ -169,11 +183,27 @@ def answer_of(out: Any) -> str | None:
     did not validate (a cut ``'{'``), or lion_nb's own schema text echoed back."""
     if isinstance(out, Analysis):
         text = out.answer or ""
-    elif isinstance(out, str) and not out.lstrip().startswith(("{", "[", "```")):
+    elif isinstance(out, str):
         text = out
     else:
         return None
-    return text if _plain(text) and _plain(text) not in _own_words() else None
+    if _broken_json(text) or not _plain(text) or _echoes(text):
+        return None
+    return text
+
+
+def _broken_json(text: str) -> bool:
+    """Text that begins as JSON but is none (a cut ``'{'``): a fragment, not an answer."""
+    text = text.strip()
+    if text.startswith("```"):
+        return True
+    if not text.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return True
+    return False
 
 
 def no_answer(out: Any, number: int, sent: str) -> ReActError | None:

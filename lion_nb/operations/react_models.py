@@ -71,8 +71,8 @@ ANSWER_MAX_LENGTH = 400  # characters: room for a sentence or two, a bound for a
 
 
 def _answer_required(schema: dict[str, Any]) -> None:
-    # a short description: a small model echoes a long one back as its "answer"
-    schema["description"] = "The final answer."
+    # no descriptions: a small model echoes them back as its "answer" (measured on SmolLM2)
+    schema.pop("description", None)
     schema["required"] = ["answer"]
     schema["properties"]["answer"].pop("default", None)
 
@@ -91,7 +91,6 @@ class AnswerRequired(Analysis):
                 "type": "string",
                 "minLength": 1,
                 "maxLength": ANSWER_MAX_LENGTH,
-                "description": "Your final answer to the user's request.",
             }
         ),
     ] = None
