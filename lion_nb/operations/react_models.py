@@ -67,7 +67,10 @@ class Analysis(BaseModel):
         return json.dumps(value, ensure_ascii=False, default=str)
 
 
-ANSWER_MAX_LENGTH = 400  # characters: room for a sentence or two, a bound for a small model
+ANSWER_MAX_LENGTH = 200  # characters: room for a sentence or two, a bound for a small model
+# Where a grammar enforces it: words, not JSON (a small model under a grammar otherwise starts
+# its answer with "{"); a positive class, so the string never holds a quote or backslash.
+ANSWER_PATTERN = "^[A-Za-z0-9][A-Za-z0-9 .,:;!?'+*/=()%-]{0," + str(ANSWER_MAX_LENGTH - 1) + "}$"
 
 
 def _answer_required(schema: dict[str, Any]) -> None:
@@ -79,18 +82,13 @@ def _answer_required(schema: dict[str, Any]) -> None:
 
 class AnswerRequired(Analysis):
     """The final answer of a ReAct run, as a schema-constrained model is asked for it: the
-    ``answer`` is a required, non-empty string (so a grammar cannot produce ``{"answer":
-    null}``). Validation stays ``Analysis``'s, so a reply is read the same way."""
+    ``answer`` is a required string of words (``ANSWER_PATTERN``: a grammar can produce
+    neither ``{"answer": null}`` nor ``{"answer": "{"}``). Validation stays ``Analysis``'s, so
+    a reply is read the same way."""
 
     model_config = ConfigDict(title="Analysis", json_schema_extra=_answer_required)
 
     answer: Annotated[
         str | None,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": ANSWER_MAX_LENGTH,
-            }
-        ),
+        WithJsonSchema({"type": "string", "pattern": ANSWER_PATTERN}),
     ] = None
