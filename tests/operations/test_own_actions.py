@@ -151,3 +151,23 @@ def test_a_users_free_form_tool_may_still_warn():
     own = own_request_schema(request_fmt, [Tool(tag)], None)
     with pytest.warns(UnboundedSchemaWarning, match="labels"):
         LocalProvider().plan(ModelRequest(messages=[], response_schema=own))
+
+
+async def test_only_round_one_must_call_a_tool_and_auto_leaves_it_to_the_model(server):
+    def reply(more: bool, *calls: dict) -> Reply:
+        body = {"analysis": "a", "extension_needed": more, "action_requests": list(calls)}
+        return Reply(json.dumps(body))
+
+    server.script(
+        reply(True, {"function": "add", "arguments": {"a": 2, "b": 3}}),
+        reply(False),
+        Reply(json.dumps({"answer": "5"})),
+        reply(False),
+        Reply(json.dumps({"answer": "no tool needed"})),
+    )
+    branch = Branch(chat_model=model_on(server, native_tools=False))
+    assert await branch.ReAct("2+3?", tools=[add], max_extensions=2) == "5"
+    rounds = [sent_schema(r.body)["properties"].get("action_requests") for r in server.requests]
+    assert rounds[0]["minItems"] == 1 and "minItems" not in rounds[1] and rounds[2] is None
+    assert await branch.ReAct("hi", tools=[add], tool_choice="auto") == "no tool needed"
+    assert "minItems" not in sent_schema(server.requests[3].body)["properties"]["action_requests"]
