@@ -17,6 +17,7 @@
     │       └── CLIError              a CLI agent could not start or exited non-zero
     │           └── CLINotFound       the executable is not installed
     ├── OperationError            unknown / unsupported operation in a graph node
+    │   ├── ReActError            a ReAct run ended without an answer (or without a forced call)
     │   ├── FlowError             Flow.run(raise_errors=True) and some nodes failed
     │   ├── DependencyFailed      why a flow node was skipped
     │   ├── NotTransferable       something a Ray node needs cannot travel to a worker
@@ -209,6 +210,20 @@ class CLINotFound(CLIError):
 
 class OperationError(LionError):
     """An operation name could not be resolved or executed by a graph node."""
+
+
+class ReActError(OperationError):
+    """A ReAct run ended without what it needed from the model: no answer in its answer round,
+    or no call of a tool the caller forced. ``round``: the round's number; ``sent``: what the
+    model sent there (truncated); ``missing``: "answer" or "tool call"."""
+
+    def __init__(
+        self, message: str, *, round: int, sent: str = "", missing: str = "answer"
+    ) -> None:
+        super().__init__(message)
+        self.round = round
+        self.sent = sent
+        self.missing = missing
 
 
 class ParseError(LionError, ValueError):

@@ -116,6 +116,9 @@ def compose(
 ) -> tuple[Any, Any]:
     """``(request_format, response_format)`` for ``operate``. Without ``reason``/``actions`` the
     caller's format is used unchanged; a JSON-schema dict is extended with the same properties."""
+    from lion_nb.operations.instruction import check_response_format
+
+    response_format = check_response_format(response_format)  # before anything is sent
     if isinstance(response_format, BaseModel):
         response_format = type(response_format)
     if not reason and not actions:

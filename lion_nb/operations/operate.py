@@ -23,6 +23,9 @@ Choices where ADR-0021 is silent (ADR-0022 owns the coordinator):
 * A CLI agent cannot be handed Python tools natively: their schemas travel in the instruction's
   context, as do results ``act`` recorded since the agent's last turn (the agent keeps its own
   history and never saw them).
+* A model whose server ignores native tools (``capabilities().native_tools is False``) is sent
+  no tools either: the response schema (shown in the instruction, enforced where the server
+  can) constrains ``action_requests`` to them (``operations.own_actions``).
 * A per-call ``chat_model`` applies to this call only: the exchange gets a port for this call
   (``BranchPort.for_call``), through which ``run`` cannot adopt it as the branch's model
   (ADR D3's adoption belongs to ``Branch.run``), so nothing has to be put back.
@@ -66,13 +69,17 @@ _CHAT_FIELDS = (
 _FAILED = object()  # the reply did not validate
 
 
-def _model_is_cli(port: BranchPort, chat_model: iModel | None) -> bool:
+def _model_of(port: BranchPort, chat_model: iModel | None) -> iModel | None:
     if chat_model is not None:
-        return bool(getattr(chat_model, "is_cli", False))
+        return chat_model
     try:
-        return bool(getattr(port.chat_model, "is_cli", False))
+        return port.chat_model
     except ConfigurationError:  # no model at all: a custom Middle may not need one
-        return False
+        return None
+
+
+def _model_is_cli(port: BranchPort, chat_model: iModel | None) -> bool:
+    return bool(getattr(_model_of(port, chat_model), "is_cli", False))
 
 
 def unseen_tool_results(port: BranchPort) -> list[dict[str, Any]]:
@@ -237,9 +244,11 @@ def _plan(
     middle: Middle | None,
     persist_kw: dict[str, Any],
     kwargs: dict[str, Any],
+    own_actions: bool = False,
 ) -> _Plan:
     """Pop operate's own keywords from ``kwargs`` (the rest are model options), compose the
-    schema, pick the parameter class and the Middle."""
+    schema, pick the parameter class and the Middle. ``own_actions``: the model ignores native
+    tools (see the module doc)."""
     chat_kw = {k: kwargs.pop(k) for k in _CHAT_FIELDS if k in kwargs}
     extra_schemas = list(kwargs.pop("tool_schemas", None) or [])
     persist_kw["snapshot_dir"] = kwargs.pop("snapshot_dir", None)
@@ -255,11 +264,16 @@ def _plan(
     persist = persist_kw["stream_persist"] or any(
         persist_kw[k] is not None for k in ("persist_dir", "snapshot_dir")
     )
+    sent_fmt, own = request_fmt, own_actions and actions and not is_cli
+    if own:
+        from lion_nb.operations.own_actions import own_request_schema
+
+        sent_fmt = own_request_schema(request_fmt, offered, chat_kw.pop("tool_choice", None))
     param_kw: dict[str, Any] = dict(
         guidance=guidance,
         context=_exchange_context(port, context, schemas, is_cli),
-        response_format=request_fmt,
-        tool_schemas=schemas or None,
+        response_format=sent_fmt,
+        tool_schemas=None if own else schemas or None,
         imodel=chat_model,
         imodel_kw=kwargs or None,
         **chat_kw,
@@ -364,6 +378,11 @@ async def operate(
             f"handle_validation must be raise/return_value/return_none, not {handle_validation!r}"
         )
     port = BranchPort.of(branch)
+    own_actions = False
+    if middle is None and (actions or tools not in (None, False)):
+        from lion_nb.operations.own_actions import ignores_native_tools
+
+        own_actions = await ignores_native_tools(_model_of(port, chat_model))
     plan = _plan(
         port,
         guidance=guidance,
@@ -376,6 +395,7 @@ async def operate(
         middle=middle,
         persist_kw={"stream_persist": stream_persist, "persist_dir": persist_dir},
         kwargs=kwargs,
+        own_actions=own_actions,
     )
     before = set(port.messages.progression)
     # a per-call chat_model applies to this call only: the port for the exchange never lets

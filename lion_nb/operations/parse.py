@@ -59,6 +59,10 @@ async def parse(branch: BranchPort, text: str, parse_param: ParseParam) -> Any:
     fmt = parse_param.response_format
     if fmt is None:
         raise ValueError("parse needs a response_format (a pydantic model or a JSON schema)")
+    if isinstance(fmt, dict | str):  # a malformed schema or a model's name: say so now
+        from lion_nb.operations.instruction import check_response_format
+
+        check_response_format(fmt)
     attempts = max(0, parse_param.max_retries)
     candidate = text
     last_error: Exception | None = None

@@ -13,6 +13,18 @@ the run's id from ``current_run_id``.
 
 A round whose reply was only native tool calls (no structured text, so the model could not say
 ``extension_needed``) counts as asking for another round: the model has not seen the results.
+
+ReAct ends in an answer or says why not, never ``None`` (where ADR-0021 is silent): an answer
+round (without ``response_format``) whose reply holds no non-empty ``answer`` — ``{"answer":
+null}``, a cut ``'{'``, the schema echoed back — raises ``ReActError`` naming the round and what
+the model sent, and so does an analysis round that called no tool although ``tool_choice``
+forced one ("required" or a tool's name). The error ends that round (its ``RoundEnd`` carries
+it: the rounds view shows "no answer: …") and the run (``RunFailed``); every round stays
+recorded. A caller's ``response_format`` keeps ``handle_validation``'s contract instead.
+
+Models that ignore native tools (``iModel.capabilities().native_tools is False``) get lion_nb's
+own JSON action requests, constrained by a schema (``operations.own_actions``); there round 1
+must call a tool unless ``tool_choice="auto"`` or ``"none"`` says otherwise.
 """
 
 from __future__ import annotations
@@ -25,8 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from lion_nb.errors import ConfigurationError
+from lion_nb.messages import AssistantResponse
+from lion_nb.operations.instruction import check_response_format
 from lion_nb.operations.operate import operate
-from lion_nb.operations.react_models import Analysis, ReActAnalysis
+from lion_nb.operations.own_actions import ignores_native_tools
+from lion_nb.operations.react_models import Analysis, AnswerRequired, ReActAnalysis
+from lion_nb.operations.react_outcome import Check, forced_tool, no_answer, no_forced_call
 from lion_nb.session.lifecycle import current_run_id
 from lion_nb.session.port import BranchPort
 from lion_nb.signals import RoundEnd, RoundStart
@@ -68,6 +85,29 @@ def needs_extension(analysis: Any) -> bool:
     return False
 
 
+def _model_or_none(port: BranchPort) -> iModel | None:
+    try:
+        return port.chat_model
+    except ConfigurationError:  # a custom Middle may need none
+        return None
+
+
+def _from_instruct(instruct: Any, *given: Any) -> tuple[Any, Any, Any]:
+    """``(instruction, guidance, context)``: the arguments, completed from lionagi's
+    ``instruct`` (a dict or an object with those fields)."""
+    if instruct is None:
+        return given[0], given[1], given[2]
+    if isinstance(instruct, BaseModel):
+        instruct = instruct.model_dump()
+    if not isinstance(instruct, dict):
+        instruct = {"instruction": instruct}
+    names = ("instruction", "guidance", "context")
+    return tuple(  # type: ignore[return-value]
+        value if value is not None else instruct.get(name)
+        for name, value in zip(names, given, strict=True)
+    )
+
+
 def _as_text(instruction: Any) -> str:
     if instruction is None:
         return ""
@@ -78,15 +118,30 @@ def _as_text(instruction: Any) -> str:
     return json.dumps(instruction, ensure_ascii=False, default=str)
 
 
+def _reply_since(port: BranchPort, before: set[Any]) -> str:
+    """The text of the last reply recorded since ``before`` (what the model sent)."""
+    for message in reversed(list(port.messages)):
+        if message.id in before:
+            break
+        if isinstance(message, AssistantResponse):
+            return message.response
+    return ""
+
+
 async def _round(
-    port: BranchPort, number: int, final: bool, **operate_kw: Any
+    port: BranchPort, number: int, final: bool, check: Check | None = None, **operate_kw: Any
 ) -> tuple[Any, bool | None]:
-    """One round through ``operate``, between RoundStart and RoundEnd."""
+    """One round through ``operate``, between RoundStart and RoundEnd; ``check`` may find the
+    round's result wanting (a ``ReActError``, which ends the round and the run)."""
     run_id = current_run_id.get()
     port.emit(RoundStart(branch_id=port.id, run_id=run_id, round=number, final=final))
     started = time.perf_counter()
+    before = set(port.messages.progression)
     try:
         out = await operate(port, **operate_kw)
+        problem = check(out, number, _reply_since(port, before)) if check else None
+        if problem is not None:
+            raise problem
     except BaseException as exc:
         port.emit(
             RoundEnd(
@@ -138,8 +193,14 @@ async def ReActStream(  # the ADR's name
 ) -> AsyncGenerator[Any, None]:
     """Yield each analysis round's result, then the final answer object (``Analysis`` unless
     ``response_format`` was given). Emits no run lifecycle (the facade owns it). Extra
-    keywords go to every round's ``operate`` (model options such as temperature)."""
+    keywords go to every round's ``operate`` (model options such as temperature);
+    ``tool_choice`` to the analysis rounds only; lionagi's ``instruct={"instruction",
+    "guidance", "context"}`` fills what the arguments leave out."""
+    check_response_format(response_format)  # a bad one fails now, not after the rounds
     port = BranchPort.of(branch)
+    instruction, guidance, context = _from_instruct(
+        kwargs.pop("instruct", None), instruction, guidance, context
+    )
     extensions = clamp_extensions(max_extensions)
     text = _as_text(instruction)
     if interpret:
@@ -155,6 +216,12 @@ async def ReActStream(  # the ADR's name
         )
         text = f"{text}\n\nInterpreted instruction: {rewritten}"
     offered = port.tools.resolve(tools)
+    tool_choice = kwargs.pop("tool_choice", None)  # the analysis rounds' (the answer has none)
+    own = (
+        bool(offered)
+        and middle is None
+        and await ignores_native_tools(chat_model or _model_or_none(port))
+    )
     common: dict[str, Any] = dict(
         chat_model=chat_model,
         parse_model=parse_model,
@@ -170,34 +237,43 @@ async def ReActStream(  # the ADR's name
         action_strategy=action_strategy,
         **common,
     )
+    if tool_choice is not None:
+        analysis_kw["tool_choice"] = tool_choice
+    forced = forced_tool(tool_choice) if offered else None
+    check = no_forced_call(forced) if forced else None
     first = text
     if extension_allowed and extensions:
         first += "\n\n" + ReActAnalysis.FIRST_EXT_PROMPT.format(extensions=extensions)
+    first_kw = dict(analysis_kw)
+    if own and tool_choice is None:  # a model that cannot choose: round 1 calls a tool
+        first_kw["tool_choice"] = "required"
     number = 1
     analysis, more = await _round(
         port,
         number,
         False,
+        check,
         instruction=first.strip(),
         guidance=guidance,
         context=context,
         clear_messages=clear_messages,
-        **analysis_kw,
+        **first_kw,
     )
     yield analysis
     remaining = extensions
     while extension_allowed and remaining > 0 and more:
         number += 1
         prompt = ReActAnalysis.CONTINUE_EXT_PROMPT.format(extensions=remaining)
-        analysis, more = await _round(port, number, False, instruction=prompt, **analysis_kw)
+        analysis, more = await _round(port, number, False, check, instruction=prompt, **analysis_kw)
         remaining -= 1
         yield analysis
     final, _ = await _round(
         port,
         number + 1,
         True,
+        None if response_format else no_answer,
         instruction=ReActAnalysis.ANSWER_PROMPT.format(instruction=text),
-        response_format=response_format or Analysis,
+        response_format=response_format or (AnswerRequired if own else Analysis),
         **common,
     )
     yield final

@@ -3,15 +3,16 @@ prompts and scripted replies keep working).
 
 An analysis round answers ``ReActAnalysis`` (``operate`` adds ``action_requests`` when tools are
 offered and ``action_responses`` to what it returns); the final round answers ``Analysis``
-unless the caller gave a ``response_format``.
+unless the caller gave a ``response_format``; a model that ignores native tools (its answer
+constrained by the schema, see ``operations.own_actions``) is asked for ``AnswerRequired``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 
 class ReActAnalysis(BaseModel):
@@ -64,3 +65,30 @@ class Analysis(BaseModel):
         if isinstance(value, bool | int | float):
             return str(value)
         return json.dumps(value, ensure_ascii=False, default=str)
+
+
+ANSWER_MAX_LENGTH = 200  # characters: room for a sentence or two, a bound for a small model
+# Where a grammar enforces it: words, not JSON (a small model under a grammar otherwise starts
+# its answer with "{"); a positive class, so the string never holds a quote or backslash.
+ANSWER_PATTERN = "^[A-Za-z0-9][A-Za-z0-9 .,:;!?'+*/=()%-]{0," + str(ANSWER_MAX_LENGTH - 1) + "}$"
+
+
+def _answer_required(schema: dict[str, Any]) -> None:
+    # no descriptions: a small model echoes them back as its "answer" (measured on SmolLM2)
+    schema.pop("description", None)
+    schema["required"] = ["answer"]
+    schema["properties"]["answer"].pop("default", None)
+
+
+class AnswerRequired(Analysis):
+    """The final answer of a ReAct run, as a schema-constrained model is asked for it: the
+    ``answer`` is a required string of words (``ANSWER_PATTERN``: a grammar can produce
+    neither ``{"answer": null}`` nor ``{"answer": "{"}``). Validation stays ``Analysis``'s, so
+    a reply is read the same way."""
+
+    model_config = ConfigDict(title="Analysis", json_schema_extra=_answer_required)
+
+    answer: Annotated[
+        str | None,
+        WithJsonSchema({"type": "string", "pattern": ANSWER_PATTERN}),
+    ] = None

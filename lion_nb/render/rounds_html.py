@@ -50,6 +50,7 @@ __all__ = [
     "rounds_header_html",
     "rounds_html",
     "run_head_html",
+    "status_word",
 ]
 
 
@@ -111,7 +112,10 @@ def analysis_parts(message: AssistantResponse) -> CardParts:
             f'<pre class="lion-json">{escape(json.dumps(rest, indent=2, default=str))}</pre>'
             "</details>"
         )
-    body = render_markdown(text if isinstance(text, str) else json.dumps(text, default=str))
+    if text and (not isinstance(text, str) or text.strip()):
+        body = render_markdown(text if isinstance(text, str) else json.dumps(text, default=str))
+    else:  # no analysis or answer in it (``{"answer": null}``): show what the model sent
+        body = f'<pre class="lion-json">{escape(message.response)}</pre>'
     return CardParts(
         classes=("lion-msg", "lion-assistant", "lion-analysis"),
         attrs={"data-id": str(message.id), "data-role": "assistant"},
@@ -161,11 +165,23 @@ def round_frame_html(rnd: Round, inner: str = "", *, parts: bool = False) -> str
     return f'<div class="{escape(round_classes(rnd))}"{attrs}{mark}>{inner}</div>'
 
 
+_STATUS_WORDS = {"no-answer": "no answer"}  # a status that is not one word
+
+
+def status_word(status: str) -> str:
+    """A round's or run's status as a person reads it."""
+    return _STATUS_WORDS.get(status, status)
+
+
+def _status_html(status: str) -> str:
+    return f'<span class="lion-status lion-{escape(status)}">{escape(status_word(status))}</span>'
+
+
 def round_head_html(rnd: Round) -> str:
     """A round's head: title, status, time, usage, actions."""
     head = [
         f'<span class="lion-round-title">{escape(round_title(rnd))}</span>',
-        f'<span class="lion-status lion-{escape(rnd.status)}">{escape(rnd.status)}</span>',
+        _status_html(rnd.status),
     ]
     if rnd.duration_ms is not None:
         head.append(f'<span class="lion-round-time">{escape(_duration(rnd.duration_ms))}</span>')
@@ -254,7 +270,7 @@ def round_html(rnd: Round) -> str:
 def run_head_html(group: RunGroup) -> str:
     bits = [
         f'<span class="lion-round-title">{escape(group.operation)}</span>',
-        f'<span class="lion-status lion-{escape(group.status)}">{escape(group.status)}</span>',
+        _status_html(group.status),
     ]
     if group.duration_ms is not None:
         bits.append(f"<span>{escape(_duration(group.duration_ms))}</span>")

@@ -587,7 +587,8 @@ class Branch:
         **kwargs: Any,
     ) -> Any:
         """Reason, act and observe over rounds, then answer (one run lifecycle). Returns the
-        answer text, the ``response_format`` object, or every round with ``return_analysis``."""
+        answer text, the ``response_format`` object, or every round with ``return_analysis``;
+        never ``None`` for an answer: a run that got none raises ``ReActError``."""
         from lion_nb.operations.react import ReAct
 
         return await self._observed_run(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lion_nb.errors import ReActError
 from lion_nb.incremental.partial_json import PartialJSON, PartialJSONError
 from lion_nb.messages import (
     ActionRequest,
@@ -45,6 +46,7 @@ __all__ = [
     "RoundsModel",
     "RunGroup",
     "Step",
+    "outcome_of",
     "shown",
 ]
 
@@ -163,7 +165,7 @@ class Step:
 class Round:
     number: int
     final: bool = False
-    status: str = "running"  # running | done | failed | stopped
+    status: str = "running"  # running | done | failed | stopped | no-answer
     started_at: float | None = None
     duration_ms: float | None = None
     extension_needed: bool | None = None
@@ -292,6 +294,10 @@ class RoundsModel:
         rnd.extension_needed = signal.extension_needed
         if isinstance(signal.error, asyncio.CancelledError):
             rnd.status = "stopped"  # Stop, not a failure
+        elif isinstance(signal.error, ReActError):  # the model sent no answer (or no call)
+            rnd.status, rnd.error = outcome_of(signal.error)
+            rnd.live.clear()  # its reply was recorded
+            rnd.live_thinking.clear()
         elif signal.error is not None:
             rnd.status = "failed"
             rnd.error = f"{type(signal.error).__name__}: {signal.error}"
@@ -338,7 +344,9 @@ class RoundsModel:
             return []
         ending.duration_ms = signal.duration_ms
         changed: list[Round | RunGroup] = [ending]
-        if isinstance(signal, RunFailed):
+        if isinstance(signal, RunFailed) and isinstance(signal.error, ReActError):
+            ending.status, ending.error = outcome_of(signal.error)
+        elif isinstance(signal, RunFailed):
             ending.status = "failed"
             ending.error = f"{type(signal.error).__name__}: {signal.error}"
         else:
@@ -399,6 +407,15 @@ class RoundsModel:
         if group.rounds:
             model.runs.append(group)
         return model
+
+
+def outcome_of(error: ReActError) -> tuple[str, str]:
+    """``(status, words)`` of a ReAct round or run that ended without what it needed:
+    ``("no-answer", "no answer: the model sent …")``, or a failed round that called no tool."""
+    sent = f"the model sent {error.sent!r}" if error.sent else "the model sent nothing"
+    if error.missing == "answer":
+        return "no-answer", f"no answer: {sent}"
+    return "failed", f"no {error.missing}: {sent}"
 
 
 def _run_usage(signal: RunEnd) -> dict[str, Any]:
