@@ -32,14 +32,14 @@ from typing import Any
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse
+from lion_nb.errors import ConfigurationError, MalformedResponse
 from lion_nb.models.anthropic_format import (
     MessageAccumulator,
     compile_request,
     response_tool_name,
 )
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
-from lion_nb.models.http_api import HTTPProvider, read_failure, read_sse
+from lion_nb.models.http_api import HTTPProvider, read_failure, read_sse, stream_cut
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
 from lion_nb.models.sse import SSEEvent
@@ -61,6 +61,10 @@ class AnthropicProvider(HTTPProvider):
     name = "anthropic"
     default_base_url = DEFAULT_BASE_URL
     env_key_to_loopback = True  # a loopback Messages server is a proxy of the API or a test
+    not_found_hint = (
+        "The server has no {url} (Anthropic's Messages API): base_url should be its root, "
+        'without /v1; one that speaks only OpenAI\'s format needs provider="openai"'
+    )
 
     def __init__(
         self,
@@ -128,9 +132,12 @@ class AnthropicProvider(HTTPProvider):
             done=lambda: acc.stopped,
             on_event=lambda event: self._handle(event, acc),
             fail=acc.fail,
+            received=lambda: acc.received,
         )
         if not acc.stopped:
-            raise acc.fail(ConnectionLost("the stream ended before message_stop"))
+            raise acc.fail(stream_cut("it ended before message_stop", received=acc.received))
+        if acc.stop_reason is None:  # the API always says why a message stopped
+            raise acc.fail(stream_cut("message_stop without a stop_reason", received=acc.received))
         return acc.response()
 
     async def _read_json(self, response: httpx.Response, acc: MessageAccumulator) -> ModelResponse:
@@ -138,7 +145,7 @@ class AnthropicProvider(HTTPProvider):
         try:
             raw = await response.aread()
         except httpx.HTTPError as exc:
-            raise acc.fail(read_failure(exc)) from exc
+            raise acc.fail(read_failure(exc, received=False)) from exc
         text = raw.decode("utf-8", "replace")
         try:
             message = json.loads(text)

@@ -247,6 +247,11 @@ class MessageAccumulator:
     def _all(self, kind: str) -> str:
         return "".join("".join(b.parts) for b in self._blocks.values() if b.kind == kind)
 
+    @property
+    def received(self) -> bool:
+        """Whether any of the reply (a content block with something in it) has arrived."""
+        return any(block.parts for block in self._blocks.values())
+
     def fail(self, error: ProviderError) -> ProviderError:
         return error.with_partial(self._all("text"), self._all("thinking"), self.provider)
 

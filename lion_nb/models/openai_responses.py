@@ -72,6 +72,10 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
     name = "openai"
     default_base_url = DEFAULT_BASE_URL
     options = OPTIONS
+    not_found_hint = (
+        "The server has no {url} (OpenAI's Responses API); one that speaks only chat "
+        'completions needs iModel(provider="openai", ...) without api="responses"'
+    )
 
     def __init__(self, model: str | None = None, api_key: str | None = None, **kw: Any) -> None:
         kw.setdefault("api_key_env", ("OPENAI_API_KEY",))

@@ -154,6 +154,9 @@ def samples_html(samples: Any) -> str:
         f"{len(samples.replies)} samples · {escape(samples.label())} · "
         f"{shared} shared</span>{legend_html()}</div>"
     )
+    note = getattr(samples, "failure_note", lambda: "")()
+    if note:  # a failed sample is said, never drawn as an empty reply
+        head += f'<div class="lion-samples-failed lion-failed" role="status">{escape(note)}</div>'
     return f'<div class="lion-tokens lion-samples">{head}<ol>{"".join(rows)}</ol></div>'
 
 

@@ -360,7 +360,10 @@ class Conversation:
         ``seed`` (the given one, or 0, plus its place: distinct samples that replay alike), and
         joins the reply's alternatives; the first is shown before the runs start, so a view streams it. Returns
         ``Samples``: the replies and where they agree. ``kwargs`` are more request options
-        (``logprobs=K``: the agreement is then counted in tokens)."""
+        (``logprobs=K``: the agreement is then counted in tokens). A sample that failed (a
+        stream the server cut is a ``ProviderError``, never an empty reply) leaves no fork
+        and is counted in ``Samples.errors`` ("2 of 5 failed: ..."); when all fail, the first
+        failure is raised."""
         from lion_nb.tokens import Samples, sampling_label
 
         self._check_idle()
@@ -435,7 +438,7 @@ class Conversation:
             raise errors[0]
         if self._branch not in kept:
             self.show(kept[0])
-        return samples(kept, replies, temperature, top_p, errors)
+        return samples(kept, replies, temperature, top_p, errors, asked=len(forks))
 
     def _turn_of(self, index: int | None) -> tuple[int, Instruction]:
         """The position and instruction of the last turn, or of the reply at ``index``."""
