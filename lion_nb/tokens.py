@@ -308,6 +308,10 @@ class Samples:
         n = self.shared
         return None if all(len(_units(r)) == n for r in self.replies) else n
 
+    def count_label(self) -> str:
+        """``"3 samples"`` (``"1 sample"``): the replies received."""
+        return f"{len(self.replies)} sample{'' if len(self.replies) == 1 else 's'}"
+
     def label(self) -> str:
         """``"temperature 0.8 · top-p 0.95"`` (what the view's labels say)."""
         return sampling_label(self.temperature, self.top_p)
@@ -322,7 +326,7 @@ class Samples:
 
     def __str__(self) -> str:
         """The set as text: its heading, each reply received, and what failed."""
-        head = f"{len(self.replies)} samples · {self.label()} · {self.shared} shared"
+        head = f"{self.count_label()} · {self.label()} · {self.shared} shared"
         lines = [head, *(f"{i}. {text}" for i, text in enumerate(self.texts, 1))]
         return "\n".join([*lines, self.failure_note()] if self.errors else lines)
 

@@ -151,7 +151,7 @@ def samples_html(samples: Any) -> str:
         )
     head = (
         f'<div class="lion-tokens-head"><span class="lion-tokens-title">'
-        f"{len(samples.replies)} samples · {escape(samples.label())} · "
+        f"{escape(samples.count_label())} · {escape(samples.label())} · "
         f"{shared} shared</span>{legend_html()}</div>"
     )
     note = getattr(samples, "failure_note", lambda: "")()

@@ -138,3 +138,27 @@ def test_a_sample_set_renders_as_text_and_in_rich() -> None:
 
 def _reply(text: str) -> AssistantResponse:
     return AssistantResponse(response=text)
+
+
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+async def test_samples_of_an_api_without_a_seed_are_asked_without_one(api: str) -> None:
+    """OpenAI's Responses API and Anthropic's take no ``seed``: sampling there must not send
+    one (it was refused by name, and every sample failed)."""
+    from tests.servers.anthropic_server import start_anthropic_server
+    from tests.servers.vendor_servers import start_responses_server
+
+    with start_anthropic_server() if api == "anthropic" else start_responses_server() as server:
+        kw: dict[str, object] = {"provider": "openai", "api": "responses"}
+        if api == "anthropic":
+            kw = {"provider": "anthropic", "api_key": "sk-ant-test-0123456789"}
+        model = iModel(model="m", base_url=server.base_url, **kw)
+        session, branch = Session(), Branch(chat_model=model)
+        session.include_branches(branch)
+        conv = Conversation(branch)
+        await conv.asend("Name a colour.")
+        samples = await conv.asample(3, temperature=0.9)
+        await model.aclose()
+    assert samples.failed == 0 and len(samples) == 3
+    bodies = [r["body"] if isinstance(r, dict) else r.body for r in server.requests]
+    assert all("seed" not in body for body in bodies[1:])
+    assert all("seed" not in b.metadata["sample"] for b in samples.branches)
