@@ -235,6 +235,13 @@ SERIAL_SERVER_HINT = (
 )
 """What to do about a stream a server ended cleanly but without finishing its reply."""
 
+SILENT_SERVER_HINT = (
+    ". The server sent no event at all: it failed on the request (its log says why). "
+    "llama_cpp.server answers a request longer than its window this way: give the window "
+    "(iModel(..., context_window=N)) so lion_nb can fit or refuse the request"
+)
+"""What to do about an event stream that ended before its first event (HTTP 200, no body)."""
+
 
 def stream_cut(how: str, *, received: bool, hint: str = "") -> ConnectionLost:
     """A stream the server ended before its reply was complete (``how``: what the stream

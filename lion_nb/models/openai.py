@@ -33,7 +33,13 @@ from lion_nb.models.chat_format import (
     format_tool_choice,
     response_format,
 )
-from lion_nb.models.http_api import SERIAL_SERVER_HINT, HTTPProvider, read_failure, stream_cut
+from lion_nb.models.http_api import (
+    SERIAL_SERVER_HINT,
+    SILENT_SERVER_HINT,
+    HTTPProvider,
+    read_failure,
+    stream_cut,
+)
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
@@ -231,7 +237,14 @@ class OpenAIProvider(HTTPProvider):
                 done = self._handle(event, acc) or done
         if acc.finish_reason is None:
             if not done:
-                raise acc.fail(stream_cut("it ended before [DONE]", received=acc.received))
+                silent = not acc.received and acc.id is None and acc.model is None
+                raise acc.fail(
+                    stream_cut(
+                        "it ended before [DONE]",
+                        received=acc.received,
+                        hint=SILENT_SERVER_HINT if silent else "",
+                    )
+                )
             raise acc.fail(
                 stream_cut(
                     "[DONE] without a finish reason",
