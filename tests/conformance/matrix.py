@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, ProviderError, ServerError
+from lion_nb.errors import (
+    ConfigurationError,
+    ConnectionLost,
+    ParseError,
+    ProviderError,
+    ServerError,
+)
 
 __all__ = ["APIS", "FEATURES", "MATRIX", "SERVERS", "Cell", "cell", "readme_table"]
 
@@ -109,11 +115,25 @@ _row(
     logprobs=Cell(
         "refused",
         ConfigurationError,
-        "does not give them",
-        note="llama-server's Responses API sends no log-probabilities; the error says so.",
+        'leave out api="responses"',
+        note="llama-server's Responses API sends no log-probabilities; the error says so and "
+        "that chat completions may.",
     ),
 )
-_row("llama_server_1", "messages", tools=_TOOLS_IGNORED, logprobs=_NO_LOGPROBS_MESSAGES)
+_row(
+    "llama_server_1",
+    "messages",
+    tools=_TOOLS_IGNORED,
+    logprobs=_NO_LOGPROBS_MESSAGES,
+    structured=Cell(
+        "refused",
+        ParseError,
+        "could not parse the response into City",
+        note="Over Anthropic's format the structured reply is a forced tool call, which "
+        "llama-server ignores for SmolLM2, and `/v1/messages` takes no schema: the reply is "
+        "prose. Use chat completions for structured output from llama-server.",
+    ),
+)
 for _feature in FEATURES:  # the same software as one slot: only what slots change is run
     MATRIX["llama_server_4", "chat", _feature] = Cell("untested")
 MATRIX["llama_server_4", "chat", "stream"] = WORKS

@@ -77,7 +77,7 @@ async def test_a_bad_request_carries_llama_servers_own_words(llama_server_1: Any
     finally:
         await chat_model.aclose()
     assert type(info.value) is ProviderError and info.value.status == 400
-    assert "request rejected: Only one completion choice is allowed" in str(info.value)
+    assert "request rejected: Field 'n': Value must be between 1 <= value <= 1" in str(info.value)
 
 
 async def test_a_bad_request_carries_llama_cpp_servers_own_words(llama_cpp_server: Any) -> None:
@@ -96,19 +96,13 @@ async def test_sequential_streamed_replies_are_each_sent_once(
 ) -> None:
     """llama-server closes the connection after each streamed reply, although it promised to
     keep it: a request written to it before the close arrived failed ("server disconnected
-    without sending a response") and the retry loop sent it again, unasked. Without retries
-    every call must succeed; with them, none may be retried."""
-    strict = model(llama_server_1, api, max_tokens=2, max_retries=0)
-    try:
-        for _ in range(6):
-            await Branch(chat_model=strict).communicate("Say hi.")
-    finally:
-        await strict.aclose()
+    without sending a response", about one call in ten here) and the retry loop sent it
+    again, unasked. Now no call fails and none is retried."""
     caplog.set_level(logging.INFO, logger="lion_nb.models.http_errors")
-    retrying = model(llama_server_1, api, max_tokens=2)
+    chat_model = model(llama_server_1, api, max_tokens=2)
     try:
-        for _ in range(6):
-            await Branch(chat_model=retrying).communicate("Say hi.")
+        for _ in range(10):
+            await Branch(chat_model=chat_model).communicate("Say hi.")
     finally:
-        await retrying.aclose()
-    assert not [r for r in caplog.records if "retry" in r.getMessage()]
+        await chat_model.aclose()
+    assert not [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]
