@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, MalformedResponse
+from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.anthropic_format import (
     MessageAccumulator,
     compile_request,
@@ -52,6 +52,12 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _NOT_BODY = frozenset({"anthropic_version", "anthropic_beta", "extra_body"})  # headers, merged
+_IGNORED_TOOL = (
+    "the server answered without calling the tool {tool!r} it was made to call (in "
+    "Anthropic's format a structured reply is that call's input): it ignores tools "
+    "(llama-server does for a model whose chat template declares none). Ask it through chat "
+    'completions instead: iModel(provider="openai", base_url=".../v1"), response_format=...'
+)
 
 
 class AnthropicProvider(HTTPProvider):
@@ -117,10 +123,14 @@ class AnthropicProvider(HTTPProvider):
         body, headers, timeout = self.build_body(request)
         url = f"{self.base_url}/v1/messages"
         tool = response_tool_name(request) if request.response_schema is not None else None
+        forced = tool is not None and body.get("tool_choice") == {"type": "tool", "name": tool}
 
         async def read(response: httpx.Response) -> ModelResponse:
             acc = MessageAccumulator(on_delta, provider=self.name, response_tool=tool)
-            return await self._read(response, acc)
+            reply = await self._read(response, acc)
+            if forced and acc.ignored_response_tool:
+                raise acc.fail(ProviderError(_IGNORED_TOOL.format(tool=tool)))
+            return reply
 
         return await self.with_retries(lambda: self.post_stream(url, body, headers, timeout, read))
 

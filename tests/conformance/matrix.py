@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from lion_nb.errors import (
     ConfigurationError,
     ConnectionLost,
-    ParseError,
     ProviderError,
     ServerError,
 )
@@ -127,11 +126,11 @@ _row(
     logprobs=_NO_LOGPROBS_MESSAGES,
     structured=Cell(
         "refused",
-        ParseError,
-        "could not parse the response into City",
+        ProviderError,
+        'iModel(provider="openai"',
         note="Over Anthropic's format the structured reply is a forced tool call, which "
         "llama-server ignores for SmolLM2, and `/v1/messages` takes no schema: the reply is "
-        "prose. Use chat completions for structured output from llama-server.",
+        "prose, and the error says to use chat completions.",
     ),
 )
 for _feature in FEATURES:  # the same software as one slot: only what slots change is run
