@@ -249,13 +249,39 @@ class Samples:
     ``branches[i]`` holds ``replies[i]`` (its last message); ``temperature`` and ``top_p`` are
     what the set was sampled with (None: the model's default). ``agreement`` is per position
     (``lion_nb.tokens.agreement``): 1.0 over the prefix all share, then the share of replies
-    that still agree. ``errors``: the samples that failed (their forks are gone)."""
+    that still agree, counted over the replies received. ``errors``: why each sample that
+    failed failed, in the order they were asked (their forks are gone, nothing of them is
+    recorded); ``asked``: how many were asked for. A failed sample is never an empty reply:
+    ``failure_note()`` (and every rendering) says "2 of 5 failed: ..."."""
 
     branches: list[Any]
     replies: list[Any]
     temperature: float | None = None
     top_p: float | None = None
     errors: list[BaseException] = field(default_factory=list)
+    asked: int | None = None  # None: the replies and the failures together
+
+    @property
+    def failed(self) -> int:
+        """How many samples failed (``errors`` says why)."""
+        return len(self.errors)
+
+    @property
+    def total(self) -> int:
+        """How many samples were asked for."""
+        return self.asked if self.asked is not None else len(self.replies) + len(self.errors)
+
+    def failure_note(self) -> str:
+        """``"2 of 5 failed: ConnectionLost: ... (×2)"``: each distinct reason once, with how
+        many samples it ended; ``""`` when none failed."""
+        if not self.errors:
+            return ""
+        reasons: dict[str, int] = {}
+        for error in self.errors:
+            reason = f"{type(error).__name__}: {error}".rstrip(": ")
+            reasons[reason] = reasons.get(reason, 0) + 1
+        why = "; ".join(f"{r} (×{k})" if k > 1 else r for r, k in reasons.items())
+        return f"{self.failed} of {self.total} failed: {why}"
 
     @property
     def agreement(self) -> list[float]:
@@ -282,6 +308,10 @@ class Samples:
         n = self.shared
         return None if all(len(_units(r)) == n for r in self.replies) else n
 
+    def count_label(self) -> str:
+        """``"3 samples"`` (``"1 sample"``): the replies received."""
+        return f"{len(self.replies)} sample{'' if len(self.replies) == 1 else 's'}"
+
     def label(self) -> str:
         """``"temperature 0.8 · top-p 0.95"`` (what the view's labels say)."""
         return sampling_label(self.temperature, self.top_p)
@@ -294,8 +324,20 @@ class Samples:
 
         return samples_html(self)
 
+    def __str__(self) -> str:
+        """The set as text: its heading, each reply received, and what failed."""
+        head = f"{self.count_label()} · {self.label()} · {self.shared} shared"
+        lines = [head, *(f"{i}. {text}" for i, text in enumerate(self.texts, 1))]
+        return "\n".join([*lines, self.failure_note()] if self.errors else lines)
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        return Text(str(self))
+
     def __repr__(self) -> str:
-        return f"<Samples {len(self.replies)} × {self.label()}: shared {self.shared} units>"
+        failed = f"; {self.failed} of {self.total} failed" if self.errors else ""
+        return f"<Samples {len(self.replies)} × {self.label()}: shared {self.shared} units{failed}>"
 
 
 def sampling_label(temperature: float | None, top_p: float | None) -> str:

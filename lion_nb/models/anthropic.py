@@ -32,14 +32,14 @@ from typing import Any
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse
+from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.anthropic_format import (
     MessageAccumulator,
     compile_request,
     response_tool_name,
 )
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
-from lion_nb.models.http_api import HTTPProvider, read_failure, read_sse
+from lion_nb.models.http_api import HTTPProvider, read_failure, read_sse, stream_cut
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
 from lion_nb.models.sse import SSEEvent
@@ -52,6 +52,12 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _NOT_BODY = frozenset({"anthropic_version", "anthropic_beta", "extra_body"})  # headers, merged
+_IGNORED_TOOL = (
+    "the server answered without calling the tool {tool!r} it was made to call (in "
+    "Anthropic's format a structured reply is that call's input): it ignores tools "
+    "(llama-server does for a model whose chat template declares none). Ask it through chat "
+    'completions instead: iModel(provider="openai", base_url=".../v1"), response_format=...'
+)
 
 
 class AnthropicProvider(HTTPProvider):
@@ -61,6 +67,10 @@ class AnthropicProvider(HTTPProvider):
     name = "anthropic"
     default_base_url = DEFAULT_BASE_URL
     env_key_to_loopback = True  # a loopback Messages server is a proxy of the API or a test
+    not_found_hint = (
+        "The server has no {url} (Anthropic's Messages API): base_url should be its root, "
+        'without /v1; one that speaks only OpenAI\'s format needs provider="openai"'
+    )
 
     def __init__(
         self,
@@ -113,10 +123,14 @@ class AnthropicProvider(HTTPProvider):
         body, headers, timeout = self.build_body(request)
         url = f"{self.base_url}/v1/messages"
         tool = response_tool_name(request) if request.response_schema is not None else None
+        forced = tool is not None and body.get("tool_choice") == {"type": "tool", "name": tool}
 
         async def read(response: httpx.Response) -> ModelResponse:
             acc = MessageAccumulator(on_delta, provider=self.name, response_tool=tool)
-            return await self._read(response, acc)
+            reply = await self._read(response, acc)
+            if forced and acc.ignored_response_tool:
+                raise acc.fail(ProviderError(_IGNORED_TOOL.format(tool=tool)))
+            return reply
 
         return await self.with_retries(lambda: self.post_stream(url, body, headers, timeout, read))
 
@@ -128,9 +142,12 @@ class AnthropicProvider(HTTPProvider):
             done=lambda: acc.stopped,
             on_event=lambda event: self._handle(event, acc),
             fail=acc.fail,
+            received=lambda: acc.received,
         )
         if not acc.stopped:
-            raise acc.fail(ConnectionLost("the stream ended before message_stop"))
+            raise acc.fail(stream_cut("it ended before message_stop", received=acc.received))
+        if acc.stop_reason is None:  # the API always says why a message stopped
+            raise acc.fail(stream_cut("message_stop without a stop_reason", received=acc.received))
         return acc.response()
 
     async def _read_json(self, response: httpx.Response, acc: MessageAccumulator) -> ModelResponse:
@@ -138,7 +155,7 @@ class AnthropicProvider(HTTPProvider):
         try:
             raw = await response.aread()
         except httpx.HTTPError as exc:
-            raise acc.fail(read_failure(exc)) from exc
+            raise acc.fail(read_failure(exc, received=False)) from exc
         text = raw.decode("utf-8", "replace")
         try:
             message = json.loads(text)

@@ -247,6 +247,19 @@ class MessageAccumulator:
     def _all(self, kind: str) -> str:
         return "".join("".join(b.parts) for b in self._blocks.values() if b.kind == kind)
 
+    @property
+    def ignored_response_tool(self) -> bool:
+        """A structured reply was asked for (a forced call of its tool) and the server answered
+        without calling it: it ignores tools (its text is kept as the error's partial text)."""
+        if self.response_tool is None:
+            return False
+        return self.response_tool not in (b.data.get("name") for b in self._blocks.values())
+
+    @property
+    def received(self) -> bool:
+        """Whether any of the reply (a content block with something in it) has arrived."""
+        return any(block.parts for block in self._blocks.values())
+
     def fail(self, error: ProviderError) -> ProviderError:
         return error.with_partial(self._all("text"), self._all("thinking"), self.provider)
 

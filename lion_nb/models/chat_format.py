@@ -99,6 +99,11 @@ class ChatAccumulator:
     def text(self) -> str:
         return "".join(self._text)
 
+    @property
+    def received(self) -> bool:
+        """Whether any of the reply (text, thinking, a tool call) has arrived."""
+        return bool(self._text or self._thinking or self._tools)
+
     def fail(self, error: ProviderError) -> ProviderError:
         """``error`` with ``partial_text`` (and ``partial_thinking``) set: nothing is lost."""
         return error.with_partial(self.text, "".join(self._thinking), self.provider)

@@ -11,6 +11,15 @@ hosted API; pass ``api_key=`` for a local server that wants one). A vendor's API
 with key variables) pointed at a server that is not loopback, with no key, is refused at the
 call with an ``AuthenticationError`` naming the variables and ``api_key=``, before any
 connection (``check_key``).
+
+A generation is sent to a plain-HTTP server (a local one: llama.cpp's ``llama-server``,
+``llama_cpp.server``, Ollama, LM Studio, vLLM) on a connection of its own, closed after the
+reply (``Connection: close``): ``llama-server`` closes the connection after every streamed
+reply although it promised to keep it, and a request written to such a connection before
+the close arrives fails with "server disconnected without sending a response" — which the
+retry loop would send again, unasked. A new loopback connection costs a fraction of a
+millisecond. Over HTTPS (the vendor clouds and their proxies, which keep their keep-alive
+promises, and where a new connection costs a TLS handshake) connections stay pooled.
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from lion_nb.models.registry import env_key, key_env_names
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.secrets import public_url, secret_values
 
-__all__ = ["HTTPProvider", "is_loopback", "read_failure", "read_sse"]
+__all__ = ["HTTPProvider", "is_loopback", "read_failure", "read_sse", "stream_cut"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +73,9 @@ class HTTPProvider:
     # servers (a local one is other software: OPENAI_API_KEY is not its key); a vendor whose
     # only servers are its API and proxies of it says yes.
     env_key_to_loopback = False
+    # Said when the server answers 404 (it has no such endpoint: maybe not this API at all);
+    # ``{url}`` is the URL asked.
+    not_found_hint = ""
 
     def __init__(
         self,
@@ -98,6 +110,8 @@ class HTTPProvider:
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncGenerator[None, None] | None = None
         self._loopback = is_loopback(urlsplit(self.base_url).hostname)
+        # A generation gets a fresh connection over plain HTTP (the module says why).
+        self._pooled = urlsplit(self.base_url).scheme == "https"
         # Shown in messages: without any user:password@ part of the URL.
         self._shown_url = public_url(self.base_url) or self.base_url
 
@@ -207,6 +221,8 @@ class HTTPProvider:
         classified and wrapped in ``RetrySafe``; a missing key is refused before connecting."""
         self.check_key()
         client = await self._http()
+        if not self._pooled and not any(name.lower() == "connection" for name in headers):
+            headers = {**headers, "Connection": "close"}
         error: ProviderError
         try:
             async with client.stream(
@@ -244,14 +260,45 @@ class HTTPProvider:
             key_env=self.key_env,
             key_sent=self._api_key() is not None,
             loopback=self._loopback and not self.env_key_to_loopback,
+            not_found=self.not_found_hint.format(url=_no_query(response.url)),
         )
 
 
-def read_failure(exc: httpx.HTTPError) -> ProviderError:
-    """A transport failure while the body was being read."""
+def _no_query(url: httpx.URL) -> str:
+    return public_url(str(url.copy_with(query=None))) or ""
+
+
+def read_failure(exc: httpx.HTTPError, *, received: bool = True) -> ProviderError:
+    """A transport failure while the body was being read; ``received``: part of the reply
+    (text, thinking or a tool call) had arrived."""
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout("the reply stalled: no data within the timeout")
-    return ConnectionLost(f"the connection dropped mid-reply ({type(exc).__name__})")
+    when = "ended" if received else "began"
+    return ConnectionLost(f"the connection dropped before the reply {when} ({type(exc).__name__})")
+
+
+SERIAL_SERVER_HINT = (
+    ". A server that runs one generation at a time (llama_cpp.server) ends the running reply "
+    "when another request arrives: send it one request at a time (iModel(..., "
+    "max_concurrent=1))"
+)
+"""What to do about a stream a server ended cleanly but without finishing its reply."""
+
+SILENT_SERVER_HINT = (
+    ". The server sent no event at all: it failed on the request (its log says why). "
+    "llama_cpp.server answers a request longer than its window this way: give the window "
+    "(iModel(..., context_window=N)) so lion_nb can fit or refuse the request"
+)
+"""What to do about an event stream that ended before its first event (HTTP 200, no body)."""
+
+
+def stream_cut(how: str, *, received: bool, hint: str = "") -> ConnectionLost:
+    """A stream the server ended before its reply was complete (``how``: what the stream
+    lacked), never a reply: "the server closed the stream before the reply began" when nothing
+    of it (text, thinking, a tool call) arrived, "... ended" otherwise (the accumulator's
+    ``fail`` attaches what did)."""
+    when = "ended" if received else "began"
+    return ConnectionLost(f"the server closed the stream before the reply {when} ({how}){hint}")
 
 
 async def _close_on_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
@@ -284,11 +331,14 @@ async def read_sse(
     done: Callable[[], bool],
     on_event: Callable[[SSEEvent], None],
     fail: Callable[[ProviderError], ProviderError],
+    received: Callable[[], bool] = lambda: True,
 ) -> None:
     """Decode the body as Server-Sent Events, giving each to ``on_event`` until ``done()``
     (the stream's terminal event); then read the tail, up to a limit, so the connection
     returns to the pool. A malformed stream, a transport failure before the end, or an event
-    cut off by the end of the body is raised through ``fail`` (which attaches what arrived)."""
+    cut off by the end of the body is raised through ``fail`` (which attaches what arrived);
+    ``received()``: part of the reply arrived (the error says "before the reply ended", else
+    "began")."""
     decoder, drained = SSEDecoder(), 0
     try:
         async for piece in response.aiter_bytes():
@@ -306,10 +356,10 @@ async def read_sse(
                     on_event(event)
     except httpx.TransportError as exc:  # timeouts included
         if not done():
-            raise fail(read_failure(exc)) from exc
+            raise fail(read_failure(exc, received=received())) from exc
     if done():
         return
     for event in decoder.finish():
         if not event.complete:
-            raise fail(ConnectionLost("the stream was cut in the middle of an event"))
+            raise fail(stream_cut("in the middle of an event", received=received()))
         on_event(event)

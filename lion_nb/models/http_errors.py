@@ -123,8 +123,11 @@ def status_error(
     key_env: Iterable[str] = (),
     key_sent: bool = True,
     loopback: bool = False,
+    not_found: str = "",
 ) -> ProviderError:
-    """The error for an HTTP ``status`` with error body ``text`` (not yet scrubbed)."""
+    """The error for an HTTP ``status`` with error body ``text`` (not yet scrubbed).
+    ``not_found``: what to do when the server has no such endpoint (404: it may not speak
+    this API at all), said after the server's words."""
     detail, code = error_detail(text)
     kw: dict[str, Any] = {"provider": provider, "status": status, "body": text[:2000]}
     if status in (401, 403) or code in _AUTH:
@@ -143,6 +146,8 @@ def status_error(
         return ServerError(f"the server is overloaded: {detail}", **kw)
     if status >= 500 or code in _SERVER:
         return ServerError(f"server error: {detail}", **kw)
+    if status == 404 and not_found:
+        return ProviderError(f"request rejected: {detail.rstrip('.')}. {not_found}", **kw)
     return ProviderError(f"request rejected: {detail}", **kw)
 
 

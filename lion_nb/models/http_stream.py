@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse, ProviderError
+from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaKind, DeltaSink, ModelRequest, ModelResponse, ToolCall
-from lion_nb.models.http_api import HTTPProvider, read_sse
+from lion_nb.models.http_api import HTTPProvider, read_sse, stream_cut
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
 from lion_nb.models.sse import SSEEvent
 from lion_nb.usage import Usage
@@ -85,6 +85,11 @@ class StreamAccumulator:
     @property
     def thinking_text(self) -> str:
         return "".join(self._thinking)
+
+    @property
+    def received(self) -> bool:
+        """Whether any of the reply (text, thinking, a tool call) has arrived."""
+        return bool(self._text or self._thinking or self._tools)
 
     def add_text(self, piece: str) -> None:
         if piece:
@@ -260,9 +265,10 @@ class HTTPStreamProvider(HTTPProvider):
             done=lambda: state.done,
             on_event=state.feed,
             fail=state.fail,
+            received=lambda: state.received,
         )
         if not state.ended():
-            raise state.fail(ConnectionLost("the stream ended before its last event"))
+            raise state.fail(stream_cut("it ended before its last event", received=state.received))
         return state.response()
 
     @staticmethod

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import httpx
 
-from lion_nb.errors import ConfigurationError, ConnectionLost, MalformedResponse, ProviderError
+from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.capabilities import remember, remembered
 from lion_nb.models.chat_format import (
@@ -34,7 +34,13 @@ from lion_nb.models.chat_format import (
     format_tool_choice,
     response_format,
 )
-from lion_nb.models.http_api import HTTPProvider, read_failure
+from lion_nb.models.http_api import (
+    SERIAL_SERVER_HINT,
+    SILENT_SERVER_HINT,
+    HTTPProvider,
+    read_failure,
+    stream_cut,
+)
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.probe import refuses_json_schema
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
@@ -64,6 +70,10 @@ class OpenAIProvider(HTTPProvider):
 
     name = "openai"
     default_base_url = DEFAULT_BASE_URL
+    not_found_hint = (
+        "The server has no {url} (OpenAI's chat completions): base_url should be its "
+        "OpenAI-compatible root, for a local server usually http://host:port/v1"
+    )
 
     def __init__(
         self,
@@ -231,7 +241,7 @@ class OpenAIProvider(HTTPProvider):
                         raise acc.fail(MalformedResponse("the reply body is too large"))
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             if not done:
-                raise acc.fail(read_failure(exc)) from exc
+                raise acc.fail(read_failure(exc, received=acc.received)) from exc
         return done
 
     def _untyped_stream(
@@ -257,13 +267,31 @@ class OpenAIProvider(HTTPProvider):
     def _end_of_stream(
         self, decoder: SSEDecoder, done: bool, acc: ChatAccumulator
     ) -> ModelResponse:
+        """The reply, once the body ended. A reply is complete when a finish reason came (a
+        ``[DONE]`` is not enough: ``llama_cpp.server`` ends a reply it interrupts with one);
+        anything else is an error carrying what arrived, never a reply."""
         if not done:
             for event in decoder.finish():
                 if not event.complete and event.data.strip() != "[DONE]":
-                    raise acc.fail(ConnectionLost("the stream was cut in the middle of an event"))
+                    raise acc.fail(stream_cut("in the middle of an event", received=acc.received))
                 done = self._handle(event, acc) or done
-        if not done and acc.finish_reason is None:
-            raise acc.fail(ConnectionLost("the stream ended before [DONE]"))
+        if acc.finish_reason is None:
+            if not done:
+                silent = not acc.received and acc.id is None and acc.model is None
+                raise acc.fail(
+                    stream_cut(
+                        "it ended before [DONE]",
+                        received=acc.received,
+                        hint=SILENT_SERVER_HINT if silent else "",
+                    )
+                )
+            raise acc.fail(
+                stream_cut(
+                    "[DONE] without a finish reason",
+                    received=acc.received,
+                    hint=SERIAL_SERVER_HINT,
+                )
+            )
         return acc.response()
 
     def _feed(self, decoder: SSEDecoder, piece: bytes, acc: ChatAccumulator) -> bool:

@@ -28,6 +28,9 @@ Translated both ways:
   ``max_output_tokens`` gives ``"length"``; ``response.failed`` and ``error`` events raise the
   classified error with what arrived so far. Usage from the final response: input and output
   tokens (reasoning tokens are part of the output);
+* a loopback server (llama.cpp's ``llama-server``, whose ``/v1/responses`` is chat completions
+  inside and ignores ``text.format``) also gets the schema as chat completions'
+  ``response_format``, and ``logprobs: true`` with ``top_logprobs``;
 * ``logprobs=K``: ``top_logprobs=K`` and ``include`` ``message.output_text.logprobs``; each
   text delta's ``logprobs`` become the reply's ``tokens`` (``"tokens"`` deltas as they come),
   as chat completions' do (``chat_format.logprob_tokens``). The API cannot continue a prefix.
@@ -40,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
-from lion_nb.models.chat_format import format_tool, logprob_tokens
+from lion_nb.models.chat_format import format_tool, logprob_tokens, response_format
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, RESPONSES_OPTIONS
@@ -72,6 +75,10 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
     name = "openai"
     default_base_url = DEFAULT_BASE_URL
     options = OPTIONS
+    not_found_hint = (
+        "The server has no {url} (OpenAI's Responses API); one that speaks only chat "
+        'completions needs iModel(provider="openai", ...) without api="responses"'
+    )
 
     def __init__(self, model: str | None = None, api_key: str | None = None, **kw: Any) -> None:
         kw.setdefault("api_key_env", ("OPENAI_API_KEY",))
@@ -113,6 +120,8 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
         if logprobs is not None:  # the reply's tokens, with K alternatives each
             body["top_logprobs"] = logprobs
             body["include"] = [*(i for i in body.get("include") or () if i != _LOGPROBS), _LOGPROBS]
+            if self._loopback:  # a local server's Responses API is chat completions inside
+                body["logprobs"] = True
         text = dict(body.get("text") or {})
         if "verbosity" in options:
             text["verbosity"] = options["verbosity"]
@@ -123,6 +132,10 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
                 "schema": request.response_schema,
                 "strict": False,
             }
+            if self._loopback:  # llama-server's /v1/responses reads only the chat form
+                body["response_format"] = response_format(
+                    request.response_schema, request.response_name
+                )
         if text:
             body["text"] = text
         if request.tools:
@@ -260,7 +273,8 @@ class _ResponsesState(StreamAccumulator):
         if not self.tokens:
             raise ConfigurationError(
                 "log-probabilities were asked for (logprobs=K) but the API sent none; "
-                "this model does not give them"
+                "this model or server does not give them through the Responses API (a "
+                'compatible server may through chat completions: leave out api="responses")'
             )
         raise self.malformed(
             f"the log-probability tokens spell {spelled[:80]!r}, not the reply {self.text[:80]!r}"

@@ -151,9 +151,12 @@ def samples_html(samples: Any) -> str:
         )
     head = (
         f'<div class="lion-tokens-head"><span class="lion-tokens-title">'
-        f"{len(samples.replies)} samples · {escape(samples.label())} · "
+        f"{escape(samples.count_label())} · {escape(samples.label())} · "
         f"{shared} shared</span>{legend_html()}</div>"
     )
+    note = getattr(samples, "failure_note", lambda: "")()
+    if note:  # a failed sample is said, never drawn as an empty reply
+        head += f'<div class="lion-samples-failed lion-failed" role="status">{escape(note)}</div>'
     return f'<div class="lion-tokens lion-samples">{head}<ol>{"".join(rows)}</ol></div>'
 
 

@@ -357,10 +357,14 @@ class Conversation:
         concurrently, each on its own fork of the instruction (like ``aregenerate``), sampled
         with ``temperature`` / ``top_p`` (None: the model's own). Each fork is named by its
         place and settings (``"sample 2/5 · temperature 0.8"``) and is asked with its own
-        ``seed`` (the given one, or 0, plus its place: distinct samples that replay alike), and
+        ``seed`` (the given one, or 0, plus its place: distinct samples that replay alike)
+        where the model's API takes one (OpenAI's Responses API and Anthropic's do not), and
         joins the reply's alternatives; the first is shown before the runs start, so a view streams it. Returns
         ``Samples``: the replies and where they agree. ``kwargs`` are more request options
-        (``logprobs=K``: the agreement is then counted in tokens)."""
+        (``logprobs=K``: the agreement is then counted in tokens). A sample that failed (a
+        stream the server cut is a ``ProviderError``, never an empty reply) leaves no fork
+        and is counted in ``Samples.errors`` ("2 of 5 failed: ..."); when all fail, the first
+        failure is raised."""
         from lion_nb.tokens import Samples, sampling_label
 
         self._check_idle()
@@ -386,13 +390,14 @@ class Conversation:
         try:
             base = options.get("seed")
             base = base if isinstance(base, int) and not isinstance(base, bool) else 0
+            seeded = _takes_seed(options.get("chat_model") or before.chat_model_or_none)
+            asked = []
             for j, fork in enumerate(forks):  # each its own seed: distinct and reproducible
-                fork.metadata["sample"]["seed"] = base + j
+                if seeded:
+                    fork.metadata["sample"]["seed"] = base + j
+                asked.append({**options, "seed": base + j} if seeded else options)
             results = await asyncio.gather(
-                *(
-                    self._sample_one(fork, ins, {**options, "seed": base + j})
-                    for j, fork in enumerate(forks)
-                ),
+                *(self._sample_one(fork, ins, o) for fork, o in zip(forks, asked, strict=True)),
                 return_exceptions=True,
             )
         finally:
@@ -435,7 +440,7 @@ class Conversation:
             raise errors[0]
         if self._branch not in kept:
             self.show(kept[0])
-        return samples(kept, replies, temperature, top_p, errors)
+        return samples(kept, replies, temperature, top_p, errors, asked=len(forks))
 
     def _turn_of(self, index: int | None) -> tuple[int, Instruction]:
         """The position and instruction of the last turn, or of the reply at ``index``."""
@@ -540,3 +545,13 @@ class Conversation:
 
     def __repr__(self) -> str:
         return f"<Conversation showing {self._branch!r} of {len(self._family)} branches>"
+
+
+def _takes_seed(model: Any) -> bool:
+    """Whether ``model``'s wire API takes a ``seed`` option (its registry entry says; a model
+    without an entry, or an entry that passes any option through, is given one)."""
+    spec = getattr(model, "spec", None)
+    if spec is None:
+        return True
+    accepted = spec.api(getattr(model, "api", None)).options
+    return accepted is None or "seed" in accepted

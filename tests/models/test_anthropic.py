@@ -179,6 +179,20 @@ async def test_structured_output_through_a_forced_tool(server) -> None:
     assert body["tools"][-1]["input_schema"]["properties"]["answer"]
 
 
+async def test_a_server_that_ignores_the_forced_tool_says_to_use_chat_completions(
+    server,
+) -> None:
+    """llama-server's ``/v1/messages`` ignores tools for a model whose template declares none:
+    the structured reply's forced call never comes, only prose."""
+    server.script(Message(text='{"city": "Paris"}'))
+    branch = Branch(chat_model=claude(server))
+    with pytest.raises(ProviderError, match="answered without calling the tool 'Answer'") as info:
+        await branch.communicate("sure?", response_format=Answer)
+    assert 'iModel(provider="openai"' in str(info.value)
+    assert info.value.partial_text == '{"city": "Paris"}'  # nothing lost
+    assert len(branch.messages) == 0
+
+
 async def test_401_names_the_variable_never_the_key(server, monkeypatch) -> None:
     wrong = "sk-ant-wrong-0123456789abcdefghij"
     bad = iModel(provider="anthropic", model=MODEL, base_url=server.base_url, api_key=wrong)

@@ -95,6 +95,10 @@ def text_chunk(text: str) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": {"content": text}}]}
 
 
+STOP = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+"""The chunk that ends a complete reply."""
+
+
 # -- request shape ---------------------------------------------------------------------------
 
 
@@ -277,7 +281,7 @@ async def test_non_streaming_json_body_is_accepted(server: ChatServer, make) -> 
 
 
 async def test_event_stream_with_a_wrong_content_type(server: ChatServer, make) -> None:
-    body = sse(text_chunk("plain "), text_chunk("text"))
+    body = sse(text_chunk("plain "), text_chunk("text"), STOP)
     server.script(RawReply(body, content_type="text/plain"))
     assert (await make().complete(ask())).text == "plain text"
 
@@ -480,7 +484,7 @@ async def test_error_event_mid_stream(server: ChatServer, make) -> None:
 
 
 async def test_unknown_event_types_and_comments_are_skipped(server: ChatServer, make) -> None:
-    body = [b": keep-alive\n\n", b"event: ping\ndata: {}\n\n", *sse(text_chunk("fine"))]
+    body = [b": keep-alive\n\n", b"event: ping\ndata: {}\n\n", *sse(text_chunk("fine"), STOP)]
     server.script(RawReply(body, content_type="text/event-stream"))
     assert (await make().complete(ask())).text == "fine"
 

@@ -23,6 +23,7 @@ from lion_nb.errors import (
 )
 from lion_nb.models.base import ModelRequest
 from lion_nb.models.gemini import gemini_schema
+from lion_nb.models.openai_responses import OpenAIResponsesProvider
 from lion_nb.signals import RunEnd, RunFailed, StreamDelta
 from tests.servers import ErrorReply, Reply
 from tests.servers.chat_server import ChatServer
@@ -728,8 +729,13 @@ async def test_responses_logprobs_become_the_replys_tokens() -> None:
         seen = watch(branch)
         assert await branch.communicate("6*7?") == "The answer is 42."
         body = server.requests[-1].body
-        assert body["top_logprobs"] == 3 and "logprobs" not in body
-        assert body["include"] == ["message.output_text.logprobs"]
+        assert body["top_logprobs"] == 3 and body["include"] == ["message.output_text.logprobs"]
+        # A loopback server also gets chat completions' logprobs flag (llama-server wants it);
+        # OpenAI's API, which refuses it, does not.
+        assert body["logprobs"] is True
+        hosted = OpenAIResponsesProvider(model="gpt-5-mini", api_key="sk-test-0123456789")
+        asked = ModelRequest(messages=[{"role": "user", "content": "q"}], options={"logprobs": 3})
+        assert "logprobs" not in hosted.build_body(asked)[0]
         reply = branch.messages[-1]
         assert reply.tokens is not None
         assert [t.text for t in reply.tokens] == ["The an", "swer i", "s 42."]

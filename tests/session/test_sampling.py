@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lion_nb import Branch, Session, iModel
-from lion_nb.errors import ServerError
+from lion_nb.errors import ConnectionLost, ServerError
 from lion_nb.messages import AssistantResponse
 from lion_nb.render.tokens_html import samples_html
 from lion_nb.session.conversation import Conversation
@@ -90,3 +90,75 @@ async def test_the_chat_view_samples_and_shows_the_first() -> None:
     assert len(samples) == 3 and view.branch is samples.branches[0]
     assert "temperature 1.5" in (view.branch.name or "")
     view.close()
+
+
+async def test_failed_samples_are_shown_failed_never_as_empty_replies() -> None:
+    cut = ConnectionLost(
+        "the server closed the stream before the reply began ([DONE] without a finish reason)",
+        provider="openai",
+    )
+    conv, branch, _ = conversation("The sky is blue.", cut, "The sky is grey.", cut, "The sky is.")
+    await conv.asend("Describe the sky.")
+    samples = await conv.asample(5)
+    assert samples.failed == 2 and samples.total == 5 and len(samples) == 3
+    assert all(e is cut for e in samples.errors)
+    assert "" not in samples.texts  # the failures are not replies
+    # agreement is counted over the three replies received
+    assert samples.shared == 2 and samples.agreement[:3] == [1.0, 1.0, 2 / 3]
+    note = (
+        "2 of 5 failed: ConnectionLost: [openai] the server closed the stream before the "
+        "reply began ([DONE] without a finish reason) (×2)"
+    )
+    assert samples.failure_note() == note
+    assert str(samples).splitlines()[-1] == note
+    assert "2 of 5 failed" in repr(samples)
+    html = samples_html(samples)
+    assert html.count('class="lion-sample"') == 3
+    assert 'class="lion-samples-failed lion-failed" role="status">2 of 5 failed: ' in html
+    assert branch.session is not None and len(branch.session.branches) == 4  # no failed fork
+
+
+def test_a_sample_set_renders_as_text_and_in_rich() -> None:
+    import io
+
+    from rich.console import Console
+
+    samples = Samples([None, None], [_reply("Yes, blue."), _reply("Yes, grey.")], 0.8)
+    samples.errors.append(ServerError("down", provider="openai"))
+    samples.asked = 3
+    console = Console(file=io.StringIO(), width=60, color_system=None)
+    console.print(samples)
+    assert console.file.getvalue() == (  # type: ignore[attr-defined]
+        "2 samples · temperature 0.8 · 1 shared\n"
+        "1. Yes, blue.\n"
+        "2. Yes, grey.\n"
+        "1 of 3 failed: ServerError: [openai] down\n"
+    )
+
+
+def _reply(text: str) -> AssistantResponse:
+    return AssistantResponse(response=text)
+
+
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+async def test_samples_of_an_api_without_a_seed_are_asked_without_one(api: str) -> None:
+    """OpenAI's Responses API and Anthropic's take no ``seed``: sampling there must not send
+    one (it was refused by name, and every sample failed)."""
+    from tests.servers.anthropic_server import start_anthropic_server
+    from tests.servers.vendor_servers import start_responses_server
+
+    with start_anthropic_server() if api == "anthropic" else start_responses_server() as server:
+        kw: dict[str, object] = {"provider": "openai", "api": "responses"}
+        if api == "anthropic":
+            kw = {"provider": "anthropic", "api_key": "sk-ant-test-0123456789"}
+        model = iModel(model="m", base_url=server.base_url, **kw)
+        session, branch = Session(), Branch(chat_model=model)
+        session.include_branches(branch)
+        conv = Conversation(branch)
+        await conv.asend("Name a colour.")
+        samples = await conv.asample(3, temperature=0.9)
+        await model.aclose()
+    assert samples.failed == 0 and len(samples) == 3
+    bodies = [r["body"] if isinstance(r, dict) else r.body for r in server.requests]
+    assert all("seed" not in body for body in bodies[1:])
+    assert all("seed" not in b.metadata["sample"] for b in samples.branches)
