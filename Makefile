@@ -109,8 +109,9 @@ pytest: $(VENV)/.local $(VENV)/ipykernel6/.ready $(LLAMA_SERVER) browser
 test: lint typecheck pytest
 
 # The quick path: the markers are set by rule in tests/conftest.py (a test that uses a browser,
-# kernel, real-server or Ray fixture, or lives in tests/browser or tests/kernel, is marked), so
-# a new test is left out here when it needs one. `slow` tests stay in.
+# kernel, real-server or Ray fixture, lives in tests/browser or tests/kernel, or starts a kernel
+# through nbclient, is marked), so a new test is left out here when it needs one. `slow` tests
+# stay in.
 FAST_TESTS := not (browser or kernel or local_model or real_server or ray)
 pytest-fast: $(VENV)/.core
 	$(VENV)/bin/pytest -q -m "$(FAST_TESTS)"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import ipaddress
 import os
 import shutil
 import socket
 import sys
-from collections.abc import Generator
+import types
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
@@ -104,7 +107,40 @@ def needs_of(item: pytest.Item) -> set[str]:
     module = getattr(item, "module", None)
     if module is not None and getattr(getattr(module, "ray", None), "__name__", None) == "ray":
         needs.update(("ray", "slow"))
+    if _starts_a_kernel(getattr(item, "function", None), module):
+        needs.add("kernel")
     return needs
+
+
+# what a test that starts a kernel calls: nbclient's notebook runs, jupyter_client's kernels
+KERNEL_STARTERS = ("NotebookClient", "start_new_kernel", "KernelManager", "nbconvert")
+
+
+def _starts_a_kernel(function: object, module: object) -> bool:
+    """Whether the test's code, or a function of its module that it calls, names a kernel
+    starter (one level deep: ``execute(...)`` helpers that run a notebook through nbclient)."""
+    code = getattr(inspect.unwrap(function), "__code__", None) if callable(function) else None
+    if code is None:
+        return False
+    helpers = [getattr(module, name, None) for name in _names(code)]
+    return any(_names_a_starter(f) for f in (function, *helpers) if inspect.isfunction(f))
+
+
+def _names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+@functools.cache
+def _names_a_starter(function: Callable[..., object]) -> bool:
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    return any(starter in source for starter in KERNEL_STARTERS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
