@@ -2,6 +2,8 @@
 #   make lab    JupyterLab on the quickstart notebook, offline, on the embedded model
 #   make test   lint + type check + the whole test suite (what CI runs)
 # Both install what they need into ./.venv first (and chromium for the browser tests).
+# While working: make test-fast (lint + type check + every test that needs no browser, kernel,
+# embedded model, real server or Ray; the core install only).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -9,7 +11,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 LAB_PORT ?= 8888
 
-.PHONY: lab test lint typecheck pytest bench install install-local browser llama-server clean
+.PHONY: lab test test-fast lint typecheck pytest pytest-fast bench install install-local browser \
+	llama-server clean
 
 $(VENV)/.core: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -104,6 +107,16 @@ pytest: $(VENV)/.local $(VENV)/ipykernel6/.ready $(LLAMA_SERVER) browser
 	$(VENV)/bin/pytest
 
 test: lint typecheck pytest
+
+# The quick path: the markers are set by rule in tests/conftest.py (a test that uses a browser,
+# kernel, real-server or Ray fixture, lives in tests/browser or tests/kernel, or starts a kernel
+# through nbclient, is marked), so a new test is left out here when it needs one. `slow` tests
+# stay in.
+FAST_TESTS := not (browser or kernel or local_model or real_server or ray)
+pytest-fast: $(VENV)/.core
+	$(VENV)/bin/pytest -q -m "$(FAST_TESTS)"
+
+test-fast: lint typecheck pytest-fast
 
 # The lionagi 0.36.0 baseline gets its own venv: it is measured beside lion_nb, never installed
 # into lion_nb's environment.

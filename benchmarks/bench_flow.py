@@ -6,9 +6,11 @@
 Every figure is printed with the 1-minute load average it was measured at.
 
 * Ray start (medians of ``--runs``, each in a fresh interpreter, ``import ray`` included, see
-  ``ray_start_side.py``): ``start_ray(num_cpus=2)`` (a new local cluster), the same start as a
-  plain ``ray.init(address="local", num_cpus=2, include_dashboard=False)`` (the baseline), and
-  ``start_ray(address=...)`` joining a running cluster (``python -m lion_nb.flow.ray_start``).
+  ``ray_start_side.py``): ``start_ray(num_cpus=2, defer_imports=True)`` (a new local cluster,
+  with the opt-in start-up shortcut), the same start as a plain
+  ``ray.init(address="local", num_cpus=2, include_dashboard=False)`` (the baseline), and
+  ``start_ray(address=...)`` joining a running cluster
+  (``python -m lion_nb.flow.ray_start --defer-imports``).
 * fan-out: ``session.map("communicate", N rows)`` on a scripted model, local vs Ray (the first
   Ray run warms the workers and the relay; the figure is the second run).
 * per-node overhead: N nodes on a scripted model with 50 ms latency, one at a time
@@ -150,7 +152,7 @@ def start_runs(result: dict[str, Any], runs: int) -> None:
     result["ray_start"] = median_row(ours, "ready_s")
     result["ray_start_first_task"] = median_row(ours, "first_task_s")
     result["ray_start_plain"] = median_row(plain, "ready_s")
-    head = _side("-m", "lion_nb.flow.ray_start", "--num-cpus=2")
+    head = _side("-m", "lion_nb.flow.ray_start", "--num-cpus=2", "--defer-imports")
     try:
         assert head.stdout is not None
         line = head.stdout.readline()
@@ -233,7 +235,7 @@ def main() -> None:
         start_runs(result, args.runs)
     if args.start_only:
         return _report(result, args.out)
-    start_ray(num_cpus=2, address="local")
+    start_ray(num_cpus=2, address="local", defer_imports=True)
     import ray
 
     try:

@@ -3,10 +3,11 @@ ready, printed as JSON with the load average.
 
     python ray_start_side.py start_ray|plain|join [ADDRESS]
 
-* ``start_ray``: ``lion_nb.flow.ray_start.start_ray(num_cpus=2)``, a new local cluster;
+* ``start_ray``: ``lion_nb.flow.ray_start.start_ray(num_cpus=2, defer_imports=True)``, a new
+  local cluster with the start-up shortcut;
 * ``plain``: ``ray.init(address="local", num_cpus=2, include_dashboard=False)``, the same start
   without lion_nb (the baseline);
-* ``join``: ``start_ray(address=ADDRESS)``, joining a running cluster.
+* ``join``: ``start_ray(address=ADDRESS, defer_imports=True)``, joining a running cluster.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ if mode == "plain":
 else:
     from lion_nb.flow.ray_start import import_ray, start_ray
 
-    start_ray(num_cpus=2, address=sys.argv[2] if mode == "join" else None)
-    ray = import_ray()
+    start_ray(num_cpus=2, address=sys.argv[2] if mode == "join" else None, defer_imports=True)
+    ray = import_ray(defer_imports=True)
 ready = time.perf_counter() - started
 
 

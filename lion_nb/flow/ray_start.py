@@ -1,7 +1,8 @@
 """Starting Ray for flows, or joining one that runs, quickly and quietly on a small machine.
 
     from lion_nb.flow.ray_start import start_ray
-    started = start_ray(num_cpus=2)      # StartedRay(seconds=4.1, reused=False, attempts=1)
+    started = start_ray(num_cpus=2)      # StartedRay(seconds=..., reused=False, attempts=1)
+    start_ray(num_cpus=2, defer_imports=True)  # faster: ~4 s on two quiet cores (see below)
     start_ray(address="auto")            # join the cluster `ray start --head` started here
 
 **Join or start.** With ``address=`` (or ``RAY_ADDRESS`` in the environment) ``start_ray``
@@ -10,12 +11,20 @@ joins that cluster; the options only a new node takes (``num_cpus``, ``resources
 address it starts a new local cluster (``address="local"``: a cluster ``ray start`` left running
 is joined only when asked). A Ray already initialised in this process is reused as it is.
 
-**Fast.** A local cluster is about eight Python processes (the dashboard head, the autoscaler
-monitor, the log monitor, two agents, the workers), and each imports ``jsonschema``, which imports
-``rfc3987_syntax`` when Jupyter installed it: that package builds a grammar at import, ~2 s of
-CPU per process, most of the start on two cores. The processes started here get
-``_ray_pythonpath`` first on their ``PYTHONPATH``, where a stand-in defers that work to the first
-IRI validated (see its docstring); the notebook's own ``import ray`` gets the same stand-in.
+**Fast, when asked.** A local cluster is about eight Python processes (the dashboard head, the
+autoscaler monitor, the log monitor, two agents, the workers), and each imports ``jsonschema``,
+which imports ``rfc3987_syntax`` when Jupyter installed it: that package builds a grammar at
+import, ~2 s of CPU per process, most of the start on two cores. With ``defer_imports=True``
+(``--defer-imports`` on the command line) the processes started here get ``_ray_pythonpath``
+first on their ``PYTHONPATH``, where a stand-in defers that work to the first IRI validated (see
+its docstring), and this process's own ``import ray`` gets the same stand-in. It is off by
+default: the stand-in shadows a package the user's Jupyter depends on, so it is applied only
+where someone asked for it (the test suite's cluster and the benchmarks do). It waits for an
+upstream fix: jsonschema importing ``rfc3987_syntax`` only when an IRI is first checked
+(python-jsonschema/jsonschema#1428, "Lazy import rfc3987_syntax"), or moving to the fork that
+builds its grammar lazily, ``rfc3987-syntax2`` (jsonschema pull request #1521); neither is in
+jsonschema 4.26.0, whose ``_format.py`` still imports ``rfc3987_syntax`` at import. When one
+ships, the stand-in and this option go (the option first stays, doing nothing, for a release).
 
 **Busy machines.** Ray's own start-up waits are raised for the processes started here
 (``RAY_<name>`` overrides Ray's config: the raylet's wait for GCS, the agents' and workers'
@@ -118,10 +127,10 @@ def _defer_rfc3987_grammar() -> None:
         del sys.modules["rfc3987_syntax"]
 
 
-def import_ray() -> Any:
-    """``import ray`` (with the slow grammar deferred), or ``EngineUnavailable`` naming the
-    install command."""
-    if "ray" not in sys.modules:
+def import_ray(*, defer_imports: bool = False) -> Any:
+    """``import ray``, or ``EngineUnavailable`` naming the install command. ``defer_imports``:
+    the stand-in for ``rfc3987_syntax`` first, in this process (see the module docstring)."""
+    if defer_imports and "ray" not in sys.modules:
         _defer_rfc3987_grammar()
     try:
         import ray
@@ -152,15 +161,16 @@ def _choose_token_auth(*, joining: bool) -> None:
 
 
 @contextlib.contextmanager
-def ray_process_env() -> Iterator[None]:
+def ray_process_env(*, defer_imports: bool = False) -> Iterator[None]:
     """The environment the processes of a new local cluster start with (they inherit this
-    process's): the stand-in first on ``PYTHONPATH`` and Ray's start-up waits raised, over
-    the rest of the environment. Restored afterwards."""
+    process's): Ray's start-up waits raised and, with ``defer_imports``, the stand-in first on
+    ``PYTHONPATH``, over the rest of the environment. Restored afterwards."""
     saved = {name: os.environ.get(name) for name in (*SLOW_MACHINE_WAITS, "PYTHONPATH")}
     for name, wait in SLOW_MACHINE_WAITS.items():
         os.environ.setdefault(name, wait)
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(FAST_IMPORTS), path) if p)
+    if defer_imports:
+        path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(FAST_IMPORTS), path) if p)
     try:
         yield
     finally:
@@ -172,18 +182,25 @@ def ray_process_env() -> Iterator[None]:
 
 
 def start_ray(
-    *, address: str | None = None, attempts: int = 2, ray: Any = None, **init_kw: Any
+    *,
+    address: str | None = None,
+    attempts: int = 2,
+    ray: Any = None,
+    defer_imports: bool = False,
+    **init_kw: Any,
 ) -> StartedRay:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a local one, with the
     quiet defaults a notebook wants; see the module docstring. Reuses a Ray already
-    initialised here. ``init_kw`` go to ``ray.init``; ``ray``: the module (tests pass one)."""
+    initialised here. ``init_kw`` go to ``ray.init``; ``ray``: the module (tests pass one).
+    ``defer_imports=True``: the start-up shortcut (a stand-in for ``rfc3987_syntax`` in the
+    new cluster's processes and this one); off unless asked, see "Fast, when asked"."""
     started = time.monotonic()
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address == "local":
         address = None
     if ray is None:
         _choose_token_auth(joining=address is not None)
-        ray = import_ray()
+        ray = import_ray(defer_imports=defer_imports)
     if ray.is_initialized():
         return StartedRay(0.0, reused=True)
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
@@ -194,7 +211,12 @@ def start_ray(
         options.update(address=address, **kept)
     for attempt in range(1, attempts + 1):
         try:
-            with ray_process_env() if address is None else contextlib.nullcontext():
+            environment: contextlib.AbstractContextManager[None] = (
+                ray_process_env(defer_imports=defer_imports)
+                if address is None
+                else contextlib.nullcontext()
+            )
+            with environment:
                 ray.init(**options)
         except Exception as exc:
             ray.shutdown()  # a half-started node: its processes go before the next attempt
@@ -235,13 +257,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--num-cpus", type=int, default=None)
     parser.add_argument("--node-ip-address", default=None, help="e.g. 127.0.0.1")
+    parser.add_argument(
+        "--defer-imports",
+        action="store_true",
+        help="the start-up shortcut: rfc3987_syntax's grammar deferred in Ray's processes",
+    )
     args = parser.parse_args(argv)
-    kw: dict[str, Any] = {"num_cpus": args.num_cpus}
+    kw: dict[str, Any] = {"num_cpus": args.num_cpus, "defer_imports": args.defer_imports}
     if args.node_ip_address:
         kw["_node_ip_address"] = args.node_ip_address
     os.environ.pop("RAY_ADDRESS", None)  # this one starts a cluster
     started = start_ray(**kw)
-    ray = import_ray()
+    ray = import_ray(defer_imports=args.defer_imports)
     gcs = ray.get_runtime_context().gcs_address
     print(f"Ray ready in {started.seconds:.1f} s. Join it with RAY_ADDRESS={gcs}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

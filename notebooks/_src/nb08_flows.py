@@ -121,11 +121,14 @@ CELLS = [
     the worker records it, with its id, once (if a worker dies, Ray runs the node again and
     what the lost attempt had landed is taken back first).
 
-    `start_ray()` starts a local cluster here, quietly: about 4 s on two quiet cores, longer on
-    a busy machine (Ray's start-up waits are raised, and it tries once more if they still run
-    out). Later runs in this kernel reuse it. To keep one cluster for every notebook and kernel,
-    start it once in a terminal, `ray start --head --num-cpus=2` (or
-    `python -m lion_nb.flow.ray_start`, which starts faster and prints the address), and start
+    `start_ray()` starts a local cluster here, quietly, longer on a busy machine (Ray's start-up
+    waits are raised, and it tries once more if they still run out); `defer_imports=True` makes
+    it about 4 s on two quiet cores by deferring a grammar every Ray process builds when it
+    imports jsonschema (opt-in: it puts a stand-in for the package `rfc3987_syntax` on the
+    cluster's path). Later runs in this kernel reuse it. To keep one cluster for every notebook
+    and kernel, start it once in a terminal, `ray start --head --num-cpus=2` (or
+    `python -m lion_nb.flow.ray_start --defer-imports`, which starts faster and prints the
+    address), and start
     Jupyter with `RAY_ADDRESS=auto` (or that address): `start_ray()` then joins it in about a
     second. `ray.init(address="ray://<head>:10001")` before it points the same cells at a real
     cluster (workers need `pip install 'lion_nb[ray]'`).

@@ -19,7 +19,7 @@ def ray_local(ray_head):
 
     if ray.is_initialized():
         ray.shutdown()
-    start_ray(address=ray_head)
+    start_ray(address=ray_head, defer_imports=True)
     try:
         yield ray
     finally:
@@ -37,7 +37,8 @@ def ray_cluster():
         ray.shutdown()
     # Cluster picks the machine's address itself (passing 127.0.0.1 leaves its GCS unreachable);
     # the suite's loopback-only guard is a function-scoped fixture, set up after this one.
-    with ray_process_env():  # its processes start as start_ray's do: fast, waits raised
+    # its processes start as start_ray(defer_imports=True)'s do: fast, waits raised
+    with ray_process_env(defer_imports=True):
         cluster = _started(
             lambda: Cluster(
                 initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}

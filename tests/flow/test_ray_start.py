@@ -102,7 +102,7 @@ def test_a_new_cluster_starts_fast_with_raised_waits_and_the_environment_is_rest
     monkeypatch.setenv("RAY_worker_register_timeout_seconds", "999")  # a value set wins
     before = dict(os.environ)
     ray = RayStandIn()
-    start_ray(num_cpus=2, ray=ray)
+    start_ray(num_cpus=2, ray=ray, defer_imports=True)
     seen = ray.environments[0]
     assert seen["PYTHONPATH"] == os.pathsep.join([str(FAST_IMPORTS), "/mine"])
     assert (
@@ -150,24 +150,54 @@ def test_address_local_starts_a_new_cluster() -> None:
     assert ray.inits[0]["address"] == "local" and ray.inits[0]["include_dashboard"] is False
 
 
+def test_by_default_a_new_cluster_gets_no_stand_in_but_the_raised_waits(monkeypatch) -> None:
+    """The start-up shortcut is opt-in: a default start leaves the cluster's ``PYTHONPATH``
+    (and, without one, sets none), so ``rfc3987_syntax`` stays the user's own package."""
+    monkeypatch.setenv("PYTHONPATH", "/mine")
+    ray = RayStandIn()
+    start_ray(num_cpus=2, ray=ray)
+    assert ray.environments[0]["PYTHONPATH"] == "/mine"
+    assert ray.environments[0]["RAY_agent_register_timeout_ms"] == "120000"
+    monkeypatch.delenv("PYTHONPATH")
+    with ray_process_env():
+        assert "PYTHONPATH" not in os.environ
+
+
+def test_the_command_line_start_defers_imports_only_when_asked(monkeypatch) -> None:
+    from lion_nb.flow import ray_start
+
+    asked: list[bool] = []
+
+    def stop_here(**kw):  # the options main() starts with, then no cluster
+        asked.append(kw["defer_imports"])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(ray_start, "start_ray", stop_here)
+    for argv in ([], ["--defer-imports"]):
+        with pytest.raises(SystemExit):
+            ray_start.main(argv)
+    assert asked == [False, True]
+
+
 def test_the_environment_is_restored_when_the_start_fails(monkeypatch) -> None:
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    with pytest.raises(EngineUnavailable), ray_process_env():
+    with pytest.raises(EngineUnavailable), ray_process_env(defer_imports=True):
         assert os.environ["PYTHONPATH"] == str(FAST_IMPORTS)
         raise EngineUnavailable("boom")
     assert "PYTHONPATH" not in os.environ
 
 
+@pytest.mark.slow  # a fresh interpreter imports Ray and jsonschema: seconds of real work
 @pytest.mark.parametrize("where", ["a Ray process", "the notebook"])
 def test_importing_ray_does_not_build_the_iri_grammar_until_an_iri_is_checked(where) -> None:
-    """The stand-in on a Ray process's path, or loaded by ``import_ray`` in the notebook's
-    process: importing Ray (and jsonschema) no longer builds rfc3987_syntax's parser (~2 s of
-    CPU); the first IRI validated builds it, with the real package's answers."""
+    """The stand-in on a Ray process's path, or loaded by ``import_ray(defer_imports=True)`` in
+    the notebook's process: importing Ray (and jsonschema) no longer builds rfc3987_syntax's
+    parser (~2 s of CPU); the first IRI validated builds it, with the real package's answers."""
     pytest.importorskip("rfc3987_syntax")
     imports = (
         "import ray"
         if where == "a Ray process"
-        else ("from lion_nb.flow.ray_start import import_ray\nimport_ray()")
+        else ("from lion_nb.flow.ray_start import import_ray\nimport_ray(defer_imports=True)")
     )
     code = (
         f"import sys\n{imports}\nimport jsonschema\n"
@@ -183,3 +213,20 @@ def test_importing_ray_does_not_build_the_iri_grammar_until_an_iri_is_checked(wh
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
     assert out.stdout.split() == ["False", "True", "False", "True"], out.stderr
+
+
+@pytest.mark.slow  # a fresh interpreter imports Ray and jsonschema: seconds of real work
+def test_by_default_importing_ray_leaves_the_users_rfc3987_syntax_alone() -> None:
+    """Not asked, ``import_ray`` (what ``engine="ray"`` and ``start_ray`` call in the user's
+    kernel) imports the real ``rfc3987_syntax``, never the stand-in."""
+    pytest.importorskip("rfc3987_syntax")
+    code = (
+        "import sys\nfrom lion_nb.flow.ray_start import import_ray\nimport_ray()\n"
+        "import jsonschema\nprint(sys.modules['rfc3987_syntax'].__file__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert str(FAST_IMPORTS) not in out.stdout and "rfc3987_syntax" in out.stdout
