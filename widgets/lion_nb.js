@@ -124,6 +124,8 @@ const OPS = {
     view.chrome();
   },
   draft: (view, op) => {
+    // a failed Send's text comes back (restore), unless the user has typed on since
+    if (op.restore && view.store.draft.trim()) return;
     if (view.promptBox) view.promptBox.prompt.value = op.text;
     view.store.draft = op.text;
   },

@@ -54,11 +54,21 @@ def cassette_badge_html(replaying: str | None, recording: str | None) -> str:
     )
 
 
-def error_html(error: BaseException) -> str:
+def error_html(error: BaseException, *, advice: tuple[str, str] | None = None) -> str:
     """An error a view caught, as an alert box: its type and message. A ``CassetteMiss`` (a
-    prompt that is not on the cassette) is one short message under a plain heading."""
+    prompt that is not on the cassette) is one short message under a plain heading.
+    ``advice``: ``(heading, text)`` in the view's own words (what to do from the view); the
+    error's own message is then its tooltip."""
     name = type(error).__name__
     text = str(error) or repr(error)
+    if advice is not None:
+        heading, said = advice
+        return (
+            '<div class="lion-msg lion-error lion-view-error" role="alert">'
+            f'<div class="lion-head"><span class="lion-role">{escape(heading)}</span>'
+            f'<code class="lion-fn" title="{escape(text)}">{escape(name)}</code></div>'
+            f'<div class="lion-body">{escape(said)}</div></div>'
+        )
     if isinstance(error, CassetteMiss):
         return (
             '<div class="lion-msg lion-error lion-view-error lion-cassette-miss" role="alert">'

@@ -62,6 +62,7 @@ from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.send_failure import view_advice
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
@@ -115,6 +116,12 @@ class _Prompt:
     def value(self, text: str) -> None:
         self._value = text
         self._view.channel.push({"op": "draft", "text": text})
+
+    def give_back(self, text: str) -> None:
+        """Put ``text`` back into the box unless the user has typed something since (a
+        ``draft`` op with ``restore``)."""
+        self._value = text
+        self._view.channel.push({"op": "draft", "text": text, "restore": True})
 
 
 class _Button:
@@ -229,7 +236,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def _action_send(self, content: dict[str, Any]) -> None:
         text = content.get("text")
         if isinstance(text, str):
-            self.send(text)
+            self._start(text, give_back=True)  # the page emptied its box: a failure refills it
 
     def _action_stop(self, _content: dict[str, Any]) -> None:
         self.stop()
@@ -257,10 +264,13 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         when its cell is run again)."""
         self._start(text, stop_others=stop_others)
 
-    def _start(self, text: str | None, *, stop_others: bool = False) -> asyncio.Task[Any] | None:
+    def _start(
+        self, text: str | None, *, stop_others: bool = False, give_back: bool = False
+    ) -> asyncio.Task[Any] | None:
         if self.closed:
             raise RuntimeError("this view is closed")
         from_box = text is None
+        give_back = give_back or from_box
         text = self.prompt.value if text is None else text
         if not text.strip():
             return None
@@ -285,7 +295,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             ) from None
         # the task first: its first step (the run's start) comes before the prompt card and the
         # Send/Stop state go out, so all three share one message
-        task = loop.create_task(self._drive(text, after=claim.after))
+        task = loop.create_task(self._drive(text, after=claim.after, give_back=give_back))
         self.runs.started(task)
         if from_box:
             self.prompt.value = ""
@@ -357,8 +367,11 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         return f"{self.title}\n\n{body}" if self.title else body
 
     # ----- running -------------------------------------------------------------------------
-    async def _drive(self, text: str, after: ChatRuns | None = None) -> Any:
+    async def _drive(
+        self, text: str, after: ChatRuns | None = None, *, give_back: bool = False
+    ) -> Any:
         outcome: Status = "done"
+        held = len(self.branch.messages)
         try:
             if after is not None:  # runs on one branch never overlap
                 after.stop()
@@ -373,7 +386,12 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             return None
         except Exception as exc:  # shown in the view, not lost as a task traceback
             outcome = "failed"
-            self._show_error(exc)
+            # nothing recorded: what the user typed goes back into the prompt box
+            given_back = give_back and len(self.branch.messages) == held and not self.closed
+            if given_back:
+                self.prompt.give_back(text)
+                self._shown_errors.discard(id(exc))  # shown from RunFailed: say it's back
+            self._show_error(exc, given_back=given_back)
             return None
         finally:
             self.runs.ended()
@@ -452,12 +470,12 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         self.refresh_static()  # a notebook saved from now on holds this run's messages
 
     # ----- errors ----------------------------------------------------------------------------
-    def _show_error(self, error: BaseException) -> None:
+    def _show_error(self, error: BaseException, *, given_back: bool = False) -> None:
         if id(error) in self._shown_errors:
             return
         self._shown_errors.add(id(error))
         self.last_error = error
-        self.set_chrome(error_box=error_html(error))
+        self.set_chrome(error_box=error_html(error, advice=view_advice(error, given_back=given_back)))
 
     def _clear_error(self) -> None:
         self._shown_errors.clear()
