@@ -1116,6 +1116,7 @@ function chrome(view) {
   const { cstate, shell } = view;
   shell.error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
   shell.status.innerHTML = cstate.status_line;
+  if (cstate.cassette) (shell.status.firstElementChild || shell.status).insertAdjacentHTML("beforeend", cstate.cassette);
   if (view.flowStop) view.flowStop.chrome(cstate);
   if (view.inspector) view.inspector.chrome(cstate);
   if (!view.chat) return;

@@ -108,6 +108,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # "last": at the end, "max": the last message's position, "filter": the role filter,
     # "filters": the filters offered}
     pager = traitlets.Dict().tag(sync=True)
+    # the chat view's cassette badge (HTML, ``widgets.cassette_badge``), drawn in the status line
+    cassette = traitlets.Unicode("").tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

@@ -426,6 +426,7 @@ CHROME = (
     "compare_html",
     "token_marks",
     "pager",
+    "cassette",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

@@ -24,7 +24,9 @@ def view_advice(error: BaseException, *, given_back: bool) -> tuple[str, str] | 
     back = " Your text is back in the box." if given_back else ""
     window, tokens = error.window, error.tokens
     if window and tokens and tokens >= window or "alone does not fit" in str(error):
-        size = f" (about {tokens:,} tokens, the window holds {window:,})" if window and tokens else ""
+        size = ""
+        if window and tokens:
+            size = f" (about {_n(tokens)} tokens, the window holds {_n(window)})"
         return (
             "Too long for the model",
             f"This message does not fit the model's context window{size}, with room kept "
@@ -37,3 +39,7 @@ def view_advice(error: BaseException, *, given_back: bool) -> tuple[str, str] | 
         "window. Clear starts afresh (this conversation stays an alternative), or shorten "
         f"the message.{back}",
     )
+
+
+def _n(count: int) -> str:
+    return format(count, ",")
