@@ -492,7 +492,9 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             return
         self._shown_errors.add(id(error))
         self.last_error = error
-        self.set_chrome(error_box=error_html(error, advice=view_advice(error, given_back=given_back)))
+        self.set_chrome(
+            error_box=error_html(error, advice=view_advice(error, given_back=given_back))
+        )
 
     def _clear_error(self) -> None:
         self._shown_errors.clear()

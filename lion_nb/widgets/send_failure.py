@@ -23,7 +23,7 @@ def view_advice(error: BaseException, *, given_back: bool) -> tuple[str, str] | 
         return None
     back = " Your text is back in the box." if given_back else ""
     window, tokens = error.window, error.tokens
-    if window and tokens and tokens >= window or "alone does not fit" in str(error):
+    if (window and tokens and tokens >= window) or "alone does not fit" in str(error):
         size = ""
         if window and tokens:
             size = f" (about {_n(tokens)} tokens, the window holds {_n(window)})"
