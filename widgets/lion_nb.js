@@ -1131,7 +1131,9 @@ function chrome(view) {
 // each front end gives: ipywidgets' model (JupyterLab, Notebook 7, Voilà) marks its comm dead on
 // a restart (the DOMWidgetView's element gets `jupyter-widgets-disconnected`, and the model
 // triggers `comm_live_update`) and triggers `comm:close` when the kernel closes it; the widget
-// manager's kernel says "dead" when the kernel dies for good.
+// manager's kernel says "dead" when the kernel dies for good. marimo gives its widgets no such
+// event; a restart there draws its outputs anew, and a kernel that stops leaves the page's app
+// element saying `data-connection-state="CLOSED"` (the view stays marked if marimo reconnects).
 const GONE_TEXT = "This view's kernel is gone — run its cell again.";
 const DISCONNECTED = "jupyter-widgets-disconnected";
 
@@ -1163,6 +1165,40 @@ function kernelGone(view) {
   }
 }
 
+function connectionOf(el) {
+  // marimo's app element, found from inside the shadow roots its widgets are drawn in
+  for (let n = el; n; ) {
+    const found = n.closest ? n.closest("[data-connection-state]") : null;
+    if (found) return found;
+    const root = n.getRootNode();
+    n = root && root.host ? root.host : null;
+  }
+  return null;
+}
+
+function watchConnection(el, gone) {
+  let observer = null;
+  let tries = 0;
+  let stopped = false;
+  const attach = () => {
+    if (stopped) return;
+    const app = connectionOf(el);
+    if (!app) {
+      if (++tries < 20) setTimeout(attach, 250); // drawn before it is attached; none: not marimo
+      return;
+    }
+    const check = () => app.getAttribute("data-connection-state") === "CLOSED" && gone();
+    observer = new MutationObserver(check);
+    observer.observe(app, { attributes: true, attributeFilter: ["data-connection-state"] });
+    check();
+  };
+  attach();
+  return () => {
+    stopped = true;
+    if (observer) observer.disconnect();
+  };
+}
+
 function watchKernel(view, el) {
   const { model } = view;
   const dead = () => el.classList.contains(DISCONNECTED) || Boolean(el.closest(`.${DISCONNECTED}`));
@@ -1182,7 +1218,9 @@ function watchKernel(view, el) {
   const signal = kernel && kernel.statusChanged;
   if (signal && typeof signal.connect === "function") signal.connect(onStatus);
   check(); // a view drawn from saved state has no kernel either
+  const unwatch = watchConnection(el, gone);
   return () => {
+    unwatch();
     for (const [name, fn] of handlers) model.off(name, fn);
     if (signal && typeof signal.disconnect === "function") signal.disconnect(onStatus);
   };
