@@ -104,6 +104,8 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     compare_html = traitlets.Unicode("").tag(sync=True)  # the open CompareView's HTML (sanitized)
     # page keys of the replies that have tokens (a "Tokens" control each; widgets.token_panels)
     token_marks: traitlets.List[str] = traitlets.List().tag(sync=True)
+    # of those, the replies whose token view the kernel has open (``show_tokens()``, a click)
+    token_open: traitlets.List[str] = traitlets.List().tag(sync=True)
     # the inspector's pager, drawn by the page: {"text": position, "first": at the start,
     # "last": at the end, "max": the last message's position, "filter": the role filter,
     # "filters": the filters offered}

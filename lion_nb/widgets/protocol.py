@@ -427,6 +427,7 @@ CHROME = (
     "token_marks",
     "pager",
     "cassette",
+    "token_open",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

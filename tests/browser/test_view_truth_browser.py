@@ -5,16 +5,12 @@ comes back to the prompt box."""
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser.conftest import (
-    kernel_execute,
     run_notebook_in_lab,
     screenshot,
     shutdown_kernels,
@@ -111,90 +107,35 @@ def test_a_restart_in_lab_leaves_the_view_saying_its_kernel_is_gone(
     ), page.watched.console_errors
 
 
-# ----- Notebook 7 -------------------------------------------------------------------------------
-def test_a_restart_in_notebook7_leaves_the_view_saying_its_kernel_is_gone(front_page, notebook7):
-    from tests.browser.test_front_ends_browser import open_in_notebook7, write_ipynb
+# ----- the token view that show_tokens() opens, in Voilà (and the first click in Lab) ----------
+def token_cells() -> list[str]:
+    from tests.browser.test_tokens_browser import SETUP
 
-    write_ipynb(notebook7.root / "restart.ipynb", [streaming_cell()])
-    view = open_in_notebook7(front_page, notebook7, "restart.ipynb")
-    start_streaming(front_page, view)
-    restart_from_the_menu(front_page)
-    assert_gone(front_page, view, "notebook7")
-
-
-# ----- Voilà: no restart in its page; the kernel dies (killed) and the server restarts it ------
-def test_a_kernel_that_dies_under_voila_leaves_the_view_saying_so(front_page, voila_root, voila):
-    from tests.browser.test_front_ends_browser import write_ipynb
-
-    pid_file = voila_root / "restart.pid"
-    write_ipynb(voila_root / "restart.ipynb", [streaming_cell(pid_file)])
-    front_page.goto(voila.url("voila/render/restart.ipynb"))
-    view = front_page.locator(".lion-view.lion-chat").first
-    start_streaming(front_page, view)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
-    assert_gone(front_page, view, "voila")
+    setup = SETUP.replace("view = lion_nb.view(branch, height=460)\nview\n", "")
+    return [
+        setup + "view = lion_nb.view(branch, height=460)\nview",
+        'await view.asend("Tell me a story")\nview.show_tokens()',
+    ]
 
 
-# ----- marimo: a restart draws the cell's output anew; a kernel that stops leaves the view -----
-MARIMO_NB = """import marimo
-
-app = marimo.App()
-
-
-@app.cell
-def _():
-    import marimo as mo
-{setup}
-    w = mo.ui.anywidget(view)
-    w
-    return
-
-
-if __name__ == "__main__":
-    app.run()
-"""
+def check_open_then_click(page: Any, root: Any, name: str) -> None:
+    """The token view show_tokens() opened is shown; each click on Tokens does what it says."""
+    reply = root.locator(".lion-assistant").last
+    root.locator(".lion-tokens .lion-tok[data-token-index]").nth(6).wait_for(timeout=60_000)
+    control = reply.locator(".lion-tokens-btn")
+    assert control.get_attribute("aria-pressed") == "true"
+    screenshot(page, f"view_truth_tokens_{name}")
+    control.click()  # open: the click closes it
+    page.wait_for_function(
+        "(r) => !r.querySelector('.lion-tokens')", arg=reply.element_handle(), timeout=10_000
+    )
+    assert control.get_attribute("aria-pressed") == "false"
+    control.click()  # closed: the click opens it, at once
+    reply.locator(".lion-tokens .lion-tok[data-token-index]").nth(6).wait_for(timeout=10_000)
+    assert control.get_attribute("aria-pressed") == "true"
 
 
-def test_a_kernel_that_stops_under_marimo_leaves_the_view_saying_so(
-    front_page, marimo_root, marimo
-):
-    pid_file = marimo_root / "restart.pid"
-    lines = streaming_cell(pid_file).strip().splitlines()[:-1]  # the view goes in mo.ui
-    setup = "\n".join(f"    {line}" if line else "" for line in lines)
-    (marimo_root / "restart.py").write_text(MARIMO_NB.format(setup=setup))
-    front_page.goto(marimo.url("?file=restart.py"))
-    view = front_page.locator(".lion-view.lion-chat").first
-    start_streaming(front_page, view)
-    pid = int(pid_file.read_text())
-    assert pid != marimo.process.pid  # the kernel, not the server
-    os.kill(pid, signal.SIGKILL)
-    assert_gone(front_page, view, "marimo")
-
-
-def test_a_restart_in_marimo_draws_the_view_anew_with_nothing_running(
-    front_page, marimo_root, marimo
-):
-    lines = streaming_cell().strip().splitlines()[:-1]
-    setup = "\n".join(f"    {line}" if line else "" for line in lines)
-    (marimo_root / "restart_menu.py").write_text(MARIMO_NB.format(setup=setup))
-    front_page.goto(marimo.url("?file=restart_menu.py"))
-    view = front_page.locator(".lion-view.lion-chat").first
-    start_streaming(front_page, view)
-    front_page.get_by_test_id("notebook-menu-dropdown").click()
-    front_page.get_by_role("menuitem", name="Restart kernel").click()
-    front_page.locator("[role=alertdialog] button, [role=dialog] button").filter(
-        has_text="Restart"
-    ).first.click()
-    # the cell runs again in the new kernel: one view, idle, nothing streaming or stoppable
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        views = front_page.locator(".lion-view.lion-chat")
-        if views.count() == 1 and views.first.locator(".lion-user").count() == 0:
-            break
-        front_page.wait_for_timeout(500)
-    fresh = front_page.locator(".lion-view.lion-chat").first
-    fresh.locator(".lion-view-statusline:has-text('ready')").wait_for(timeout=30_000)
-    screenshot(front_page, "view_truth_marimo_restarted")
-    assert fresh.locator(".lion-streaming").count() == 0
-    assert fresh.locator("button.lion-stop").is_disabled()
-    assert fresh.locator("button.lion-send").is_enabled()
+def test_show_tokens_then_the_first_click_in_lab(page, jupyter_lab, _no_kernels_left):
+    run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, "tok.ipynb", token_cells()))
+    root = page.locator(".lion-front").first
+    check_open_then_click(page, root, "lab")
