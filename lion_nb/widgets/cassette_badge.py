@@ -22,7 +22,7 @@ from lion_nb.render.chrome import cassette_badge_html
 if TYPE_CHECKING:
     from lion_nb.cassettes.cassette import Cassette
 
-__all__ = ["badge_html", "why_cannot_record"]
+__all__ = ["at_rest", "badge_html", "why_cannot_record"]
 
 
 def badge_html(tape: Cassette | None, model: Any) -> str:
@@ -64,7 +64,7 @@ def _local_missing(model: Any) -> str | None:
 def _loopback(url: str | None) -> bool:
     from lion_nb.models.http_api import is_loopback
 
-    return bool(url) and is_loopback(urlparse(url).hostname)
+    return bool(url) and is_loopback(urlparse(str(url)).hostname)
 
 
 def at_rest() -> Cassette | None:

