@@ -94,15 +94,25 @@ def restart_from_the_menu(page: Any) -> None:
     page.locator(".jp-Dialog .jp-mod-accept").click()
 
 
+@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
 def test_a_restart_in_lab_leaves_the_view_saying_its_kernel_is_gone(
-    page, jupyter_lab, _no_kernels_left
+    page, jupyter_lab, _no_kernels_left, theme
 ):
-    nb = write_notebook(jupyter_lab, "restart.ipynb", [streaming_cell()])
-    run_notebook_in_lab(page, jupyter_lab, nb)
-    view = page.locator(".lion-view.lion-chat").first
-    start_streaming(page, view)
-    restart_from_the_menu(page)
-    assert_gone(page, view, "lab")
+    from tests.browser.measure import contrast_failures
+    from tests.browser.test_theme_contrast_browser import set_theme
+
+    set_theme(jupyter_lab, theme)
+    try:
+        nb = write_notebook(jupyter_lab, "restart.ipynb", [streaming_cell()])
+        run_notebook_in_lab(page, jupyter_lab, nb)
+        view = page.locator(".lion-view.lion-chat").first
+        start_streaming(page, view)
+        restart_from_the_menu(page)
+        assert_gone(page, view, f"lab_{theme.split()[-1].lower()}")
+        count, low = contrast_failures(page, view)  # what the view says now reads at AA
+        assert count > 5 and not low, low
+    finally:
+        set_theme(jupyter_lab, "JupyterLab Light")
     assert page.watched.console_errors == [] or all(
         "lion_nb" not in e for e in page.watched.console_errors
     ), page.watched.console_errors
@@ -163,6 +173,8 @@ def badge_text(view: Any) -> str:
 
 
 def test_the_cassette_badge_follows_lion_cassette_at_once(page, jupyter_lab, _no_kernels_left):
+    from tests.browser.measure import contrast_failures
+
     shipped = Path(__file__).resolve().parents[2] / "notebooks/data/07_cassettes.cassette.jsonl"
     (jupyter_lab.root / "data").mkdir(exist_ok=True)
     (jupyter_lab.root / "data/07.cassette.jsonl").write_bytes(shipped.read_bytes())
@@ -178,6 +190,7 @@ def test_the_cassette_badge_follows_lion_cassette_at_once(page, jupyter_lab, _no
     # a neutral colour: grey, not the red of an error
     rgb = badge.evaluate("e => getComputedStyle(e).color.match(/\\d+/g).slice(0, 3).map(Number)")
     assert max(rgb) - min(rgb) < 40, rgb
+    assert not contrast_failures(page, view)[1]
     screenshot(page, "view_truth_cassette_badge")
     kernel_execute(jupyter_lab, "%lion_cassette --off")  # notebook 07's last cell; no send
     page.wait_for_function(
