@@ -1153,7 +1153,7 @@ function kernelGone(view) {
   }
   status.textContent = "";
   status.append(node("div", "lion-view-status lion-view-failed lion-view-gone", GONE_TEXT));
-  for (const el of root.querySelectorAll("button")) {
+  for (const el of root.querySelectorAll("button, input, select")) {
     if (!el.matches(".lion-copy-code, .lion-jump")) el.disabled = true; // code copies need no kernel
   }
   if (view.flowStop) view.flowStop.el.querySelector("button").textContent = "Stop";
