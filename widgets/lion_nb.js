@@ -124,6 +124,8 @@ const OPS = {
     view.chrome();
   },
   draft: (view, op) => {
+    // a failed Send's text comes back (restore), unless the user has typed on since
+    if (op.restore && view.store.draft.trim()) return;
     if (view.promptBox) view.promptBox.prompt.value = op.text;
     view.store.draft = op.text;
   },
@@ -170,10 +172,10 @@ function makePromptBox(view) {
   prompt.placeholder = model.get("placeholder");
   prompt.setAttribute("aria-label", "Message");
   prompt.value = store.draft;
-  const stop = () => model.send({ action: "stop" });
+  const stop = () => view.gone || model.send({ action: "stop" });
   const submit = () => {
     const text = prompt.value;
-    if (!text.trim()) return;
+    if (!text.trim() || view.gone) return;
     if (view.cstate.busy) {
       view.shell.status.textContent = "A reply is running: Esc or Stop ends it; your message stays here.";
       return;
@@ -1112,13 +1114,116 @@ function fromState(view) {
 
 function chrome(view) {
   const { cstate, shell } = view;
+  if (view.gone) return; // nothing the kernel said last counts any more
   shell.error.innerHTML = cstate.error_box; // sanitized by the kernel (render.chrome)
   shell.status.innerHTML = cstate.status_line;
+  if (cstate.cassette) (shell.status.firstElementChild || shell.status).insertAdjacentHTML("beforeend", cstate.cassette);
   if (view.flowStop) view.flowStop.chrome(cstate);
   if (view.inspector) view.inspector.chrome(cstate);
   if (!view.chat) return;
   view.promptBox.chrome(cstate);
   view.comparePanel.show(cstate.compare_html || "");
+}
+
+// ----- the kernel gone: restarted, died, or the view's comm closed ----------------------------
+// Nothing more will come from the kernel and nothing sent reaches it: the view says so, shows
+// nothing as running and disables its controls (the prompt box keeps its text, read-only). What
+// each front end gives: ipywidgets' model (JupyterLab, Notebook 7, Voilà) marks its comm dead on
+// a restart (the DOMWidgetView's element gets `jupyter-widgets-disconnected`, and the model
+// triggers `comm_live_update`) and triggers `comm:close` when the kernel closes it; the widget
+// manager's kernel says "dead" when the kernel dies for good. marimo gives its widgets no such
+// event; a restart there draws its outputs anew, and a kernel that stops leaves the page's app
+// element saying `data-connection-state="CLOSED"` (the view stays marked if marimo reconnects).
+const GONE_TEXT = "This view's kernel is gone — run its cell again.";
+const DISCONNECTED = "jupyter-widgets-disconnected";
+
+function kernelGone(view) {
+  if (view.gone) return;
+  view.gone = true;
+  view.reveal.finish();
+  const { root, status, list } = view.shell;
+  root.classList.add("lion-gone");
+  for (const card of list.querySelectorAll(".lion-streaming-msg")) {
+    card.classList.replace("lion-streaming-msg", "lion-gone-msg");
+    for (const badge of card.querySelectorAll(".lion-status.lion-streaming")) {
+      badge.className = "lion-status lion-stopped";
+      badge.textContent = "cut off: the kernel is gone";
+    }
+    for (const busy of card.querySelectorAll("[aria-busy]")) busy.removeAttribute("aria-busy");
+  }
+  status.textContent = "";
+  status.append(node("div", "lion-view-status lion-view-failed lion-view-gone", GONE_TEXT));
+  for (const el of root.querySelectorAll("button, input, select")) {
+    if (!el.matches(".lion-copy-code, .lion-jump")) el.disabled = true; // code copies need no kernel
+  }
+  if (view.flowStop) view.flowStop.el.querySelector("button").textContent = "Stop";
+  if (view.promptBox) {
+    const { prompt } = view.promptBox;
+    prompt.readOnly = true;
+    prompt.setAttribute("aria-readonly", "true");
+    prompt.title = GONE_TEXT;
+  }
+}
+
+function connectionOf(el) {
+  // marimo's app element, found from inside the shadow roots its widgets are drawn in
+  for (let n = el; n; ) {
+    const found = n.closest ? n.closest("[data-connection-state]") : null;
+    if (found) return found;
+    const root = n.getRootNode();
+    n = root && root.host ? root.host : null;
+  }
+  return null;
+}
+
+function watchConnection(el, gone) {
+  let observer = null;
+  let tries = 0;
+  let stopped = false;
+  const attach = () => {
+    if (stopped) return;
+    const app = connectionOf(el);
+    if (!app) {
+      if (++tries < 20) setTimeout(attach, 250); // drawn before it is attached; none: not marimo
+      return;
+    }
+    const check = () => app.getAttribute("data-connection-state") === "CLOSED" && gone();
+    observer = new MutationObserver(check);
+    observer.observe(app, { attributes: true, attributeFilter: ["data-connection-state"] });
+    check();
+  };
+  attach();
+  return () => {
+    stopped = true;
+    if (observer) observer.disconnect();
+  };
+}
+
+function watchKernel(view, el) {
+  const { model } = view;
+  const dead = () => el.classList.contains(DISCONNECTED) || Boolean(el.closest(`.${DISCONNECTED}`));
+  const check = () => queueMicrotask(() => dead() && kernelGone(view));
+  const gone = () => kernelGone(view);
+  const handlers = [["comm_live_update", check], ["comm:close", gone]];
+  for (const [name, fn] of handlers) model.on(name, fn);
+  let kernel = null;
+  try {
+    kernel = model.widget_manager && model.widget_manager.kernel; // JupyterLab's widget managers
+  } catch (_err) {
+    kernel = null;
+  }
+  const onStatus = (_k, state) => {
+    if (state === "dead" || state === "restarting" || state === "autorestarting") gone();
+  };
+  const signal = kernel && kernel.statusChanged;
+  if (signal && typeof signal.connect === "function") signal.connect(onStatus);
+  check(); // a view drawn from saved state has no kernel either
+  const unwatch = watchConnection(el, gone);
+  return () => {
+    unwatch();
+    for (const [name, fn] of handlers) model.off(name, fn);
+    if (signal && typeof signal.disconnect === "function") signal.disconnect(onStatus);
+  };
 }
 
 // ----- the view ------------------------------------------------------------------------------
@@ -1234,8 +1339,10 @@ function render({ model, el }) {
     ...view.chromeNames.map((name) => [`change:${name}`, fromModel]),
   ];
   for (const [name, fn] of handlers) model.on(name, fn);
+  const unwatch = watchKernel(view, el);
   return () => {
     view.reveal.finish();
+    unwatch();
     for (const [name, fn] of handlers) model.off(name, fn);
   };
 }

@@ -137,7 +137,7 @@ function closeTokenPanel(view, panel) {
   panel.el.remove();
   if (panel.part.tokens === panel) panel.part.tokens = null;
   tokenStore(view).delete(panel.key);
-  view.model.send({ action: "tokens", key: panel.key, open: false });
+  askTokens(view, panel.key, false);
   tokenMarks(view);
 }
 
@@ -385,8 +385,30 @@ function tokenMarks(view) {
     if (panel && !part.el.contains(panel.el)) part.tokens = null;
     // a part drawn anew whose view was open: drawn again from what the page has
     if (!part.tokens && marked.has(key)) reattach(view, part, key);
+    if (marked.has(key)) followKernelOpen(view, part, key);
     tokenControl(view, part, key, marked.has(key));
   }
+}
+
+function followKernelOpen(view, part, key) {
+  // the kernel has this reply's token view open (token_open: show_tokens(), a click here or in
+  // another view of the widget) and this page does not show it — a page that attached later,
+  // as Voilà's does: ask for its tokens, once. A click's own ask waits for the kernel to agree.
+  const wanted = new Set(view.cstate.token_open || []).has(key);
+  const asked = view.tokenAsks || (view.tokenAsks = new Map()); // key -> the state asked for
+  if (asked.has(key)) {
+    if (asked.get(key) !== wanted) return;
+    asked.delete(key);
+  }
+  if (wanted && !part.tokens && !part.reopening) {
+    part.reopening = true;
+    view.model.send({ action: "tokens", key, open: true });
+  }
+}
+
+function askTokens(view, key, open) {
+  (view.tokenAsks || (view.tokenAsks = new Map())).set(key, open);
+  view.model.send({ action: "tokens", key, open });
 }
 
 function tokenControl(view, part, key, wanted) {
@@ -400,7 +422,7 @@ function tokenControl(view, part, key, wanted) {
   if (!control) {
     control = button("lion-act lion-tokens-btn", "Tokens", "Show this reply's tokens tinted by probability, with the alternatives", () => {
       if (part.tokens) closeTokenPanel(view, part.tokens);
-      else view.model.send({ action: "tokens", key: control.closest(".lion-part").getAttribute("data-key"), open: true });
+      else askTokens(view, control.closest(".lion-part").getAttribute("data-key"), true);
     });
     head.insertBefore(control, head.querySelector(".lion-copy-msg"));
   }

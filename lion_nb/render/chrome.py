@@ -32,9 +32,22 @@ def status_html(state: str, text: str, *, badge: str = "") -> str:
     return f'<div class="lion-view-status lion-view-{escape(state)}">{escape(text)}{badge}</div>'
 
 
-def cassette_badge_html(replaying: str | None, recording: str | None) -> str:
+def cassette_badge_html(
+    replaying: str | None, recording: str | None, *, cannot: str | None = None
+) -> str:
     """The mark of a live view while a cassette is in force: the file its replies are replayed
-    from and the one new calls are recorded to (None: it does not); empty when neither."""
+    from and the one new calls are recorded to (None: it does not); empty when neither.
+    ``cannot``: why new calls cannot be recorded here (the model is not installed, no key):
+    said instead of where they would go."""
+    if recording and cannot:
+        text = f"cannot record: {cannot}"
+        if replaying:
+            text = f"replaying from {replaying} · {text}"
+        return (
+            ' <span class="lion-badge lion-cassette-badge lion-cassette-blocked" '
+            f'title="a cassette is in force; new calls would go to {escape(recording)}">'
+            f"{escape(text)}</span>"
+        )
     if replaying and recording:
         text = (
             f"replaying from and recording to {recording}"
@@ -54,11 +67,21 @@ def cassette_badge_html(replaying: str | None, recording: str | None) -> str:
     )
 
 
-def error_html(error: BaseException) -> str:
+def error_html(error: BaseException, *, advice: tuple[str, str] | None = None) -> str:
     """An error a view caught, as an alert box: its type and message. A ``CassetteMiss`` (a
-    prompt that is not on the cassette) is one short message under a plain heading."""
+    prompt that is not on the cassette) is one short message under a plain heading.
+    ``advice``: ``(heading, text)`` in the view's own words (what to do from the view); the
+    error's own message is then its tooltip."""
     name = type(error).__name__
     text = str(error) or repr(error)
+    if advice is not None:
+        heading, said = advice
+        return (
+            '<div class="lion-msg lion-error lion-view-error" role="alert">'
+            f'<div class="lion-head"><span class="lion-role">{escape(heading)}</span>'
+            f'<code class="lion-fn" title="{escape(text)}">{escape(name)}</code></div>'
+            f'<div class="lion-body">{escape(said)}</div></div>'
+        )
     if isinstance(error, CassetteMiss):
         return (
             '<div class="lion-msg lion-error lion-view-error lion-cassette-miss" role="alert">'

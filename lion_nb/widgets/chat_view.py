@@ -8,7 +8,8 @@ in the prompt box, or ``view.send(text)``) starts the branch verb as a backgroun
 owns, so a Stop click (or Esc) reaches the kernel while the model streams (a click during an
 awaiting cell is deferred until the cell ends). Runs started elsewhere (``await
 branch.communicate(...)`` in a cell) show up live as well. While a cassette is in force the status
-line says so: "replaying from …" / "recording to …" (``render.chrome.cassette_badge_html``).
+line says so: "replaying from …" / "recording to …" / "cannot record: …", and follows
+``use_cassette`` / ``%lion_cassette`` at once (``widgets.cassette_badge``).
 
 What a turn means lives below the view: Send runs the verb through the branch's
 ``session.conversation.Conversation`` (regenerate, edit, continue, clear and the alternatives
@@ -39,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes import active as cassettes
-from lion_nb.render.chrome import cassette_badge_html, error_html, status_html
+from lion_nb.render.chrome import error_html, status_html
 from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
@@ -59,9 +60,11 @@ from lion_nb.signals import (
     StreamDelta,
 )
 from lion_nb.viewmodels.chat import ChatRuns
+from lion_nb.widgets.cassette_badge import at_rest, badge_html
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.send_failure import view_advice
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
@@ -115,6 +118,12 @@ class _Prompt:
     def value(self, text: str) -> None:
         self._value = text
         self._view.channel.push({"op": "draft", "text": text})
+
+    def give_back(self, text: str) -> None:
+        """Put ``text`` back into the box unless the user has typed something since (a
+        ``draft`` op with ``restore``)."""
+        self._value = text
+        self._view.channel.push({"op": "draft", "text": text, "restore": True})
 
 
 class _Button:
@@ -183,6 +192,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             templates={"live": live_shell(model_label(branch))},
             # in the state the page is first given (a chrome op sent before it draws is lost)
             token_marks=[str(m.id) for m in branch.messages if history and has_tokens(m)],
+            cassette=badge_html(cassettes.current(), branch.chat_model_or_none),
         )
         self.branch = branch
         self.verb = verb
@@ -215,6 +225,8 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         self._error = _Value(self, "error_box")
         self._signals = _SIGNALS
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
+        self.cassette_badge = _Value(self, "cassette")
+        self._unwatch_cassette = cassettes.watch(self._follow_cassette)
         self.transcript.rebuild()
         self.sync_alternatives()
         self._ready = True
@@ -229,7 +241,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def _action_send(self, content: dict[str, Any]) -> None:
         text = content.get("text")
         if isinstance(text, str):
-            self.send(text)
+            self._start(text, give_back=True)  # the page emptied its box: a failure refills it
 
     def _action_stop(self, _content: dict[str, Any]) -> None:
         self.stop()
@@ -257,10 +269,13 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         when its cell is run again)."""
         self._start(text, stop_others=stop_others)
 
-    def _start(self, text: str | None, *, stop_others: bool = False) -> asyncio.Task[Any] | None:
+    def _start(
+        self, text: str | None, *, stop_others: bool = False, give_back: bool = False
+    ) -> asyncio.Task[Any] | None:
         if self.closed:
             raise RuntimeError("this view is closed")
         from_box = text is None
+        give_back = give_back or from_box
         text = self.prompt.value if text is None else text
         if not text.strip():
             return None
@@ -285,7 +300,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             ) from None
         # the task first: its first step (the run's start) comes before the prompt card and the
         # Send/Stop state go out, so all three share one message
-        task = loop.create_task(self._drive(text, after=claim.after))
+        task = loop.create_task(self._drive(text, after=claim.after, give_back=give_back))
         self.runs.started(task)
         if from_box:
             self.prompt.value = ""
@@ -329,6 +344,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
 
     def _release(self) -> None:
         self._unsubscribe()
+        self._unwatch_cassette()
         self.close_compare()
         self.stop_control()
         task = self.runs.task
@@ -357,8 +373,11 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         return f"{self.title}\n\n{body}" if self.title else body
 
     # ----- running -------------------------------------------------------------------------
-    async def _drive(self, text: str, after: ChatRuns | None = None) -> Any:
+    async def _drive(
+        self, text: str, after: ChatRuns | None = None, *, give_back: bool = False
+    ) -> Any:
         outcome: Status = "done"
+        held = len(self.branch.messages)
         try:
             if after is not None:  # runs on one branch never overlap
                 after.stop()
@@ -373,7 +392,12 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             return None
         except Exception as exc:  # shown in the view, not lost as a task traceback
             outcome = "failed"
-            self._show_error(exc)
+            # nothing recorded: what the user typed goes back into the prompt box
+            given_back = give_back and len(self.branch.messages) == held and not self.closed
+            if given_back:
+                self.prompt.give_back(text)
+                self._shown_errors.discard(id(exc))  # shown from RunFailed: say it's back
+            self._show_error(exc, given_back=given_back)
             return None
         finally:
             self.runs.ended()
@@ -400,6 +424,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def _set_running(self) -> None:
         self.set_chrome(busy=self.runs.running, can_stop=self.runs.driving)
         if not self.runs.running:
+            self._show_cassette(at_rest())
             self.sync_state()  # at rest: a reload or a second view shows everything
 
     # ----- signals -------------------------------------------------------------------------
@@ -432,6 +457,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             self.refresh()  # rare (a Ray attempt that died): rebuilding from the branch is enough
         elif isinstance(signal, RunStart):
             self.transcript.drop_unrecorded()
+            self._show_cassette(cassettes.current())  # where the run runs: a block's, if any
             self._set_running()
         elif isinstance(signal, RunEnd):
             self._on_run_end(signal)
@@ -451,13 +477,24 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         self.sync_alternatives()
         self.refresh_static()  # a notebook saved from now on holds this run's messages
 
+    # ----- the cassette badge ----------------------------------------------------------------
+    def _show_cassette(self, tape: Any) -> None:
+        if not self.closed:
+            self.set_chrome(cassette=badge_html(tape, self.branch.chat_model_or_none))
+
+    def _follow_cassette(self) -> None:
+        """``use_cassette`` / ``%lion_cassette`` changed the default: the badge follows now."""
+        self._show_cassette(cassettes.current() if self.running else at_rest())
+
     # ----- errors ----------------------------------------------------------------------------
-    def _show_error(self, error: BaseException) -> None:
+    def _show_error(self, error: BaseException, *, given_back: bool = False) -> None:
         if id(error) in self._shown_errors:
             return
         self._shown_errors.add(id(error))
         self.last_error = error
-        self.set_chrome(error_box=error_html(error))
+        self.set_chrome(
+            error_box=error_html(error, advice=view_advice(error, given_back=given_back))
+        )
 
     def _clear_error(self) -> None:
         self._shown_errors.clear()
@@ -469,11 +506,9 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
 
 
 def _status_line(state: str, text: str) -> str:
-    """The status line, marked with the cassette in force where it is set (the run's context:
-    replaying from / recording to which file), so a cassette is never at work unseen."""
-    tape = cassettes.current()
-    badge = "" if tape is None else cassette_badge_html(tape.replaying_from, tape.recording_to)
-    return status_html(state, text, badge=badge)
+    """The status line (the cassette in force is its own chrome trait, ``cassette``, drawn
+    after it by the page)."""
+    return status_html(state, text)
 
 
 def _marks_change(message: Any) -> bool:

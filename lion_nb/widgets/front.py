@@ -104,10 +104,14 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     compare_html = traitlets.Unicode("").tag(sync=True)  # the open CompareView's HTML (sanitized)
     # page keys of the replies that have tokens (a "Tokens" control each; widgets.token_panels)
     token_marks: traitlets.List[str] = traitlets.List().tag(sync=True)
+    # of those, the replies whose token view the kernel has open (``show_tokens()``, a click)
+    token_open: traitlets.List[str] = traitlets.List().tag(sync=True)
     # the inspector's pager, drawn by the page: {"text": position, "first": at the start,
     # "last": at the end, "max": the last message's position, "filter": the role filter,
     # "filters": the filters offered}
     pager = traitlets.Dict().tag(sync=True)
+    # the chat view's cassette badge (HTML, ``widgets.cassette_badge``), drawn in the status line
+    cassette = traitlets.Unicode("").tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

@@ -161,10 +161,12 @@ class ChromeOp(TypedDict):
 
 
 class DraftOp(TypedDict):
-    """The prompt box's text (a failed send gives the prompt back)."""
+    """The prompt box's text. ``restore``: a Send that recorded nothing failed and gives its
+    text back; the page keeps what the user typed since instead, if anything."""
 
     op: Literal["draft"]
     text: str
+    restore: NotRequired[bool]
 
 
 class ClipOp(TypedDict):
@@ -424,6 +426,8 @@ CHROME = (
     "compare_html",
     "token_marks",
     "pager",
+    "cassette",
+    "token_open",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

@@ -5,7 +5,9 @@ probability, its alternatives on hover or focus, a fork from any token — drawn
 What the page is sent, and when:
 
 - the ids (page keys) of the replies that have tokens, as the chrome trait ``token_marks``:
-  the page puts a "Tokens" control on each;
+  the page puts a "Tokens" control on each; and of those whose token view is open, as the
+  chrome trait ``token_open`` (synced state: a page that attaches later — Voilà draws the views
+  after the notebook ran, ``show_tokens()`` included — asks for their tokens);
 - for a reply whose token view is open (the page asked, ``tokens`` action; or the view follows
   every reply, ``BranchView(tokens=True)``; or the reply is the continuation of a token fork),
   its tokens as *deltas*: the texts and surprise (-log p) of the tokens the page does not have
@@ -102,6 +104,14 @@ class TokenPanels:
                 return mid
         return None
 
+    def open_keys(self) -> list[str]:
+        """The page keys of the replies whose token view is open (the chrome trait
+        ``token_open``)."""
+        return sorted(self.key_of(mid) for mid in self.open)
+
+    def _tell_open(self) -> None:
+        self._view.set_chrome(token_open=self.open_keys())
+
     def marks(self) -> list[str]:
         """The page keys of the replies shown that have tokens (they get a "Tokens" control)."""
         out = [
@@ -129,7 +139,7 @@ class TokenPanels:
                 self.open_next = False
                 self.open.add(mid)
                 self._sent[mid] = 0
-            self._view.set_chrome(token_marks=self.marks())
+            self._view.set_chrome(token_marks=self.marks(), token_open=self.open_keys())
         if mid in self.open:
             self._stream(mid)
 
@@ -140,7 +150,7 @@ class TokenPanels:
         if mid in self.open:
             self._stream(mid)
         if streamed or has_tokens(message):
-            self._view.set_chrome(token_marks=self.marks())
+            self._view.set_chrome(token_marks=self.marks(), token_open=self.open_keys())
 
     def prune(self) -> None:
         """At rest: a reply streamed but not recorded keeps its tokens while its card is shown
@@ -181,8 +191,10 @@ class TokenPanels:
         self._view.refresh_static()  # the saved notebook shows the open token views
         if not open_:
             self.open.discard(mid)
+            self._tell_open()
             return
         self.open.add(mid)
+        self._tell_open()
         self._sent[mid] = 0  # the page starts afresh: all of them
         self._view.channel.push(*self._delta(mid))
 
@@ -252,7 +264,9 @@ class TokenControls:
         super().sync_alternatives()  # type: ignore[misc]
         if not self.running:  # type: ignore[attr-defined]
             self.token_panels.prune()
-        self.set_chrome(token_marks=self.token_panels.marks())  # type: ignore[attr-defined]
+        self.set_chrome(  # type: ignore[attr-defined]
+            token_marks=self.token_panels.marks(), token_open=self.token_panels.open_keys()
+        )
 
     def _action_tokens(self, content: dict[str, Any]) -> None:
         self.token_panels.set_open(str(content.get("key", "")), bool(content.get("open", True)))

@@ -1,4 +1,5 @@
-"""The chat view with a cassette in force: it says so ("replaying from …" / "recording to …"),
+"""The chat view with a cassette in force: it says so ("replaying from …" / "recording to …" /
+"cannot record: …", following ``use_cassette`` / ``%lion_cassette`` at once),
 a prompt typed in "auto" mode never changes the shipped cassette, and a prompt that is not on
 the cassette is one short message in the error box, also where the model is not installed."""
 
@@ -53,7 +54,7 @@ def uninstalled(tmp_path: Path) -> iModel:
 
 def test_without_a_cassette_the_status_line_has_no_mark() -> None:
     view = BranchView(Branch(chat_model=iModel(provider="scripted")))
-    assert "lion-cassette-badge" not in view.status.value
+    assert "lion-cassette-badge" not in view.status.value + view.cassette_badge.value
 
 
 async def test_the_view_says_it_replays_and_where_new_calls_are_recorded(
@@ -61,19 +62,21 @@ async def test_the_view_says_it_replays_and_where_new_calls_are_recorded(
 ) -> None:
     lion_nb.use_cassette(shipped, mode="replay", speed=None)
     view = BranchView(Branch(system=SYSTEM, chat_model=uninstalled(tmp_path)))
-    assert f"replaying from {shipped}<" in view.status.value
+    assert f"replaying from {shipped}<" in view.cassette_badge.value
     await view.asend("Why is the sky blue?")  # on the cassette: replayed
     assert "Rayleigh" in view.rendered_html()
     assert "communicate done" in view.status.value and f"replaying from {shipped}" in (
-        view.status.value
+        view.cassette_badge.value
     )
     lion_nb.use_cassette(shipped, mode="auto")
     view = BranchView(Branch(chat_model=iModel(provider="scripted")))
     local = shipped.parent / "07_cassettes.local.cassette.jsonl"
-    assert f"replaying from {shipped} · recording new calls to {local}" in view.status.value
+    assert f"replaying from {shipped} · recording new calls to {local}" in (
+        view.cassette_badge.value
+    )
     lion_nb.use_cassette(tmp_path / "new.jsonl", mode="record")
     view = BranchView(Branch(chat_model=iModel(provider="scripted")))
-    assert f"recording to {tmp_path / 'new.jsonl'}<" in view.status.value
+    assert f"recording to {tmp_path / 'new.jsonl'}<" in view.cassette_badge.value
 
 
 async def test_a_prompt_typed_in_auto_mode_never_changes_the_shipped_cassette(
@@ -90,7 +93,7 @@ async def test_a_prompt_typed_in_auto_mode_never_changes_the_shipped_cassette(
     local = shipped.parent / "07_cassettes.local.cassette.jsonl"
     lines = local.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2 and "Why is the sky green?" in lines[1] and "Green?" in lines[1]
-    assert f"recording new calls to {local}" in view.status.value
+    assert f"recording new calls to {local}" in view.cassette_badge.value
 
 
 async def test_without_the_model_a_new_prompt_is_not_on_the_cassette_in_one_message(
@@ -133,3 +136,33 @@ async def test_editing_the_second_prompt_names_the_recorded_second_turn(tmp_path
         "'What is the largest sea on Earth?'"
     ) in str(error)
     assert "Not on the cassette" in view._error.value
+
+
+async def test_the_badge_follows_the_cassette_switched_off_and_on_at_once(
+    shipped: Path, tmp_path: Path
+) -> None:
+    from lion_nb.magics import lion_cassette
+
+    lion_cassette(f"{shipped} --mode auto")  # notebook 07's first cassette cell
+    view = BranchView(Branch(system=SYSTEM, chat_model=iModel(provider="scripted")))
+    assert f"replaying from {shipped}" in view.cassette_badge.value
+    lion_cassette("--off")  # notebook 07's last cell: no send in between
+    assert view.cassette_badge.value == ""
+    lion_nb.use_cassette(tmp_path / "new.jsonl", mode="record")
+    assert f"recording to {tmp_path / 'new.jsonl'}<" in view.cassette_badge.value
+    view.close()
+    lion_nb.use_cassette(None)  # a closed view is no longer told
+
+
+def test_without_the_model_the_badge_says_it_cannot_record(shipped: Path, tmp_path: Path) -> None:
+    lion_nb.use_cassette(shipped, mode="auto", speed=None)
+    view = BranchView(Branch(system=SYSTEM, chat_model=uninstalled(tmp_path)))
+    badge = view.cassette_badge.value
+    assert f"replaying from {shipped} · cannot record: the model file" in badge
+    assert "recording new calls" not in badge
+    assert "lion-cassette-recording" not in badge  # neutral, not the red of an error
+    keyless = iModel(provider="openai", model="gpt-4.1-mini", api_key_env="LION_NB_NO_SUCH_KEY")
+    view = BranchView(Branch(chat_model=keyless))
+    assert "cannot record: no API key (LION_NB_NO_SUCH_KEY is not set)" in (
+        view.cassette_badge.value
+    )

@@ -212,3 +212,19 @@ async def test_sample_from_the_page_runs_five_forks_and_shows_where_they_agree()
     await asyncio.sleep(0.05)
     assert len(view.conversation.alternatives(1)) == 6  # refused: 1 to 20
     view.close()
+
+
+def test_the_open_token_views_are_synced_state_for_a_page_that_attaches_later() -> None:
+    """Voilà draws the view after the notebook ran: the ``tokens`` op ``show_tokens()`` sent
+    went to no page, so which token views are open is in the synced state (``token_open``)."""
+    branch = recorded(10)
+    view = BranchView(branch)
+    key = str(branch.messages[-1].id)
+    assert view.chrome_value("token_open") == []
+    view.show_tokens()
+    view._apply_chrome()
+    assert view.token_open == [key]  # the trait a late page reads
+    view._on_page(view, {"action": "tokens", "key": key, "open": False}, [])
+    view._apply_chrome()
+    assert view.token_open == []
+    view.close()
