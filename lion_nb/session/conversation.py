@@ -243,6 +243,19 @@ class Conversation:
         alts = self.alternatives(k)
         return next(i for i, b in enumerate(alts) if b is self._branch) + 1, len(alts)
 
+    def shown_position(self) -> tuple[int, int, int] | None:
+        """Where the shown branch stands among its alternatives: ``(k, n, of)`` of its last
+        message ``k`` that has others (the ``‹ n/of ›`` a view draws there: the branch's
+        latest fork); None when none has."""
+        messages = self._branch.messages
+        for k in range(len(messages) - 1, -1, -1):
+            if k == 0 and messages[0].role == "system":
+                break
+            n, of = self.position(k)
+            if of > 1:
+                return k, n, of
+        return None
+
     def previous_alternative(self, k: int) -> Branch | None:
         """What a comparison sets beside the shown branch: the alternative before it (the
         next one when it is the first); None when there is no other."""
@@ -287,9 +300,17 @@ class Conversation:
         self._check_idle()
         return await self._turn(self._branch, text)
 
-    async def aregenerate(self, index: int | None = None) -> Branch:
+    async def aregenerate(
+        self, index: int | None = None, *, temperature: float | None = None
+    ) -> Branch:
         """A new reply to the last instruction (or to the turn of the assistant message at
-        ``index`` of the shown branch), on a fork that is shown; returns the fork."""
+        ``index`` of the shown branch), on a fork that is shown; returns the fork.
+
+        ``temperature``: sample the new reply at that temperature (a model at temperature 0
+        gives the same reply to the same messages every time), with a seed of its own (the
+        given one, or 0, plus the number of replies the turn has already: each regenerate
+        samples anew and replays alike); the fork records both in
+        ``metadata["regenerated"]``."""
         self._check_idle()
         messages = list(self._branch.messages)
         if index is None:
@@ -303,7 +324,13 @@ class Conversation:
             raise ValueError("there is no instruction to answer again")
         ins = messages[i]
         assert isinstance(ins, Instruction)
-        return await self._on_fork(i, ins)
+        if temperature is None:
+            return await self._on_fork(i, ins)
+        base = self.verb_kwargs.get("seed")
+        base = base if isinstance(base, int) and not isinstance(base, bool) else 0
+        seed = base + (len(self.alternatives(i + 1)) if i + 1 < len(messages) else 1)
+        sampling = {"temperature": temperature, "seed": seed}
+        return await self._on_fork(i, ins, sampling)
 
     async def aedit(self, index: int, text: str) -> Branch:
         """User message ``index`` rewritten as ``text`` and sent again, on a fork that is
@@ -508,11 +535,19 @@ class Conversation:
         fork.metadata["forked_from"] = {"branch_id": str(branch.id), "at": None, "index": -1}
         return fork
 
-    async def _on_fork(self, index: int, instruction: Instruction | str) -> Branch:
+    async def _on_fork(
+        self,
+        index: int,
+        instruction: Instruction | str,
+        sampling: dict[str, Any] | None = None,
+    ) -> Branch:
         before = self._branch
-        fork = self._adopt(self._fork_before(before, index))
+        fork = self._fork_before(before, index)
+        if sampling:
+            fork.metadata["regenerated"] = dict(sampling)
+        self._adopt(fork)
         try:
-            await self._turn(fork, instruction)
+            await self._turn(fork, instruction, sampling)
         except asyncio.CancelledError:
             raise  # stopped: the fork keeps what its verb kept (on_stop)
         except BaseException:
@@ -541,7 +576,12 @@ class Conversation:
         value = instruction.instruction
         return value if isinstance(value, str) else instruction.text
 
-    async def _turn(self, branch: Branch, instruction: Instruction | str) -> Any:
+    async def _turn(
+        self,
+        branch: Branch,
+        instruction: Instruction | str,
+        options: dict[str, Any] | None = None,
+    ) -> Any:
         self._check_idle()
         name = self.verb if isinstance(self.verb, str) else None
         verb = VERBS[name] if name is not None else self.verb
@@ -557,7 +597,7 @@ class Conversation:
         unsubscribe = branch.subscribe((MessageAdded,), note)
         self._running = True
         try:
-            return await verb(branch, argument, **self.verb_kwargs)
+            return await verb(branch, argument, **{**self.verb_kwargs, **(options or {})})
         finally:
             self._running = False
             unsubscribe()

@@ -25,7 +25,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.render.chrome import status_html
+from lion_nb.render.chrome import shown_branch_html, status_html
 from lion_nb.render.marks import gauge_text
 from lion_nb.turns import open_truncated
 from lion_nb.viewmodels.chat import ChatRuns
@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from lion_nb.tokens import Samples
     from lion_nb.widgets.compare_view import CompareView
 
-__all__ = ["ConversationControls"]
+__all__ = ["WARM", "ConversationControls"]
+
+WARM = 0.8
+"""The sampling temperature the page offers to regenerate at while the model is at 0."""
 
 
 class ConversationControls:
@@ -67,10 +70,21 @@ class ConversationControls:
         return self._conversation
 
     # ----- the Python API -------------------------------------------------------------------
-    async def aregenerate(self, index: int | None = None) -> Branch:
+    async def aregenerate(
+        self, index: int | None = None, *, temperature: float | None = None
+    ) -> Branch:
         """A new reply to the last instruction (or to the reply at ``index``), on a fork the
-        view shows; returns the fork."""
-        return await self._controlled(lambda: self.conversation.aregenerate(index))
+        view shows; returns the fork. ``temperature``: sampled at that temperature (the
+        page's "Regenerate at temperature 0.8" while the model is at temperature 0, where
+        Regenerate gives the same reply again; ``Conversation.aregenerate``). A reply that
+        says the same as another alternative is said so in the status line, and why."""
+        fork: Branch = await self._controlled(
+            lambda: self.conversation.aregenerate(index, temperature=temperature)
+        )
+        same = self._same_as_before()
+        if same:
+            self._name_shown(note=same)
+        return fork
 
     async def aedit(self, index: int, text: str) -> Branch:
         """User message ``index`` rewritten as ``text`` and sent again, on a fork the view
@@ -180,8 +194,10 @@ class ConversationControls:
 
     def _action_regenerate(self, content: dict[str, Any]) -> None:
         index = self._index_of(content)
+        t = content.get("temperature")
+        temperature = float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
         if index is not None:
-            self._background(lambda: self.aregenerate(index))
+            self._background(lambda: self.aregenerate(index, temperature=temperature))
 
     def _action_edit(self, content: dict[str, Any]) -> None:
         index, text = self._index_of(content), content.get("text")
@@ -280,25 +296,60 @@ class ConversationControls:
         if self.compare_view is not None and self._control_task is None:
             self._follow_compare()  # a switch: at once (a regenerate: once its reply is in)
 
-    def _name_shown(self) -> None:
-        """The title and status line name the branch shown (``view.branch``); the status
-        keeps the last run's outcome in front."""
-        conv = self.conversation
+    def _name_shown(self, note: str = "") -> None:
+        """The title and status line say which alternative the view shows (``view.branch``),
+        counted as its ``‹ n/of ›`` switcher counts them (at the branch's latest fork); the
+        title keeps the view's name, the status the last run's outcome in front; ``note``
+        after. Ids only in the status line's tooltip."""
         base = getattr(self, "base_title", "") or ""
-        state, said = getattr(self, "last_status", None) or ("idle", "")
-        lead = f"{said} · " if said else ""
-        if self.branch is conv.origin:
+        where = self.conversation.shown_position()
+        if where is None:  # nothing to switch between (the first branch alone, a cleared one)
             self.title = base  # a synced trait of its own (the page retitles the view)
-            where = f"showing the first branch {_short(self.branch)}"
-        else:
-            n = next(i for i, b in enumerate(conv.branches) if b is self.branch)
-            name = f"alternative {n + 1} of {len(conv.branches)}"
-            self.title = f"{base} · {name}" if base else name
-            where = (
-                f"showing {name} (branch {_short(self.branch)}, forked from "
-                f"{_short(conv.origin)}): view.branch is this branch now"
-            )
-        self.set_chrome(status_line=status_html(state, lead + where))  # type: ignore[attr-defined]
+            return
+        _k, n, of = where
+        label = " · ".join(filter(None, [f"Alternative {n} of {of}", _sampling(self.branch)]))
+        self.title = f"{base} · {label}" if base else label
+        state, said = getattr(self, "last_status", None) or ("idle", "")
+        first = self.branch is self.conversation.origin
+        line = shown_branch_html(
+            state,
+            f"{said} · " if said else "",
+            n,
+            of,
+            first=first,
+            note=note,
+            ids=_ids(self.branch, first=first),
+        )
+        self.set_chrome(status_line=line)  # type: ignore[attr-defined]
+
+    def greedy(self) -> bool:
+        """The view's turns are sampled at temperature 0 (the verb's options, else the
+        model's): the most likely words every time, so Regenerate gives the same reply."""
+        kw = self.verb_kwargs  # type: ignore[attr-defined]
+        model = kw.get("chat_model") or self.branch.chat_model_or_none
+        defaults = {} if model is None else model.request_defaults
+        t = kw.get("temperature", defaults.get("temperature"))
+        return isinstance(t, int | float) and not isinstance(t, bool) and t == 0
+
+    def _same_as_before(self) -> str:
+        """A note when the shown branch's newest reply says word for word what another
+        alternative says there (and why, at temperature 0); else ""."""
+        conv = self.conversation
+        where = conv.shown_position()
+        if where is None:
+            return ""
+        k, _n, _of = where
+        text = self.branch.messages[k].text
+        for j, other in enumerate(conv.alternatives(k), start=1):
+            if other is not self.branch and other.messages[k].text == text:
+                if self.greedy():
+                    return (
+                        f"the same reply as alternative {j}: at temperature 0 the model "
+                        f"gives its most likely words every time; Regenerate at temperature "
+                        f"{WARM:g} samples another"
+                    )
+                return f"the same words as alternative {j}"
+        return ""
 
     def _follow_compare(self) -> None:
         at = self._compare_at
@@ -332,6 +383,8 @@ class ConversationControls:
         page draws, by message id."""
         had = self._conversation is not None
         self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
+        warm = {"t": 0, "warm": WARM} if self.greedy() else {}
+        self.set_chrome(sampling=warm)  # type: ignore[attr-defined]
         messages = self.branch.messages
         cut = [str(i) for i in open_truncated(list(messages))]
         self.set_chrome(cut_marks=cut)  # type: ignore[attr-defined]
@@ -350,3 +403,28 @@ class ConversationControls:
 
 def _short(branch: Branch) -> str:
     return str(branch.id)[:8]
+
+
+def _ids(branch: Branch, *, first: bool) -> str:
+    """The branch's id and the one it was forked from: for the tooltip."""
+    if first:
+        return f"view.branch: branch {_short(branch)} (the first)"
+    origin = str((branch.metadata.get("forked_from") or {}).get("branch_id") or "")
+    return f"view.branch: branch {_short(branch)}" + (
+        f", forked from {origin[:8]}" if origin else ""
+    )
+
+
+def _sampling(branch: Branch) -> str:
+    """How the branch's reply was sampled, when asked for ("sample 2/5 · temperature 0.8",
+    "temperature 0.8")."""
+    sample = branch.metadata.get("sample")
+    if isinstance(sample, dict) and "n" in sample:
+        from lion_nb.tokens import sampling_label
+
+        label = sampling_label(sample.get("temperature"), sample.get("top_p"))
+        return f"sample {sample['n']}/{sample.get('of', '?')} · {label}"
+    regenerated = branch.metadata.get("regenerated")
+    if isinstance(regenerated, dict) and regenerated.get("temperature") is not None:
+        return f"temperature {regenerated['temperature']:g}"
+    return ""

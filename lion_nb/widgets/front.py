@@ -108,6 +108,9 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     # "last": at the end, "max": the last message's position, "filter": the role filter,
     # "filters": the filters offered}
     pager = traitlets.Dict().tag(sync=True)
+    # the chat view's model samples at temperature 0 (Regenerate gives the same reply):
+    # {"t": 0, "warm": the temperature the page offers to regenerate at}; {} otherwise
+    sampling = traitlets.Dict().tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)
