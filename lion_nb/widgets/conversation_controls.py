@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WARM", "ConversationControls"]
 
+ELSEWHERE = "cleared (the reply a cell is running goes on in the conversation kept)"
 WARM = 0.8
 """The sampling temperature the page offers to regenerate at while the model is at 0."""
 
@@ -231,28 +232,34 @@ class ConversationControls:
         self.close_compare()
 
     def _action_clear(self, _content: dict[str, Any]) -> None:
-        """Clear; while a reply streams: stop it first, then clear, and say so."""
+        """Clear; while a reply streams: stop it first, then clear, and say so. A reply a cell
+        started (``await branch.communicate(...)``) cannot be stopped from the view (only its
+        cell can: Kernel → Interrupt): the view clears at once and says the reply goes on in
+        the conversation it keeps."""
         if not self.running:  # type: ignore[attr-defined]
             self.clear()
             return
         running = (self._control_task, self.runs.task)  # type: ignore[attr-defined]
         tasks = [t for t in running if t is not None and not t.done()]
+        if not tasks:
+            self.clear(said=ELSEWHERE)
+            return
         self.stop()  # type: ignore[attr-defined]
         said = status_html("stopping", "stopping the reply, then clearing…")
         self.set_chrome(status_line=said)  # type: ignore[attr-defined]
+        asyncio.get_running_loop().create_task(self._clear_after(tasks))
 
-        async def then_clear() -> None:
-            if tasks:
-                await asyncio.wait(tasks, timeout=10.0)
-            for _ in range(100):  # the run's own end (its RunEnd) may follow the task's
-                if not self.running:  # type: ignore[attr-defined]
-                    break
-                await asyncio.sleep(0.02)
-            if self.running or self.closed:  # type: ignore[attr-defined]
-                return
-            self.clear(said="stopped the reply, then cleared")
-
-        asyncio.get_running_loop().create_task(then_clear())
+    async def _clear_after(self, tasks: list[asyncio.Task[Any]]) -> None:
+        """Clear once the stopped reply's run has ended (its RunEnd may follow its task)."""
+        await asyncio.wait(tasks, timeout=10.0)
+        for _ in range(100):
+            if not self.running:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.02)
+        if self.closed:  # type: ignore[attr-defined]
+            return
+        stopped = not self.running  # type: ignore[attr-defined]
+        self.clear(said="stopped the reply, then cleared" if stopped else ELSEWHERE)
 
     # ----- machinery ------------------------------------------------------------------------
     async def _controlled(self, make: Callable[[], Awaitable[Any]]) -> Any:
@@ -291,6 +298,9 @@ class ConversationControls:
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)  # type: ignore[attr-defined]
         self.transcript.rebind(branch)  # type: ignore[attr-defined]
         self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
+        # Send and Stop follow the branch shown (a cell's reply on the one left runs on there)
+        control = self._control_task is not None and not self._control_task.done()
+        self.set_chrome(busy=self.running, can_stop=control)  # type: ignore[attr-defined]
         self._name_shown()
         self.sync_alternatives()
         if self.compare_view is not None and self._control_task is None:

@@ -149,21 +149,32 @@ def test_regenerate_at_temperature_0_title_status_compare_and_the_edit_box(page,
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
-@pytest.mark.parametrize("during", ["send", "regenerate"])
+CLEARED = {
+    "send": "stopped the reply, then cleared",
+    "regenerate": "stopped the reply, then cleared",
+    # a reply a cell started: only its cell can stop it; the view clears and says so
+    "cell": "the reply a cell is running goes on in the conversation kept",
+}
+
+
+@pytest.mark.parametrize("during", list(CLEARED))
 def test_clear_during_a_reply_stops_it_and_clears(page, jupyter_lab, during):
     root = _open(page, jupyter_lab, f"clear_{during}.ipynb", LONG)
+    send(page, root, "hello", "FIRST-REPLY")
     if during == "send":
-        send(page, root, "hello", "FIRST-REPLY")
         root.locator(".lion-prompt").fill("a long one")
         root.locator(".lion-prompt").press("Enter")
-    else:
-        send(page, root, "hello", "FIRST-REPLY")
+    elif during == "regenerate":
         root.locator(".lion-assistant .lion-regenerate").click()
+    else:
+        code = "import asyncio\n_run = asyncio.ensure_future(branch.communicate('from a cell'))"
+        kernel_execute(jupyter_lab, code)
     root.locator(".lion-assistant:has-text('token20 ')").wait_for(timeout=30_000)
     root.locator("button.lion-clear").click()
     page.wait_for_function(
-        "document.querySelector('.lion-front .lion-view-statusline').textContent"
-        ".includes('stopped the reply, then cleared')",
+        "(said) => document.querySelector('.lion-front .lion-view-statusline').textContent"
+        ".includes(said)",
+        arg=CLEARED[during],
         timeout=30_000,
     )
     # cleared: no message of the conversation on screen, the branch shown holds only the system

@@ -213,3 +213,22 @@ async def test_a_model_that_samples_is_offered_no_other_temperature() -> None:
     await asyncio.sleep(0)
     assert view.sampling == {}
     view.close()
+
+
+async def test_clear_during_a_reply_a_cell_started_clears_and_says_it_goes_on() -> None:
+    words = {"chunks": ["x "] * 300, "delay": 0.01}
+    view = view_on("FIRST", words, "AFTER")
+    first = view.branch
+    await view.asend("hello")
+    cell = asyncio.ensure_future(first.communicate("from a cell"))  # not the view's to stop
+    await asyncio.sleep(0.2)
+    assert view.running and view.stop_button.disabled  # Stop: only its cell can
+    view._on_page(view, {"action": "clear"}, [])
+    await asyncio.sleep(0)
+    assert view.branch is not first and len(view.branch.messages) == 1  # cleared at once
+    assert "the reply a cell is running goes on" in view.chrome_value("status_line")
+    assert not view.running and view.chrome_value("busy") is False  # Send works again
+    await view.asend("next")
+    assert [m.text for m in view.branch.messages] == ["S", "next", "AFTER"]
+    cell.cancel()
+    view.close()
