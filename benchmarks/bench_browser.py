@@ -157,6 +157,13 @@ def goal_of(
     return VIEW_GOALS.get(kind, {}).get(figure, GOALS.get(figure))
 
 
+def first_sends(measured: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """The first send at each rate of each round, when a test timed several (their median is
+    the figure; the first send of a page also waits for what its kernel has not loaded yet)."""
+    firsts = [m["enter_first_ms"] for m in measured if "enter_first_ms" in m]
+    return {"first_sends": firsts} if firsts else {}
+
+
 def rows_of(rounds: list[dict[str, dict[str, float]]]) -> list[dict[str, Any]]:
     rows = []
     views = list(dict.fromkeys(view for r in rounds for view in r))
@@ -169,10 +176,11 @@ def rows_of(rounds: list[dict[str, dict[str, float]]]) -> list[dict[str, Any]]:
         for figure in [*GOALS, "bytes"]:
             measured = [r[view] for r in rounds if figure in r.get(view, {})]
             samples = [m[figure] for m in measured]
+            extra = first_sends(measured) if figure == "enter_ms" else {}
             if samples and view in rivals:
                 value = statistics.median(samples)
                 rows.append({"view": view, "figure": figure, "median": value,
-                             "samples": samples, "goal": None, "met": True})  # fmt: skip
+                             "samples": samples, "goal": None, "met": True, **extra})  # fmt: skip
                 continue
             goal = goal_of(view, figure, measured, rivals)
             if not samples or goal is None:
@@ -186,6 +194,7 @@ def rows_of(rounds: list[dict[str, dict[str, float]]]) -> list[dict[str, Any]]:
                     "samples": samples,
                     "goal": goal[0],
                     "met": value >= goal[0] if goal[1] else value <= goal[0],
+                    **extra,
                 }
             )
     return rows

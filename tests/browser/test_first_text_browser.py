@@ -108,6 +108,7 @@ def test_first_text_from_enter_against_marimo_chat(front_page, marimo_root, mari
     for name, samples in taken.items():
         median = statistics.median(samples)
         print(f"{name}: median {median} ms of {samples}")
-        record(name, {"enter_ms": median, "enter_samples": samples})
+        # the first send at this rate too (at 50 tok/s: the page's first, its kernel's first)
+        record(name, {"enter_ms": median, "enter_first_ms": samples[0], "enter_samples": samples})
         assert median <= FIRST_SOON_MS, (name, samples)
     assert page.watched.dialogs == []
