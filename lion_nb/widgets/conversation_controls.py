@@ -25,10 +25,11 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.render.chrome import shown_branch_html, status_html
+from lion_nb.render.chrome import status_html
 from lion_nb.render.marks import gauge_text
 from lion_nb.turns import open_truncated
 from lion_nb.viewmodels.chat import ChatRuns
+from lion_nb.widgets.shown_branch import WARM, greedy, same_reply_note, shown_words
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -36,11 +37,9 @@ if TYPE_CHECKING:
     from lion_nb.tokens import Samples
     from lion_nb.widgets.compare_view import CompareView
 
-__all__ = ["WARM", "ConversationControls"]
+__all__ = ["ConversationControls"]
 
-ELSEWHERE = "cleared (the reply a cell is running goes on in the conversation kept)"
-WARM = 0.8
-"""The sampling temperature the page offers to regenerate at while the model is at 0."""
+_ELSEWHERE = "cleared (the reply a cell is running goes on in the conversation kept)"
 
 
 class ConversationControls:
@@ -82,7 +81,8 @@ class ConversationControls:
         fork: Branch = await self._controlled(
             lambda: self.conversation.aregenerate(index, temperature=temperature)
         )
-        same = self._same_as_before()
+        at_zero = greedy(self.verb_kwargs, self.branch)  # type: ignore[attr-defined]
+        same = same_reply_note(self.conversation, at_zero)
         if same:
             self._name_shown(note=same)
         return fork
@@ -242,7 +242,7 @@ class ConversationControls:
         running = (self._control_task, self.runs.task)  # type: ignore[attr-defined]
         tasks = [t for t in running if t is not None and not t.done()]
         if not tasks:
-            self.clear(said=ELSEWHERE)
+            self.clear(said=_ELSEWHERE)
             return
         self.stop()  # type: ignore[attr-defined]
         said = status_html("stopping", "stopping the reply, then clearing…")
@@ -259,7 +259,7 @@ class ConversationControls:
         if self.closed:  # type: ignore[attr-defined]
             return
         stopped = not self.running  # type: ignore[attr-defined]
-        self.clear(said="stopped the reply, then cleared" if stopped else ELSEWHERE)
+        self.clear(said="stopped the reply, then cleared" if stopped else _ELSEWHERE)
 
     # ----- machinery ------------------------------------------------------------------------
     async def _controlled(self, make: Callable[[], Awaitable[Any]]) -> Any:
@@ -308,58 +308,12 @@ class ConversationControls:
 
     def _name_shown(self, note: str = "") -> None:
         """The title and status line say which alternative the view shows (``view.branch``),
-        counted as its ``‹ n/of ›`` switcher counts them (at the branch's latest fork); the
-        title keeps the view's name, the status the last run's outcome in front; ``note``
-        after. Ids only in the status line's tooltip."""
+        as its ``‹ n/of ›`` switcher counts them (``widgets.shown_branch``); ``note`` after."""
         base = getattr(self, "base_title", "") or ""
-        where = self.conversation.shown_position()
-        if where is None:  # nothing to switch between (the first branch alone, a cleared one)
-            self.title = base  # a synced trait of its own (the page retitles the view)
-            return
-        _k, n, of = where
-        label = " · ".join(filter(None, [f"Alternative {n} of {of}", _sampling(self.branch)]))
-        self.title = f"{base} · {label}" if base else label
-        state, said = getattr(self, "last_status", None) or ("idle", "")
-        first = self.branch is self.conversation.origin
-        line = shown_branch_html(
-            state,
-            f"{said} · " if said else "",
-            n,
-            of,
-            first=first,
-            note=note,
-            ids=_ids(self.branch, first=first),
-        )
-        self.set_chrome(status_line=line)  # type: ignore[attr-defined]
-
-    def greedy(self) -> bool:
-        """The view's turns are sampled at temperature 0 (the verb's options, else the
-        model's): the most likely words every time, so Regenerate gives the same reply."""
-        kw = self.verb_kwargs  # type: ignore[attr-defined]
-        model = kw.get("chat_model") or self.branch.chat_model_or_none
-        defaults = {} if model is None else model.request_defaults
-        t = kw.get("temperature", defaults.get("temperature"))
-        return isinstance(t, int | float) and not isinstance(t, bool) and t == 0
-
-    def _same_as_before(self) -> str:
-        """A note when the shown branch's newest reply says word for word what another
-        alternative says there (and why, at temperature 0); else ""."""
-        conv = self.conversation
-        where = conv.shown_position()
-        if where is None:
-            return ""
-        k, _n, _of = where
-        text = self.branch.messages[k].text
-        for j, other in enumerate(conv.alternatives(k), start=1):
-            if other is not self.branch and other.messages[k].text == text:
-                if self.greedy():
-                    return (
-                        f"the same reply as alternative {j}: at temperature 0 the model "
-                        f"gives its most likely words every time; Regenerate at temperature "
-                        f"{WARM:g} samples another"
-                    )
-                return f"the same words as alternative {j}"
-        return ""
+        last = getattr(self, "last_status", None)
+        self.title, line = shown_words(self.conversation, base, last, note)
+        if line is not None:
+            self.set_chrome(status_line=line)  # type: ignore[attr-defined]
 
     def _follow_compare(self) -> None:
         at = self._compare_at
@@ -393,7 +347,8 @@ class ConversationControls:
         page draws, by message id."""
         had = self._conversation is not None
         self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
-        warm = {"t": 0, "warm": WARM} if self.greedy() else {}
+        at_zero = greedy(self.verb_kwargs, self.branch)  # type: ignore[attr-defined]
+        warm = {"t": 0, "warm": WARM} if at_zero else {}
         self.set_chrome(sampling=warm)  # type: ignore[attr-defined]
         messages = self.branch.messages
         cut = [str(i) for i in open_truncated(list(messages))]
@@ -409,32 +364,3 @@ class ConversationControls:
                 if of > 1:
                     marks[str(message.id)] = [n, of]
         self.set_chrome(alt_marks=marks)  # type: ignore[attr-defined]
-
-
-def _short(branch: Branch) -> str:
-    return str(branch.id)[:8]
-
-
-def _ids(branch: Branch, *, first: bool) -> str:
-    """The branch's id and the one it was forked from: for the tooltip."""
-    if first:
-        return f"view.branch: branch {_short(branch)} (the first)"
-    origin = str((branch.metadata.get("forked_from") or {}).get("branch_id") or "")
-    return f"view.branch: branch {_short(branch)}" + (
-        f", forked from {origin[:8]}" if origin else ""
-    )
-
-
-def _sampling(branch: Branch) -> str:
-    """How the branch's reply was sampled, when asked for ("sample 2/5 · temperature 0.8",
-    "temperature 0.8")."""
-    sample = branch.metadata.get("sample")
-    if isinstance(sample, dict) and "n" in sample:
-        from lion_nb.tokens import sampling_label
-
-        label = sampling_label(sample.get("temperature"), sample.get("top_p"))
-        return f"sample {sample['n']}/{sample.get('of', '?')} · {label}"
-    regenerated = branch.metadata.get("regenerated")
-    if isinstance(regenerated, dict) and regenerated.get("temperature") is not None:
-        return f"temperature {regenerated['temperature']:g}"
-    return ""
