@@ -336,8 +336,6 @@ function editButtons() {
   const bar = node("div", "lion-edit-actions");
   const save = button("lion-act lion-edit-save", "Save (Enter)", "Send the edited message again, on a new alternative (the original stays: ‹ ›)");
   const cancel = button("lion-act lion-edit-cancel", "Cancel (Esc)", "Leave the message as it was");
-  named(save, "Save the edited message and send it (Enter)");
-  named(cancel, "Cancel the edit (Esc)");
   bar.append(save, cancel, node("span", "lion-meta lion-edit-hint", "Shift+Enter: new line"));
   return { bar, save, cancel };
 }
@@ -358,7 +356,8 @@ function nameControls(list) {
     };
     label(".lion-copy-msg", `Copy ${what}`);
     label(".lion-regenerate", `Regenerate ${what}`);
-    label(".lion-regenerate-warm", `Regenerate ${what} at a sampling temperature`);
+    // the visible words first ("Regenerate at temperature 0.8"): a name holds its label
+    for (const el of head.querySelectorAll(".lion-regenerate-warm")) named(el, `${el.textContent} (${what})`);
     label(".lion-edit-msg", `Edit ${what}`);
     label(".lion-cut", `Continue ${what}`);
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);

@@ -99,6 +99,8 @@ def test_regenerate_at_temperature_0_title_status_compare_and_the_edit_box(page,
     warm = reply.locator(".lion-regenerate-warm")
     warm.wait_for(timeout=10_000)
     assert warm.inner_text() == "Regenerate at temperature 0.8"
+    named = root.get_by_role("button", name="Regenerate at temperature 0.8 (reply 1)")
+    assert named.count() == 1  # its accessible name holds its visible words
     assert "same reply" in (reply.locator(".lion-regenerate").get_attribute("title") or "")
     reply.locator(".lion-regenerate").click()
     root.locator(".lion-switch-pos:has-text('2/2')").wait_for(timeout=30_000)
@@ -133,6 +135,7 @@ def test_regenerate_at_temperature_0_title_status_compare_and_the_edit_box(page,
     bar.wait_for(timeout=10_000)
     assert bar.locator(".lion-edit-save").inner_text() == "Save (Enter)"
     assert bar.locator(".lion-edit-cancel").inner_text() == "Cancel (Esc)"
+    assert bar.get_by_role("button", name="Save (Enter)", exact=True).count() == 1
     screenshot(page, "words_edit_box")
     bar.locator(".lion-edit-cancel").click()
     bar.wait_for(state="detached", timeout=10_000)
