@@ -150,7 +150,12 @@ class ConversationControls:
         if other is None:
             raise ValueError("there is no alternative to compare with")
         self.close_compare()
-        view = CompareView(other, self.branch)
+        alts = self.alternatives(index)  # the columns named as the switcher counts them
+        n_other, n_shown = (
+            next(i for i, b in enumerate(alts) if b is x) for x in (other, self.branch)
+        )
+        names = (f"Alternative {n_other + 1}", f"Alternative {n_shown + 1}")
+        view = CompareView(other, self.branch, titles=names)
         view.on_redraw(self._on_compare_html)
         self.compare_view = view
         self._compare_at = index

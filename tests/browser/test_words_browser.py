@@ -119,6 +119,8 @@ def test_regenerate_at_temperature_0_title_status_compare_and_the_edit_box(page,
     panel.wait_for(timeout=10_000)
     assert "Both say the same, word for word" in panel.inner_text()
     assert "0 differing turns" not in panel.inner_text()
+    heads = panel.locator(".lion-compare-head").all_inner_texts()
+    assert [h.split("\n")[0] for h in heads] == ["Alternative 1", "Alternative 2"], heads
     screenshot(page, "words_compare_same")
     panel.locator(".lion-act:has-text('Close')").click()
     # one click: another reply, sampled at 0.8

@@ -204,6 +204,8 @@ async def test_regenerate_at_temperature_0_says_why_the_reply_is_the_same_and_of
     assert view.branch.metadata["regenerated"] == {"temperature": 0.8, "seed": 2}
     assert view.title == "Alternative 3 of 3 · temperature 0.8"
     assert "the same" not in view.chrome_value("status_line")
+    # Compare names its columns as the switcher counts them, not by branch ids
+    assert view.compare().titles == ("Alternative 2", "Alternative 3")
     view.close()
 
 
