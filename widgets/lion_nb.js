@@ -303,27 +303,43 @@ function editInPlace(view, card, key) {
   box.value = body.innerText.trim();
   box.rows = Math.min(8, box.value.split("\n").length + 1);
   box.setAttribute("aria-label", "Edit the message (Enter sends, Esc cancels)");
+  const { bar, save, cancel } = editButtons();
   body.hidden = true;
-  body.after(box);
+  body.after(box, bar);
   box.focus();
   const done = () => {
     box.remove();
+    bar.remove();
     body.hidden = false;
   };
+  const send = () => {
+    const text = box.value;
+    done();
+    if (text.trim()) view.model.send({ action: "edit", key, text });
+  };
+  save.addEventListener("click", send);
+  cancel.addEventListener("click", done);
   box.addEventListener("keydown", (event) => {
     event.stopPropagation();
     if (event.isComposing) return;
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
-      const text = box.value;
-      done();
-      if (text.trim()) view.model.send({ action: "edit", key, text });
+      send();
     } else if (event.key === "Escape") {
       event.preventDefault();
       done();
     }
   });
   box.addEventListener("keyup", (event) => event.stopPropagation());
+}
+
+function editButtons() {
+  // what the edit box's keys do, as buttons that say so (the keys are not only in its label)
+  const bar = node("div", "lion-edit-actions");
+  const save = button("lion-act lion-edit-save", "Save (Enter)", "Send the edited message again, on a new alternative (the original stays: ‹ ›)");
+  const cancel = button("lion-act lion-edit-cancel", "Cancel (Esc)", "Leave the message as it was");
+  bar.append(save, cancel, node("span", "lion-meta lion-edit-hint", "Shift+Enter: new line"));
+  return { bar, save, cancel };
 }
 
 const NOUN = { assistant: "reply", user: "message", system: "system message", action_request: "tool call", action_response: "tool result" };
@@ -342,6 +358,8 @@ function nameControls(list) {
     };
     label(".lion-copy-msg", `Copy ${what}`);
     label(".lion-regenerate", `Regenerate ${what}`);
+    // the visible words first ("Regenerate at temperature 0.8"): a name holds its label
+    for (const el of head.querySelectorAll(".lion-regenerate-warm")) named(el, `${el.textContent} (${what})`);
     label(".lion-edit-msg", `Edit ${what}`);
     label(".lion-cut", `Continue ${what}`);
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
@@ -387,6 +405,32 @@ function messageMarks(view) {
         () => model.send({ action: "continue", key }));
       head.appendChild(more);
     }
+  }
+}
+
+function samplingMarks(view) {
+  // at temperature 0 Regenerate gives the same reply: each reply's Regenerate says so, and a
+  // control beside it samples at the temperature the kernel offers (chrome: sampling)
+  const warm = (view.cstate.sampling || {}).warm;
+  for (const regen of view.shell.list.querySelectorAll(".lion-msg .lion-regenerate")) {
+    const card = regen.closest(".lion-msg[data-id]");
+    let other = regen.nextElementSibling;
+    if (!other || !other.classList.contains("lion-regenerate-warm")) other = null;
+    const says = warm === undefined ? "Answer this turn again (on a new alternative)"
+      : "At temperature 0 the model gives the same reply again (on a new alternative)";
+    if (regen.title !== says) regen.title = says;
+    if (warm === undefined || !card) {
+      if (other) other.remove();
+      continue;
+    }
+    if (other && other.__warm === warm) continue;
+    if (other) other.remove();
+    const key = card.getAttribute("data-id");
+    const at = button("lion-act lion-regenerate-warm", `Regenerate at temperature ${warm}`,
+      `Sample another reply at temperature ${warm} (on a new alternative)`,
+      () => view.model.send({ action: "regenerate", key, temperature: warm }));
+    at.__warm = warm;
+    regen.after(at);
   }
 }
 
@@ -1054,6 +1098,7 @@ function marks(view) {
   if (!view.chat) return;
   contextMarks(view);
   messageMarks(view);
+  samplingMarks(view);
   tokenMarks(view); // tokens.js
   nameControls(view.shell.list);
 }

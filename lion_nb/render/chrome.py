@@ -16,6 +16,7 @@ __all__ = [
     "meta_html",
     "next_turn_pending_html",
     "no_such_message_html",
+    "shown_branch_html",
     "status_html",
     "title_html",
 ]
@@ -108,10 +109,10 @@ def next_turn_pending_html() -> str:
 
 
 def forked_html(index: int, name: str | None, messages: int, branch_id: Any) -> str:
-    """The status line after forking at message ``index``."""
+    """The status line after forking at message ``index`` (the fork's id in its tooltip)."""
     return (
-        f'<div class="lion-view-status">Forked at #{index} → '
-        f"{escape(name)} ({messages} messages, id {escape(str(branch_id)[:8])}).</div>"
+        f'<div class="lion-view-status" title="branch {escape(str(branch_id)[:8])}">'
+        f"Forked at #{index} → {escape(name)} ({messages} messages).</div>"
     )
 
 
@@ -127,3 +128,17 @@ def fork_note_html(name: str | None, messages: int) -> str:
         f'<div class="lion-meta">Fork {escape(name)} of {messages:,} messages (shown above) — '
         "continue it here:</div>"
     )
+
+
+def shown_branch_html(
+    state: str, lead: str, n: int, of: int, *, first: bool, note: str = "", ids: str = ""
+) -> str:
+    """The status line of a chat view that shows another alternative: which one (``n`` of
+    ``of``, as its ``‹ n/of ›`` switcher counts), that ``view.branch`` is that branch now, and
+    ``note``; ``lead`` (the last run's outcome) first. The branch ids only in the tooltip."""
+    points = "is the branch you started with" if first else "now points to it"
+    text = f"{escape(lead)}Alternative {n} of {of} · <code>view.branch</code> {points}"
+    if note:
+        text += f" · {escape(note)}"
+    tip = f' title="{escape(ids)}"' if ids else ""
+    return f'<div class="lion-view-status lion-view-{escape(state)}"{tip}>{text}</div>'

@@ -54,6 +54,25 @@ def _cell(message: RoledMessage | None, kind: str, side: str) -> str:
     )
 
 
+SAME_WORDS = (
+    "Both say the same, word for word, after the shared history: a model at temperature 0 "
+    "gives the same reply to the same messages every time. Regenerate at a temperature above "
+    "0 (the view offers 0.8) for a different one."
+)
+
+
+def _summary_html(alignment: Alignment) -> str:
+    """How many turns differ after the shared history; when none does but there are turns,
+    why two alternatives can say the same."""
+    n = alignment.differing
+    if n == 0 and alignment.rows:
+        return f'<div class="lion-meta lion-compare-same">{escape(SAME_WORDS)}</div>'
+    return (
+        f'<div class="lion-meta">{n} differing turn{"s" if n != 1 else ""} after the shared '
+        "history</div>"
+    )
+
+
 def compare_html(
     alignment: Alignment, title_a: str, title_b: str, stats_a: SideStats, stats_b: SideStats
 ) -> str:
@@ -67,11 +86,7 @@ def compare_html(
             f"{'s' if n != 1 else ''} ({escape(how[alignment.lineage])}), last: "
             f"{escape(label(alignment.prefix[-1].role))}</summary>{cards}</details>"
         )
-    diff_count = alignment.differing
-    summary = (
-        f'<div class="lion-meta">{diff_count} differing turn'
-        f"{'s' if diff_count != 1 else ''} after the shared history</div>"
-    )
+    summary = _summary_html(alignment)
     cells = [
         f'<div class="lion-compare-head">{escape(title_a)}{_stats_html(stats_a)}</div>',
         f'<div class="lion-compare-head">{escape(title_b)}{_stats_html(stats_b)}</div>',

@@ -38,6 +38,8 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -47,6 +49,7 @@ from lion_nb.signals import MessageAdded, Signal
 from lion_nb.turns import CONTINUE_PROMPT, continuations, is_truncated, open_truncated
 
 if TYPE_CHECKING:
+    from lion_nb.models.imodel import iModel
     from lion_nb.operations.window import ContextPlan
     from lion_nb.session.branch import Branch
     from lion_nb.tokens import Samples
@@ -59,6 +62,7 @@ __all__ = [
     "Conversation",
     "Verb",
     "truncated",
+    "warm_up",
 ]
 
 Verb = Callable[..., Awaitable[Any]]
@@ -98,6 +102,28 @@ keeps its own history) and whose stop ``on_stop`` decides (``run`` records its p
 every exit already)."""
 TAKES_INSTRUCTION = frozenset({"communicate", "operate", "run"})
 """Verbs that accept a recorded ``Instruction`` in place of text."""
+_VERB_MODULES = {
+    "communicate": "lion_nb.operations.communicate",
+    "run": "lion_nb.operations.run",
+    "operate": "lion_nb.operations.operate",
+    "ReAct": "lion_nb.operations.react",
+}
+
+
+def warm_up(verb: str | Verb, model: iModel | None) -> None:
+    """Import what the first turn of ``verb`` on ``model`` needs and the facade imports only
+    when it is called: the operation's modules, the run lifecycle and the branch's port, and
+    the provider's module (never the provider itself: no weights loaded, no client opened).
+    Measured: the first Send of a chat view waited ~35-40 ms for these on a busy 2-core machine
+    (B10, Enter -> first text). A chat view runs this in a thread when it is made."""
+    names = ["lion_nb.session.lifecycle", "lion_nb.session.port"]
+    if isinstance(verb, str) and verb in _VERB_MODULES:
+        names.append(_VERB_MODULES[verb])
+    for name in names:
+        importlib.import_module(name)
+    if model is not None:
+        with contextlib.suppress(Exception):  # a missing SDK is said at the first call
+            model.spec.load(model.api)
 
 
 def truncated(message: RoledMessage) -> bool:
@@ -217,6 +243,19 @@ class Conversation:
         alts = self.alternatives(k)
         return next(i for i, b in enumerate(alts) if b is self._branch) + 1, len(alts)
 
+    def shown_position(self) -> tuple[int, int, int] | None:
+        """Where the shown branch stands among its alternatives: ``(k, n, of)`` of its last
+        message ``k`` that has others (the ``‹ n/of ›`` a view draws there: the branch's
+        latest fork); None when none has."""
+        messages = self._branch.messages
+        for k in range(len(messages) - 1, -1, -1):
+            if k == 0 and messages[0].role == "system":
+                break
+            n, of = self.position(k)
+            if of > 1:
+                return k, n, of
+        return None
+
     def previous_alternative(self, k: int) -> Branch | None:
         """What a comparison sets beside the shown branch: the alternative before it (the
         next one when it is the first); None when there is no other."""
@@ -261,9 +300,17 @@ class Conversation:
         self._check_idle()
         return await self._turn(self._branch, text)
 
-    async def aregenerate(self, index: int | None = None) -> Branch:
+    async def aregenerate(
+        self, index: int | None = None, *, temperature: float | None = None
+    ) -> Branch:
         """A new reply to the last instruction (or to the turn of the assistant message at
-        ``index`` of the shown branch), on a fork that is shown; returns the fork."""
+        ``index`` of the shown branch), on a fork that is shown; returns the fork.
+
+        ``temperature``: sample the new reply at that temperature (a model at temperature 0
+        gives the same reply to the same messages every time), with a seed of its own (the
+        given one, or 0, plus the number of replies the turn has already: each regenerate
+        samples anew and replays alike); the fork records both in
+        ``metadata["regenerated"]``."""
         self._check_idle()
         messages = list(self._branch.messages)
         if index is None:
@@ -277,7 +324,13 @@ class Conversation:
             raise ValueError("there is no instruction to answer again")
         ins = messages[i]
         assert isinstance(ins, Instruction)
-        return await self._on_fork(i, ins)
+        if temperature is None:
+            return await self._on_fork(i, ins)
+        base = self.verb_kwargs.get("seed")
+        base = base if isinstance(base, int) and not isinstance(base, bool) else 0
+        seed = base + (len(self.alternatives(i + 1)) if i + 1 < len(messages) else 1)
+        sampling = {"temperature": temperature, "seed": seed}
+        return await self._on_fork(i, ins, sampling)
 
     async def aedit(self, index: int, text: str) -> Branch:
         """User message ``index`` rewritten as ``text`` and sent again, on a fork that is
@@ -487,11 +540,19 @@ class Conversation:
         fork.metadata["forked_from"] = {"branch_id": str(branch.id), "at": None, "index": -1}
         return fork
 
-    async def _on_fork(self, index: int, instruction: Instruction | str) -> Branch:
+    async def _on_fork(
+        self,
+        index: int,
+        instruction: Instruction | str,
+        sampling: dict[str, Any] | None = None,
+    ) -> Branch:
         before = self._branch
-        fork = self._adopt(self._fork_before(before, index))
+        fork = self._fork_before(before, index)
+        if sampling:
+            fork.metadata["regenerated"] = dict(sampling)
+        self._adopt(fork)
         try:
-            await self._turn(fork, instruction)
+            await self._turn(fork, instruction, sampling)
         except asyncio.CancelledError:
             raise  # stopped: the fork keeps what its verb kept (on_stop)
         except BaseException:
@@ -520,7 +581,12 @@ class Conversation:
         value = instruction.instruction
         return value if isinstance(value, str) else instruction.text
 
-    async def _turn(self, branch: Branch, instruction: Instruction | str) -> Any:
+    async def _turn(
+        self,
+        branch: Branch,
+        instruction: Instruction | str,
+        options: dict[str, Any] | None = None,
+    ) -> Any:
         self._check_idle()
         name = self.verb if isinstance(self.verb, str) else None
         verb = VERBS[name] if name is not None else self.verb
@@ -536,7 +602,7 @@ class Conversation:
         unsubscribe = branch.subscribe((MessageAdded,), note)
         self._running = True
         try:
-            return await verb(branch, argument, **self.verb_kwargs)
+            return await verb(branch, argument, **{**self.verb_kwargs, **(options or {})})
         finally:
             self._running = False
             unsubscribe()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,7 @@ from lion_nb.render.chrome import error_html, status_html
 from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
-from lion_nb.session.conversation import SENDS_HISTORY, VERBS
+from lion_nb.session.conversation import SENDS_HISTORY, VERBS, warm_up
 from lion_nb.signals import (
     CallEnd,
     CallStart,
@@ -229,6 +230,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         self._unwatch_cassette = cassettes.watch(self._follow_cassette)
         self.transcript.rebuild()
         self.sync_alternatives()
+        _warm_up_turn(verb, branch.chat_model_or_none)
         self._ready = True
 
     def state_parts(self) -> list[list[str]]:
@@ -509,6 +511,14 @@ def _status_line(state: str, text: str) -> str:
     """The status line (the cassette in force is its own chrome trait, ``cassette``, drawn
     after it by the page)."""
     return status_html(state, text)
+
+
+def _warm_up_turn(verb: str | Callable[..., Awaitable[Any]], model: Any) -> None:
+    """What the first Send imports, in a thread while the reader types (the first text of
+    the first reply came ~40 ms later without it: ``session.conversation.warm_up``)."""
+    threading.Thread(
+        target=warm_up, args=(verb, model), name="lion_nb-warm-up-turn", daemon=True
+    ).start()
 
 
 def _marks_change(message: Any) -> bool:

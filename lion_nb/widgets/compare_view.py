@@ -38,9 +38,17 @@ class CompareView(Front):
     """``branch_a`` on the left, ``branch_b`` on the right."""
 
     def __init__(
-        self, branch_a: Branch, branch_b: Branch, *, refresh_interval: float = 0.25
+        self,
+        branch_a: Branch,
+        branch_b: Branch,
+        *,
+        refresh_interval: float = 0.25,
+        titles: tuple[str, str] | None = None,
     ) -> None:
+        """``titles``: what the two columns are called (default: each branch's name, else
+        "Branch <id>"; a chat view names them "Alternative 1", "Alternative 2")."""
         super().__init__(kind="compare-box")
+        self.titles = titles or (_title(branch_a), _title(branch_b))
         self.channel.interval = refresh_interval  # one throttle: the channel's
         self.branch_a = branch_a
         self.branch_b = branch_b
@@ -70,7 +78,7 @@ class CompareView(Front):
         b_own = self.branch_b.messages[n:]
         stats_a = side_stats(a_own, self.branch_a.messages, self._tables[0])
         stats_b = side_stats(b_own, self.branch_b.messages, self._tables[1])
-        return compare_html(al, _title(self.branch_a), _title(self.branch_b), stats_a, stats_b)
+        return compare_html(al, *self.titles, stats_a, stats_b)
 
     def on_redraw(self, handler: Callable[[str], Any]) -> None:
         """Call ``handler(html)`` each time the comparison is drawn anew (another view that
@@ -113,7 +121,7 @@ class CompareView(Front):
     def static_text(self) -> str:
         al = self.alignment()
         lines = [
-            f"{_title(self.branch_a)} | {_title(self.branch_b)}: {len(al.prefix)} shared "
+            f"{self.titles[0]} | {self.titles[1]}: {len(al.prefix)} shared "
             f"messages, {al.differing} differing turns"
         ]
         for x, y, kind in al.rows:
@@ -128,4 +136,4 @@ class CompareView(Front):
         self.channel.forget("compare")
 
     def __repr__(self) -> str:
-        return f"<CompareView {_title(self.branch_a)!r} vs {_title(self.branch_b)!r}>"
+        return f"<CompareView {self.titles[0]!r} vs {self.titles[1]!r}>"

@@ -29,6 +29,7 @@ from lion_nb.render.chrome import status_html
 from lion_nb.render.marks import gauge_text
 from lion_nb.turns import open_truncated
 from lion_nb.viewmodels.chat import ChatRuns
+from lion_nb.widgets.shown_branch import WARM, greedy, same_reply_note, shown_words
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["ConversationControls"]
+
+_ELSEWHERE = "cleared (the reply a cell is running goes on in the conversation kept)"
 
 
 class ConversationControls:
@@ -67,10 +70,22 @@ class ConversationControls:
         return self._conversation
 
     # ----- the Python API -------------------------------------------------------------------
-    async def aregenerate(self, index: int | None = None) -> Branch:
+    async def aregenerate(
+        self, index: int | None = None, *, temperature: float | None = None
+    ) -> Branch:
         """A new reply to the last instruction (or to the reply at ``index``), on a fork the
-        view shows; returns the fork."""
-        return await self._controlled(lambda: self.conversation.aregenerate(index))
+        view shows; returns the fork. ``temperature``: sampled at that temperature (the
+        page's "Regenerate at temperature 0.8" while the model is at temperature 0, where
+        Regenerate gives the same reply again; ``Conversation.aregenerate``). A reply that
+        says the same as another alternative is said so in the status line, and why."""
+        fork: Branch = await self._controlled(
+            lambda: self.conversation.aregenerate(index, temperature=temperature)
+        )
+        at_zero = greedy(self.verb_kwargs, self.branch)  # type: ignore[attr-defined]
+        same = same_reply_note(self.conversation, at_zero)
+        if same:
+            self._name_shown(note=same)
+        return fork
 
     async def aedit(self, index: int, text: str) -> Branch:
         """User message ``index`` rewritten as ``text`` and sent again, on a fork the view
@@ -135,7 +150,12 @@ class ConversationControls:
         if other is None:
             raise ValueError("there is no alternative to compare with")
         self.close_compare()
-        view = CompareView(other, self.branch)
+        alts = self.alternatives(index)  # the columns named as the switcher counts them
+        n_other, n_shown = (
+            next(i for i, b in enumerate(alts) if b is x) for x in (other, self.branch)
+        )
+        names = (f"Alternative {n_other + 1}", f"Alternative {n_shown + 1}")
+        view = CompareView(other, self.branch, titles=names)
         view.on_redraw(self._on_compare_html)
         self.compare_view = view
         self._compare_at = index
@@ -180,8 +200,10 @@ class ConversationControls:
 
     def _action_regenerate(self, content: dict[str, Any]) -> None:
         index = self._index_of(content)
+        t = content.get("temperature")
+        temperature = float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
         if index is not None:
-            self._background(lambda: self.aregenerate(index))
+            self._background(lambda: self.aregenerate(index, temperature=temperature))
 
     def _action_edit(self, content: dict[str, Any]) -> None:
         index, text = self._index_of(content), content.get("text")
@@ -215,28 +237,34 @@ class ConversationControls:
         self.close_compare()
 
     def _action_clear(self, _content: dict[str, Any]) -> None:
-        """Clear; while a reply streams: stop it first, then clear, and say so."""
+        """Clear; while a reply streams: stop it first, then clear, and say so. A reply a cell
+        started (``await branch.communicate(...)``) cannot be stopped from the view (only its
+        cell can: Kernel → Interrupt): the view clears at once and says the reply goes on in
+        the conversation it keeps."""
         if not self.running:  # type: ignore[attr-defined]
             self.clear()
             return
         running = (self._control_task, self.runs.task)  # type: ignore[attr-defined]
         tasks = [t for t in running if t is not None and not t.done()]
+        if not tasks:
+            self.clear(said=_ELSEWHERE)
+            return
         self.stop()  # type: ignore[attr-defined]
         said = status_html("stopping", "stopping the reply, then clearing…")
         self.set_chrome(status_line=said)  # type: ignore[attr-defined]
+        asyncio.get_running_loop().create_task(self._clear_after(tasks))
 
-        async def then_clear() -> None:
-            if tasks:
-                await asyncio.wait(tasks, timeout=10.0)
-            for _ in range(100):  # the run's own end (its RunEnd) may follow the task's
-                if not self.running:  # type: ignore[attr-defined]
-                    break
-                await asyncio.sleep(0.02)
-            if self.running or self.closed:  # type: ignore[attr-defined]
-                return
-            self.clear(said="stopped the reply, then cleared")
-
-        asyncio.get_running_loop().create_task(then_clear())
+    async def _clear_after(self, tasks: list[asyncio.Task[Any]]) -> None:
+        """Clear once the stopped reply's run has ended (its RunEnd may follow its task)."""
+        await asyncio.wait(tasks, timeout=10.0)
+        for _ in range(100):
+            if not self.running:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.02)
+        if self.closed:  # type: ignore[attr-defined]
+            return
+        stopped = not self.running  # type: ignore[attr-defined]
+        self.clear(said="stopped the reply, then cleared" if stopped else _ELSEWHERE)
 
     # ----- machinery ------------------------------------------------------------------------
     async def _controlled(self, make: Callable[[], Awaitable[Any]]) -> Any:
@@ -275,30 +303,22 @@ class ConversationControls:
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)  # type: ignore[attr-defined]
         self.transcript.rebind(branch)  # type: ignore[attr-defined]
         self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
+        # Send and Stop follow the branch shown (a cell's reply on the one left runs on there)
+        control = self._control_task is not None and not self._control_task.done()
+        self.set_chrome(busy=self.running, can_stop=control)  # type: ignore[attr-defined]
         self._name_shown()
         self.sync_alternatives()
         if self.compare_view is not None and self._control_task is None:
             self._follow_compare()  # a switch: at once (a regenerate: once its reply is in)
 
-    def _name_shown(self) -> None:
-        """The title and status line name the branch shown (``view.branch``); the status
-        keeps the last run's outcome in front."""
-        conv = self.conversation
+    def _name_shown(self, note: str = "") -> None:
+        """The title and status line say which alternative the view shows (``view.branch``),
+        as its ``‹ n/of ›`` switcher counts them (``widgets.shown_branch``); ``note`` after."""
         base = getattr(self, "base_title", "") or ""
-        state, said = getattr(self, "last_status", None) or ("idle", "")
-        lead = f"{said} · " if said else ""
-        if self.branch is conv.origin:
-            self.title = base  # a synced trait of its own (the page retitles the view)
-            where = f"showing the first branch {_short(self.branch)}"
-        else:
-            n = next(i for i, b in enumerate(conv.branches) if b is self.branch)
-            name = f"alternative {n + 1} of {len(conv.branches)}"
-            self.title = f"{base} · {name}" if base else name
-            where = (
-                f"showing {name} (branch {_short(self.branch)}, forked from "
-                f"{_short(conv.origin)}): view.branch is this branch now"
-            )
-        self.set_chrome(status_line=status_html(state, lead + where))  # type: ignore[attr-defined]
+        last = getattr(self, "last_status", None)
+        self.title, line = shown_words(self.conversation, base, last, note)
+        if line is not None:
+            self.set_chrome(status_line=line)  # type: ignore[attr-defined]
 
     def _follow_compare(self) -> None:
         at = self._compare_at
@@ -332,6 +352,9 @@ class ConversationControls:
         page draws, by message id."""
         had = self._conversation is not None
         self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
+        at_zero = greedy(self.verb_kwargs, self.branch)  # type: ignore[attr-defined]
+        warm = {"t": 0, "warm": WARM} if at_zero else {}
+        self.set_chrome(sampling=warm)  # type: ignore[attr-defined]
         messages = self.branch.messages
         cut = [str(i) for i in open_truncated(list(messages))]
         self.set_chrome(cut_marks=cut)  # type: ignore[attr-defined]
@@ -346,7 +369,3 @@ class ConversationControls:
                 if of > 1:
                     marks[str(message.id)] = [n, of]
         self.set_chrome(alt_marks=marks)  # type: ignore[attr-defined]
-
-
-def _short(branch: Branch) -> str:
-    return str(branch.id)[:8]

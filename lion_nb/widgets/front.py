@@ -112,6 +112,9 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
     pager = traitlets.Dict().tag(sync=True)
     # the chat view's cassette badge (HTML, ``widgets.cassette_badge``), drawn in the status line
     cassette = traitlets.Unicode("").tag(sync=True)
+    # the chat view's model samples at temperature 0 (Regenerate gives the same reply):
+    # {"t": 0, "warm": the temperature the page offers to regenerate at}; {} otherwise
+    sampling = traitlets.Dict().tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

@@ -263,10 +263,12 @@ class ClearAction(TypedDict):
 
 
 class RegenerateAction(TypedDict):
-    """Answer the turn of reply ``key`` again, on a new alternative."""
+    """Answer the turn of reply ``key`` again, on a new alternative; ``temperature``: sampled
+    at that temperature (offered while the model is at 0: the chrome trait ``sampling``)."""
 
     action: Literal["regenerate"]
     key: str
+    temperature: NotRequired[float]
 
 
 class EditAction(TypedDict):
@@ -428,6 +430,7 @@ CHROME = (
     "pager",
     "cassette",
     "token_open",
+    "sampling",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

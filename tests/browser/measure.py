@@ -44,13 +44,24 @@ branch.observe(_MessageAdded, handler=_first_message)
 SAMPLER = """
 (root) => {
   const solid = (t) => t.replace(/\\s+/g, '').length;
-  const s = {changes: [], last: -1, firstText: null, ended: null, endText: null, done: false};
+  const s = {changes: [], last: -1, firstText: null, ended: null, endText: null, done: false,
+             enter: null, enterWall: null, firstShown: null};
   window.__lionSampler = s;
+  // Enter pressed (the page's first sight of it: window, capture phase), once
+  window.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && s.enter === null) {
+      s.enter = performance.now();
+      s.enterWall = Date.now();
+    }
+  }, true);
   function tick() {
     const live = root.querySelector('.lion-live .lion-body');
     if (live) {
       const n = solid(live.textContent);
-      if (n > 0 && s.firstText === null) s.firstText = Date.now();
+      if (n > 0 && s.firstText === null) {
+        s.firstText = Date.now();
+        s.firstShown = performance.now();  // the frame that shows it
+      }
       if (n > 0 && n !== s.last) s.changes.push(performance.now());
       s.last = n;
     } else if (s.last >= 0 && s.ended === null) {
@@ -86,6 +97,52 @@ VIEW_SAMPLER = """
   requestAnimationFrame(tick);
 }
 """
+
+
+# page side: Enter -> the first frame that shows text of a new reply inside `root` (an element,
+# or a shadow root: marimo's own chat draws in one). `replies` selects the reply bodies; a new
+# one (more of them than when armed) with a non-space character is the reply's first text.
+# Armed again before each Enter: `window.__lionEnter` holds that one measurement.
+ENTER_SAMPLER = """
+([host, replies]) => {
+  const root = host.shadowRoot && !host.matches('.lion-view') ? host.shadowRoot : host;
+  const solid = (t) => t.replace(/\\s+/g, '').length;
+  const before = root.querySelectorAll(replies).length;
+  const s = {enter: null, first: null, done: false};
+  window.__lionEnter = s;
+  const onKey = (event) => {
+    if (event.key === 'Enter' && s.enter === null) s.enter = performance.now();
+  };
+  window.addEventListener('keydown', onKey, true);  // before any handler of the page's own
+  function tick() {
+    if (s.enter !== null && s.first === null) {
+      const all = root.querySelectorAll(replies);
+      if (all.length > before && solid(all[all.length - 1].textContent) > 0) {
+        s.first = performance.now();  // the frame that shows it (a busy page draws it late)
+      }
+    }
+    if (s.first === null && !s.done) requestAnimationFrame(tick);
+    else window.removeEventListener('keydown', onKey, true);
+  }
+  requestAnimationFrame(tick);
+}
+"""
+
+
+def arm_enter(page: Any, root: Any, replies: str) -> None:
+    """Time the next Enter to the first text of a new reply (``replies``: the CSS selector of
+    reply bodies) inside ``root`` (an element handle or locator; a custom element's shadow
+    root is searched when it has one)."""
+    handle = root.element_handle() if hasattr(root, "element_handle") else root
+    page.evaluate(ENTER_SAMPLER, [handle, replies])
+
+
+def enter_ms(page: Any, timeout: float = 60_000) -> float:
+    """Milliseconds from the Enter ``arm_enter`` waited for to the frame that first showed
+    the new reply's text."""
+    page.wait_for_function("window.__lionEnter.first !== null", timeout=timeout)
+    s = page.evaluate("() => window.__lionEnter")
+    return round(s["first"] - s["enter"], 1)
 
 
 class Bytes:
@@ -137,6 +194,10 @@ def figures(page: Any, first_path: Path | None, bytes_: Bytes | None) -> dict[st
     if first_path is not None and first_path.exists() and s["firstText"] is not None:
         first = json.loads(first_path.read_text())[-1]
         out["first_token_ms"] = round(s["firstText"] - first * 1000, 1)
+        if s["enterWall"] is not None:  # Enter -> the kernel had the first text
+            out["enter_kernel_ms"] = round(first * 1000 - s["enterWall"], 1)
+    if s["enter"] is not None and s["firstShown"] is not None:
+        out["enter_ms"] = round(s["firstShown"] - s["enter"], 1)
     out["end_text"] = s["endText"]
     if bytes_ is not None:
         out["bytes"] = bytes_.since()

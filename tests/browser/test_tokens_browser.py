@@ -147,6 +147,8 @@ def test_hover_and_keys_show_the_alternatives_and_choosing_one_forks(page, jupyt
         "forked": True,
         "n": 2,
     }
+    # the title keeps the view's name and counts as the switcher does
+    root.locator(".lion-title:text-is('story · Alternative 2 of 2')").wait_for(timeout=10_000)
     # the fork's reply streamed with its token view open; Compare works on the token fork
     fork_tokens = root.locator(".lion-assistant").last.locator(".lion-tokens-text .lion-tok")
     fork_tokens.nth(5).wait_for(timeout=15_000)

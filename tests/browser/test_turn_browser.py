@@ -167,10 +167,12 @@ def test_regenerate_names_the_branch_shown_and_compare_follows(page, jupyter_lab
     root.locator(".lion-assistant:has-text('FIRST')").wait_for(timeout=30_000)
     root.locator(".lion-assistant .lion-act:has-text('Regenerate')").click()
     root.locator(".lion-assistant:has-text('SECOND')").wait_for(timeout=30_000)
-    root.locator(".lion-title:has-text('demo · alternative 2 of 2')").wait_for(timeout=10_000)
+    root.locator(".lion-title:has-text('demo · Alternative 2 of 2')").wait_for(timeout=10_000)
     status = root.locator(".lion-view-statusline").inner_text()
+    tip = root.locator(".lion-view-statusline .lion-view-status").get_attribute("title") or ""
     fork_id = kernel_execute(jupyter_lab, "print(str(view.branch.id)[:8])").strip()
-    assert fork_id in status and "view.branch" in status, status
+    assert "view.branch now points to it" in status and fork_id not in status, status
+    assert fork_id in tip, tip  # ids only in the tooltip
     root.locator(".lion-switch .lion-act:has-text('Compare')").click()
     panel = root.locator(".lion-compare-panel")
     panel.wait_for(timeout=10_000)

@@ -35,7 +35,8 @@ def test_an_error_box_names_the_error() -> None:
 def test_fork_notes() -> None:
     bid = uuid.UUID(int=0xABCDEF12 << 96)
     assert forked_html(3, "f<1>", 4, bid) == (
-        '<div class="lion-view-status">Forked at #3 → f&lt;1&gt; (4 messages, id abcdef12).</div>'
+        '<div class="lion-view-status" title="branch abcdef12">'
+        "Forked at #3 → f&lt;1&gt; (4 messages).</div>"
     )
     assert "Fork None of 1,200 messages" in fork_note_html(None, 1200)
 

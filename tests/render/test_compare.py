@@ -29,3 +29,15 @@ def test_changed_turns_are_highlighted_with_a_word_diff() -> None:
     assert "usage not reported" in html and "1 message ·" in html
     empty = compare_html(align(Branch(), Branch()), "a", "b", SideStats(), SideStats())
     assert empty.count("no messages after the shared history") == 2
+
+
+def test_identical_alternatives_are_explained_not_counted() -> None:
+    # a regenerate at temperature 0: the same words under another message id
+    a = Branch(system="S")
+    a.add_message(Instruction(instruction="q"))
+    a.add_message(AssistantResponse(response="the same words"))
+    b = a.fork(at=1)
+    b.add_message(AssistantResponse(response="the same words"))
+    html = compare_html(align(a, b), "a", "b", SideStats(), SideStats())
+    assert "0 differing turns" not in html
+    assert "Both say the same, word for word" in html and "temperature 0" in html

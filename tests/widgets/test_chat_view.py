@@ -4,6 +4,8 @@ view's state (ipywidgets/anywidget work without a comm; nothing is sent anywhere
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 from pydantic import BaseModel
@@ -469,3 +471,38 @@ def test_a_new_view_warms_the_code_highlighter_in_a_thread():
     BranchView(Branch())
     front._warm_up_soon().join(timeout=30)
     assert markdown._lexer.cache_info().currsize == 1
+
+
+# ----- the first Send does not wait for imports -----------------------------------------------
+FIRST_SEND = """
+import sys, threading
+import lion_nb
+from lion_nb import Branch, iModel
+view = lion_nb.view(Branch(chat_model=iModel(provider="scripted", replies=["x"])), verb=VERB)
+for thread in threading.enumerate():
+    if thread.name.startswith("lion_nb-warm-up"):
+        thread.join(timeout=60)
+print(" ".join(sorted(m for m in sys.modules if m.startswith("lion_nb."))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("verb", "module"),
+    [("communicate", "lion_nb.operations.communicate"), ("ReAct", "lion_nb.operations.react")],
+)
+def test_a_new_view_imports_what_its_first_send_needs_before_it_is_sent(verb, module):
+    # B10 measured the first Send's first text ~40 ms later than the next ones' on a busy
+    # machine: the verb's modules, the run lifecycle and the provider's module were imported
+    # on Enter. A view imports them in a thread while the reader types.
+    code = FIRST_SEND.replace("VERB", repr(verb))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded = set(out.stdout.split())
+    wanted = {
+        module,
+        "lion_nb.session.lifecycle",
+        "lion_nb.session.port",
+        "lion_nb.models.scripted",
+    }
+    assert wanted <= loaded, wanted - loaded

@@ -145,3 +145,92 @@ async def test_clear_while_a_reply_streams_stops_it_then_clears_and_says_so() ->
     assert "stopped the reply, then cleared" in view.status_line
     assert "tok tok" not in view.rendered_html()  # the fresh branch: nothing of the old turn
     view.close()
+
+
+# ----- words for people: which alternative, counted as the switcher counts ---------------------
+async def test_after_regenerate_and_edit_the_title_counts_as_the_switcher_does() -> None:
+    view = view_on("FIRST", "SECOND", "EDITED")
+    await view.asend("original")
+    await view.aregenerate()  # three branches in all after the edit below
+    user = view.branch.messages[1]
+    await view.aedit(1, "edited")
+    await asyncio.sleep(0)
+    edited = view.branch.messages[1]
+    assert len(view.conversation.branches) == 3
+    assert view.alt_marks[str(edited.id)] == [2, 2] and user.id != edited.id
+    assert view.title == "Alternative 2 of 2"  # not "alternative 3 of 3"
+    status = view.chrome_value("status_line")
+    assert "Alternative 2 of 2 · <code>view.branch</code> now points to it" in status
+    assert str(view.branch.id)[:8] in status.split(">", 1)[0]  # the id: in the tooltip only
+    assert str(view.branch.id)[:8] not in status.split(">", 1)[1]
+    view.close()
+
+
+async def test_a_cleared_view_keeps_its_name_without_a_count() -> None:
+    session = Session()
+    branch = session.new_branch(
+        system="S", chat_model=iModel(provider="scripted", replies=["A", "B"]), name="demo"
+    )
+    view = BranchView(branch)
+    await view.asend("hello")
+    await view.aregenerate()
+    assert view.title == "demo · Alternative 2 of 2"
+    view.clear()
+    assert view.title == "demo"  # nothing to switch between yet: no count
+    view.close()
+
+
+async def test_regenerate_at_temperature_0_says_why_the_reply_is_the_same_and_offers_another():
+    model = iModel(provider="scripted", replies=["SAME", "SAME", "OTHER"], temperature=0)
+    branch = Session().new_branch(system="S", chat_model=model)
+    view = BranchView(branch)
+    await view.asend("hello")
+    await asyncio.sleep(0)
+    assert view.sampling == {"t": 0, "warm": 0.8}  # the page offers a sampling temperature
+    await view.aregenerate()
+    await asyncio.sleep(0)
+    status = view.chrome_value("status_line")
+    assert "the same reply as alternative 1: at temperature 0" in status, status
+    assert "Regenerate at temperature 0.8" in status
+    # the page's "Regenerate at temperature 0.8": sampled, with a seed of its own
+    reply = view.branch.messages[-1]
+    view._on_page(view, {"action": "regenerate", "key": str(reply.id), "temperature": 0.8}, [])
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if "OTHER" in view.rendered_html() and not view.running:
+            break
+    options = model.provider.requests[-1].options
+    assert options["temperature"] == 0.8 and options["seed"] == 2, options
+    assert view.branch.metadata["regenerated"] == {"temperature": 0.8, "seed": 2}
+    assert view.title == "Alternative 3 of 3 · temperature 0.8"
+    assert "the same" not in view.chrome_value("status_line")
+    # Compare names its columns as the switcher counts them, not by branch ids
+    assert view.compare().titles == ("Alternative 2", "Alternative 3")
+    view.close()
+
+
+async def test_a_model_that_samples_is_offered_no_other_temperature() -> None:
+    view = view_on("A")
+    await view.asend("hello")
+    await asyncio.sleep(0)
+    assert view.sampling == {}
+    view.close()
+
+
+async def test_clear_during_a_reply_a_cell_started_clears_and_says_it_goes_on() -> None:
+    words = {"chunks": ["x "] * 300, "delay": 0.01}
+    view = view_on("FIRST", words, "AFTER")
+    first = view.branch
+    await view.asend("hello")
+    cell = asyncio.ensure_future(first.communicate("from a cell"))  # not the view's to stop
+    await asyncio.sleep(0.2)
+    assert view.running and view.stop_button.disabled  # Stop: only its cell can
+    view._on_page(view, {"action": "clear"}, [])
+    await asyncio.sleep(0)
+    assert view.branch is not first and len(view.branch.messages) == 1  # cleared at once
+    assert "the reply a cell is running goes on" in view.chrome_value("status_line")
+    assert not view.running and view.chrome_value("busy") is False  # Send works again
+    await view.asend("next")
+    assert [m.text for m in view.branch.messages] == ["S", "next", "AFTER"]
+    cell.cancel()
+    view.close()

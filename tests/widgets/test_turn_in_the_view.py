@@ -126,15 +126,20 @@ async def test_regenerate_names_the_fork_and_compare_follows_it() -> None:
     view = BranchView(branch)
     await view.asend("hello")
     fork = await view.aregenerate()
-    assert view.branch is fork and view.title.startswith("demo · ")
-    assert str(fork.id)[:8] in view.status.value and "view.branch" in view.status.value
+    assert view.branch is fork and view.title == "demo · Alternative 2 of 2"
+    status = view.status.value
+    assert "Alternative 2 of 2 · <code>view.branch</code> now points to it" in status
+    # ids only in the tooltip
+    assert f'title="view.branch: branch {str(fork.id)[:8]}, forked from' in status
+    assert str(fork.id)[:8] not in status.split(">", 1)[1]
     compare = view.compare()
     assert compare.branch_b is fork
     third = await view.aregenerate()
     assert view.compare_view is not None and view.compare_view.branch_b is third  # followed
     assert compare.closed
     view.show(branch)
-    assert view.title == "demo" and "first branch" in view.status.value
+    assert view.title == "demo · Alternative 1 of 3"  # as its switcher says: ‹ 1/3 ›
+    assert "<code>view.branch</code> is the branch you started with" in view.status.value
     view.close()
 
 
