@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from lion_nb.errors import ConfigurationError
+from lion_nb.errors import ConfigurationError, ReActError
 from lion_nb.messages import AssistantResponse
 from lion_nb.operations.instruction import check_response_format
 from lion_nb.operations.operate import operate
@@ -128,6 +128,17 @@ def _reply_since(port: BranchPort, before: set[Any]) -> str:
     return ""
 
 
+def _mark_reply(port: BranchPort, before: set[Any], problem: ReActError) -> None:
+    """Write on the round's recorded reply what it lacked (``metadata["react_outcome"]``), so
+    a rounds view rebuilt from the messages alone says "no answer" as the live one did."""
+    for message in reversed(list(port.messages)):
+        if message.id in before:
+            return
+        if isinstance(message, AssistantResponse):
+            message.metadata["react_outcome"] = {"missing": problem.missing, "sent": problem.sent}
+            return
+
+
 async def _round(
     port: BranchPort, number: int, final: bool, check: Check | None = None, **operate_kw: Any
 ) -> tuple[Any, bool | None]:
@@ -141,6 +152,7 @@ async def _round(
         out = await operate(port, **operate_kw)
         problem = check(out, number, _reply_since(port, before)) if check else None
         if problem is not None:
+            _mark_reply(port, before, problem)
             raise problem
     except BaseException as exc:
         port.emit(

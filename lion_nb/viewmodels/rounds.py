@@ -404,9 +404,27 @@ class RoundsModel:
             current.add(message)
         if group.rounds and not group.rounds[-1].action_count:
             group.rounds[-1].final = True
+        for rnd in group.rounds:
+            _recorded_outcome(rnd, group)
         if group.rounds:
             model.runs.append(group)
         return model
+
+
+def _recorded_outcome(rnd: Round, group: RunGroup) -> None:
+    """A round whose reply ReAct marked as lacking what it needed (``metadata
+    ["react_outcome"]``, written by ``operations/react.py``) ends as the live view ended it."""
+    for step in reversed(rnd.steps):
+        mark = step.analysis.metadata.get("react_outcome") if step.analysis else None
+        if isinstance(mark, dict):
+            error = ReActError("", round=rnd.number, **_outcome_fields(mark))
+            rnd.status, rnd.error = outcome_of(error)
+            group.status, group.error = rnd.status, rnd.error
+            return
+
+
+def _outcome_fields(mark: dict[str, Any]) -> dict[str, str]:
+    return {"sent": str(mark.get("sent") or ""), "missing": str(mark.get("missing") or "answer")}
 
 
 def outcome_of(error: ReActError) -> tuple[str, str]:

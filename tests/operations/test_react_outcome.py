@@ -167,3 +167,21 @@ async def test_a_malformed_response_format_fails_before_the_first_round():
     with pytest.raises(ValueError, match="not a JSON schema"):
         await branch.ReAct("q", response_format={"type": "json_schema"})
     assert not model.provider.requests and not list(branch.messages)
+
+
+async def test_a_rounds_view_rebuilt_from_the_messages_says_no_answer_too():
+    """The rebuilt view (a saved notebook, a view opened after the run) ends the answer round
+    as the live one did: the recorded reply carries what it lacked."""
+    final = json.dumps({"answer": None})
+    branch = Branch(chat_model=scripted(analysis("thinking", ("add", {"a": 2, "b": 3})), final))
+    with pytest.raises(ReActError):
+        await branch.ReAct("What is 2+3?", num_parse_retries=0)
+    rebuilt = RoundsModel.from_messages(branch.messages)
+    last = rebuilt.all_rounds()[-1]
+    assert (
+        last.status == "no-answer"
+        and last.error == "no answer: the model sent '{\"answer\": null}'"
+    )
+    assert rebuilt.runs[-1].status == "no-answer"
+    assert ">no answer<" in round_head_html(last)
+    assert [r.status for r in rebuilt.all_rounds()[:-1]] == ["done"]
