@@ -71,8 +71,11 @@ class Cell:
 WORKS = Cell("works")
 _TOOLS_IGNORED = Cell(
     "ignored",
-    note="SmolLM2's chat template declares no tools, so llama-server ignores `tools` and "
-    "`tool_choice`: the reply is text, no call.",
+    note="SmolLM2's chat template declares no tools, so llama-server ignores native `tools` and "
+    "`tool_choice` (the reply is text, no call); lion_nb learns it from `/props` "
+    "(`capabilities().native_tools is False`), and `operate` and `ReAct` then ask for their own "
+    "JSON action requests, constrained by the schema, so the tools are called "
+    "(`tests/conformance/test_react_real.py`).",
 )
 _NO_RESPONSES = Cell(
     "refused",
