@@ -1,4 +1,4 @@
-"""B8: flows in the kernel vs on Ray (issues 17, 23).
+"""B8: flows in the kernel vs on Ray.
 
     .venv/bin/python benchmarks/bench_flow.py [--quick] [--prompts N] [--tokens T] [--runs R]
         [--embedded-only | --start-only] [--out benchmarks/results/bench_flow.json]

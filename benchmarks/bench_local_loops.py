@@ -1,5 +1,5 @@
 """B9: do the embedded model's long replies loop? Repeated 4-grams per reply, before/after the
-SmolLM2 sampling defaults of ``lion_nb.models.local`` (issue 15).
+SmolLM2 sampling defaults of ``lion_nb.models.local``.
 
     .venv/bin/python benchmarks/bench_local_loops.py [--out FILE] [--max-tokens 400] [--sweep]
 

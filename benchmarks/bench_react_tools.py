@@ -1,4 +1,4 @@
-"""B15: ReAct with one tool on models that ignore native tools (issue 31).
+"""B15: ReAct with one tool on models that ignore native tools.
 
     .venv/bin/python benchmarks/bench_react_tools.py [--runs 20] [--only embedded|llama-server]
 

@@ -1,4 +1,4 @@
-"""B11: the token view in a real browser (issue 25; JupyterLab 4 + Debian chromium), against its
+"""B11: the token view in a real browser (JupyterLab 4 + Debian chromium), against its
 goals:
 
 - a 4,000-token reply's token view opens in <= 300 ms: from the click on "Tokens" to its first

@@ -1,5 +1,5 @@
 """B13: bytes the rounds and parse views send to the page while a run streams, against the
-final HTML they show (issue 22: every live view streams through the channel's delta ops; goal
+final HTML they show (every live view streams through the channel's delta ops; goal
 <= 2x the final HTML, where re-putting whole parts per update was quadratic).
 
 Kernel side, no browser: the view's channel send (``view.channel._send``) is hooked and every

@@ -1,6 +1,6 @@
 """B4: kernel -> browser widget traffic of a streamed reply, BranchView vs a naive view.
 
-Goal (issue 14): BranchView's traffic <= 1.5x the final HTML + 16 KB per second of streaming,
+Goal: BranchView's traffic <= 1.5x the final HTML + 16 KB per second of streaming,
 at 300 / 3,000 / 30,000 tokens and 50 / 1,000 tokens/s (``--full`` adds 30,000 at 50 tok/s,
 ten minutes of streaming).
 

@@ -164,7 +164,7 @@ def b5_rows(result: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
 def b8_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Flows: Ray's start (a new cluster against plain ``ray.init``; joining one), per-node
     overhead on Ray against the kernel, and the embedded model's throughput on two Ray workers
-    against one, beside two plain processes against one (issue 23: <= 5 s, >= 1.8x)."""
+    against one, beside two plain processes against one (<= 5 s, >= 1.8x)."""
     r = result["B8"]
     rows = []
     if "ray_start" in r:

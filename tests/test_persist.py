@@ -1,4 +1,4 @@
-"""stream_persist files and recover_branch (issue 3, ADR D3), including a real kill -9."""
+"""stream_persist files and recover_branch (ADR D3), including a real kill -9."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A reply's tokens and their log-probabilities (issue 25): ``logprobs=K``, the scripted
+"""A reply's tokens and their log-probabilities: ``logprobs=K``, the scripted
 ``tokens`` reply, ``AssistantResponse.tokens``, persistence, export and cassettes."""
 
 from __future__ import annotations

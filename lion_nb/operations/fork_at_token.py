@@ -1,5 +1,5 @@
 """``fork_at_token``: a fork whose last reply takes another token at one position of a reply
-and lets the model continue from there (issue 25).
+and lets the model continue from there.
 
     fork = await branch.fork_at_token(reply.id, 7, " dragon")
 

@@ -1,4 +1,4 @@
-"""A reply's tokens tinted by probability, as sanitized HTML (issue 25): what
+"""A reply's tokens tinted by probability, as sanitized HTML: what
 ``lion_nb.tokens(message)`` shows, the static form of the chat view's token view.
 
 One ``<span class="lion-tok lion-tok-bN">`` per token, in order, carrying ``data-token-index``,

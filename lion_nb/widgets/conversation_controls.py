@@ -43,7 +43,7 @@ _ELSEWHERE = "cleared (the reply a cell is running goes on in the conversation k
 
 
 class ConversationControls:
-    """What ``BranchView`` adds for issue 15 (it provides ``branch``, ``verb``, ``transcript``,
+    """What ``BranchView`` adds for the conversation controls (it provides ``branch``, ``verb``, ``transcript``,
     ``runs``, ``set_chrome``, ``sync_state`` and the signal wiring)."""
 
     branch: Branch

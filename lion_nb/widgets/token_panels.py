@@ -1,4 +1,4 @@
-"""The token view of a chat view's replies (issue 25): each reply's tokens tinted by
+"""The token view of a chat view's replies: each reply's tokens tinted by
 probability, its alternatives on hover or focus, a fork from any token — drawn by the page
 (``widgets/tokens.js``) from ``tokens`` ops (``widgets.protocol.TokensOp``).
 

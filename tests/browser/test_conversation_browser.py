@@ -1,4 +1,4 @@
-"""Issue 15 in JupyterLab + chromium: Stop from the page records what the view showed, and the
+"""The conversation controls in JupyterLab + chromium: Stop from the page records what the view showed, and the
 conversation controls (regenerate, edit, the switcher, clear, continue, compare, copy of an
 alternative) — each checked against what the branches hold afterwards, with a screenshot of
 each state (test-artifacts/)."""

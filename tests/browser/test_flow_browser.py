@@ -1,4 +1,4 @@
-"""FlowView in JupyterLab + chromium (issue 23): a small flow on the local engine with a slow
+"""FlowView in JupyterLab + chromium: a small flow on the local engine with a slow
 scripted model, drawn live; Stop clicked mid-run; then what the rows, the button and the time
 strip say, against what the flow holds (screenshots in test-artifacts/)."""
 

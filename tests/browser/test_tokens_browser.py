@@ -1,4 +1,4 @@
-"""The token view (issue 25) in JupyterLab + chromium: a reply's "Tokens" control shows its
+"""The token view in JupyterLab + chromium: a reply's "Tokens" control shows its
 tokens tinted by probability (one element per token, ``data-token-index``), hovering or focusing
 a token (arrow keys move) shows its alternatives with bars, choosing one forks the conversation
 there and the switcher shows the fork (``‹ 2/2 ›``, Compare); the tint scale reads at WCAG AA in

@@ -1,4 +1,4 @@
-"""Issue 21 in JupyterLab + chromium: code and the chat view are one product. Each test retries
+"""The turn, in code and in the chat view, in JupyterLab + chromium: code and the chat view are one product. Each test retries
 one of the problems found on 0.2 as a user meets it — a cell run beside the view, a kernel
 interrupt, a parse with a repair turn, a long history, Regenerate with Compare open, Continue,
 a saved notebook — and checks the page against what the branch holds (screenshots in

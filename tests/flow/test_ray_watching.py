@@ -1,4 +1,4 @@
-"""What a Ray node relays while nobody watches its stream (issue 23, B8): no per-token deltas,
+"""What a Ray node relays while nobody watches its stream (B8): no per-token deltas,
 yet the same results and messages; a watcher that appears mid-run (FlowView opening the node)
 gets the text so far, then live deltas; a stopped node keeps what it streamed either way."""
 

@@ -1,5 +1,5 @@
 """A reply cut off by the token limit says so: ``metadata["finish_reason"] == "length"`` on the
-recorded reply, for every provider that reports it (issue 15).
+recorded reply, for every provider that reports it.
 
 * OpenAI-compatible: over the loopback chat server (streamed and one JSON body), and over a
   real ``llama_cpp.server`` at the end (``local_model``, slow).

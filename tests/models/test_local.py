@@ -573,7 +573,7 @@ async def test_real_server_streams_through_the_openai_provider(llama_server: str
 async def test_real_server_streams_log_probabilities_as_the_replys_tokens(
     llama_server: str,
 ) -> None:
-    # issue 25: an OpenAI-compatible server asked for logprobs=K; llama.cpp's own server, real.
+    # an OpenAI-compatible server asked for logprobs=K; llama.cpp's own server, real.
     b = Branch(system=SYSTEM, chat_model=server_model(llama_server, max_tokens=12, logprobs=3))
     token_deltas: list[StreamDelta] = []
     b.observe(StreamDelta, handler=lambda s: token_deltas.append(s) if s.kind == "tokens" else None)

@@ -620,7 +620,7 @@ def test_json_object_mode_sends_the_llama_cpp_server_form():
     assert body["response_format"]["type"] == "json_schema"
 
 
-# -- log-probabilities and prefixes (issue 25) -------------------------------------------------
+# -- log-probabilities and prefixes -------------------------------------------------
 
 
 def _lp(token: str, logprob: float, raw: bytes | None = None, top=()) -> dict[str, Any]:

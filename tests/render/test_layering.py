@@ -78,7 +78,7 @@ def test_render_imports_no_operation_provider_or_widget() -> None:
 
 
 def test_nothing_outside_session_reaches_into_a_branch_or_model() -> None:
-    """The reach-in figure of issues 13 and 21, for every folder but session/ (operations,
+    """The reach-in figure, for every folder but session/ (operations,
     flow, views, renderers, models, cassettes, incremental, top-level modules): no
     ``branch._x``, ``model._x``..."""
     reach_in = re.compile(

@@ -1,5 +1,5 @@
 """``Conversation.asample`` and ``view.asample``: n replies to one turn, run concurrently as
-forks, and where they agree (issue 25)."""
+forks, and where they agree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""View models hold view state, nothing else (issue 21): no module of ``lion_nb.viewmodels``
+"""View models hold view state, nothing else: no module of ``lion_nb.viewmodels``
 imports an operation or a provider module (a function-local import included), and none records
 or takes back a message — what a turn means lives in ``session/`` and ``operations/``."""
 

@@ -1,4 +1,4 @@
-"""Issue 15's controls on the chat view: regenerate, edit, switch, clear, from Python and
+"""The chat view's conversation controls: regenerate, edit, switch, clear, from Python and
 from the page's ``{"action", "key"}`` messages; the view follows the branch it shows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The chat view shows what the branch holds (issue 21): a turn started in a cell and the same
+"""The chat view shows what the branch holds: a turn started in a cell and the same
 turn sent from the view behave alike — the view is an adapter over the conversation layer.
 Each test is one of the problems found on 0.2 and failed there."""
 

@@ -1,5 +1,5 @@
 """Widgets build no HTML strings of their own: every fragment comes from ``lion_nb.render``
-(the HTML grep of issue 13), and no view carries CSS of its own (it is all in the stylesheet
+(the HTML grep), and no view carries CSS of its own (it is all in the stylesheet
 ``widgets/lion_nb.css``, loaded in one place, ``render.html.lion_css``)."""
 
 from __future__ import annotations
