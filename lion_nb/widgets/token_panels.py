@@ -19,7 +19,9 @@ What the page is sent, and when:
 Choosing an alternative forks the conversation there (``fork_token`` ->
 ``Conversation.afork_at_token``): the view shows the fork like a regenerated reply, so the
 ``‹ n/of ›`` switcher and Compare work on token forks, and the fork's reply opens its token
-view as it streams. Mixed into ``BranchView`` (``TokenControls``).
+view as it streams. Mixed into ``BranchView`` (``TokenControls``); the panels know the view
+only as a ``TokenHost`` (below), so ``chat_view`` builds on this module, never the other way
+round.
 """
 
 from __future__ import annotations
@@ -27,16 +29,36 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.signals import StreamDelta
 from lion_nb.widgets.protocol import TOP_CHUNK
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
-    from lion_nb.widgets.chat_view import BranchView
+    from lion_nb.widgets.channel import Channel
+    from lion_nb.widgets.transcript import Transcript
 
-__all__ = ["TokenControls", "TokenPanels", "has_tokens", "surprise"]
+__all__ = ["TokenControls", "TokenHost", "TokenPanels", "has_tokens", "surprise"]
+
+
+class TokenHost(Protocol):
+    """What the token panels use of their view (``BranchView`` is the one): the branch shown,
+    its transcript and channel, its chrome and its saved-notebook copy."""
+
+    @property
+    def branch(self) -> Branch: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def channel(self) -> Channel: ...
+
+    def set_chrome(self, **values: Any) -> None: ...
+
+    def refresh_static(self) -> bool: ...
+
 
 MAX_SURPRISE = 9999  # hundredths of a nat: p below ~e^-100 (and p = 0) are drawn alike
 
@@ -70,7 +92,7 @@ class TokenPanels:
     """Which replies' token views are open, and the ``tokens`` ops that bring them up to date
     on ``view``'s channel (by message id; the page's key is the transcript's)."""
 
-    def __init__(self, view: BranchView, *, follow: bool = False) -> None:
+    def __init__(self, view: TokenHost, *, follow: bool = False) -> None:
         self._view = view
         self.follow = follow  # every reply streamed from now on opens its token view
         self.open_next = False  # the next reply streamed opens its token view (a token fork)
