@@ -78,4 +78,4 @@ def token_counter(model: iModel) -> Callable[[str], int] | None:
         counter("")
     except LionError:
         return None
-    return counter  # type: ignore[no-any-return]
+    return counter

@@ -40,7 +40,7 @@ def check_on_stop(value: Any) -> OnStop:
     """``value`` as an ``on_stop`` choice, or a ValueError naming the choices."""
     if value not in ON_STOP:
         raise ValueError(f"on_stop must be 'discard' or 'record', not {value!r}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def default_data_dir() -> Path:

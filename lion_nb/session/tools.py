@@ -71,9 +71,7 @@ class Tool:
             annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
-        model = create_model(  # type: ignore[call-overload]
-            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        model = create_model(f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields)
         self._validator: TypeAdapter[Any] = TypeAdapter(model)
         schema = model.model_json_schema()
         schema.pop("title", None)
