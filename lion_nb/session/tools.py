@@ -121,10 +121,10 @@ class ToolRegistry:
     def register(
         self, tools: Callable[..., Any] | Tool | Iterable[Any], *, update: bool = False
     ) -> list[Tool]:
-        items = tools if isinstance(tools, list | tuple | set) else [tools]
+        items: Iterable[Any] = tools if isinstance(tools, list | tuple | set) else [tools]
         added: list[Tool] = []
         for item in items:
-            tool = item if isinstance(item, Tool) else Tool(item)  # type: ignore[arg-type]
+            tool = item if isinstance(item, Tool) else Tool(item)
             existing = self.tools.get(tool.name)
             if existing is not None and not update:
                 if existing.func is not tool.func:
