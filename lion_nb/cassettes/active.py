@@ -89,7 +89,7 @@ def watch(callback: Callable[[], None]) -> Callable[[], None]:
     A bound method is held weakly."""
     ref: Callable[[], Callable[[], None] | None]
     if hasattr(callback, "__self__") and hasattr(callback, "__func__"):
-        ref = weakref.WeakMethod(callback)  # type: ignore[arg-type]
+        ref = weakref.WeakMethod(callback)
     else:
         ref = lambda: callback  # noqa: E731
     _watchers.append(ref)

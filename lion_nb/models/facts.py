@@ -100,4 +100,4 @@ def token_counter(model: Described) -> Callable[[str], int] | None:
         counter("")
     except LionError:
         return None
-    return counter  # type: ignore[no-any-return]
+    return counter

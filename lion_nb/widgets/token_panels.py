@@ -108,7 +108,7 @@ class TokenPanels:
         if mid in messages:
             tokens = getattr(messages[mid], "tokens", None)
             if tokens is not None:
-                return tokens  # type: ignore[no-any-return]
+                return tokens
         return self._streams.get(mid)
 
     def key_of(self, mid: uuid.UUID) -> str:
@@ -240,7 +240,7 @@ class TokenPanels:
         replies = [m for m in self._view.branch.messages if m.role == "assistant"]
         for n, message in enumerate(replies, 1):
             if message.id in self.open and has_tokens(message):
-                tokens = message.tokens  # type: ignore[attr-defined]
+                tokens = message.tokens
                 out.append(tokens_html(tokens, title=f"Tokens of reply {n}"))
         return "".join(out)
 
@@ -275,7 +275,7 @@ class TokenControls:
         conversation = self.conversation  # type: ignore[attr-defined]
         self.token_panels.open_next = True
         try:
-            return await self._controlled(  # type: ignore[attr-defined,no-any-return]
+            return await self._controlled(  # type: ignore[attr-defined]
                 lambda: conversation.afork_at_token(index, token, text)
             )
         finally:
@@ -323,7 +323,7 @@ class TokenControls:
         (``render.tokens_html.samples_html``); Close (or a Compare) replaces it."""
         from lion_nb.render.tokens_html import samples_html
 
-        self.close_compare()  # type: ignore[attr-defined]
+        self.close_compare()
         self._samples_shown = True
         self.set_chrome(compare_html=samples_html(samples))  # type: ignore[attr-defined]
 
