@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.signals import StreamDelta
@@ -36,6 +36,8 @@ from lion_nb.widgets.protocol import TOP_CHUNK
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
+    from lion_nb.session.conversation import Conversation
+    from lion_nb.tokens import Samples
     from lion_nb.widgets.channel import Channel
     from lion_nb.widgets.transcript import Transcript
 
@@ -252,6 +254,17 @@ class TokenControls:
     token_panels: TokenPanels
     branch: Branch
 
+    if TYPE_CHECKING:  # what BranchView and ConversationControls provide; for the type checker
+        conversation: Conversation
+
+        @property
+        def running(self) -> bool: ...
+        def set_chrome(self, **values: Any) -> None: ...
+        def _index_of(self, content: dict[str, Any]) -> int | None: ...
+        def _background(self, make: Callable[[], Awaitable[Any]]) -> None: ...
+        async def _controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any: ...
+        async def asample(self, n: int = 5, *, index: int | None = None) -> Samples: ...
+
     def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
         """Open (or close) the token view of the reply at ``index`` of the shown branch (the
         last reply when None) in the pages showing this view."""
@@ -272,21 +285,19 @@ class TokenControls:
         """A fork whose reply at ``index`` keeps its first ``token`` tokens, then ``text``, and
         lets the model continue (``Conversation.afork_at_token``); the view shows it, its reply
         streaming with its token view open. Returns the fork."""
-        conversation = self.conversation  # type: ignore[attr-defined]
+        conversation = self.conversation
         self.token_panels.open_next = True
         try:
-            return await self._controlled(  # type: ignore[attr-defined]
-                lambda: conversation.afork_at_token(index, token, text)
-            )
+            return await self._controlled(lambda: conversation.afork_at_token(index, token, text))
         finally:
             self.token_panels.open_next = False
 
     def sync_alternatives(self) -> None:
         """The marks the page draws (``ConversationControls``), and which replies have tokens."""
         super().sync_alternatives()  # type: ignore[misc]
-        if not self.running:  # type: ignore[attr-defined]
+        if not self.running:
             self.token_panels.prune()
-        self.set_chrome(  # type: ignore[attr-defined]
+        self.set_chrome(
             token_marks=self.token_panels.marks(), token_open=self.token_panels.open_keys()
         )
 
@@ -299,23 +310,23 @@ class TokenControls:
             self.token_panels.top(str(content.get("key", "")), at)
 
     def _action_fork_token(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)  # type: ignore[attr-defined]
+        index = self._index_of(content)
         token, text = content.get("index"), content.get("text")
         if index is None or not isinstance(token, int) or not isinstance(text, str):
             return
-        self._background(lambda: self.afork_at_token(index, token, text))  # type: ignore[attr-defined]
+        self._background(lambda: self.afork_at_token(index, token, text))
 
     def _action_sample(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)  # type: ignore[attr-defined]
+        index = self._index_of(content)
         n = content.get("n", 5)
         if index is None or not isinstance(n, int) or not 1 <= n <= 20:
             return
 
         async def sample() -> None:
-            samples = await self.asample(n=n, index=index)  # type: ignore[attr-defined]
+            samples = await self.asample(n=n, index=index)
             self.show_samples(samples)
 
-        self._background(sample)  # type: ignore[attr-defined]
+        self._background(sample)
 
     def show_samples(self, samples: Any) -> None:
         """Show a sample set (``view.asample``'s ``Samples``) under the view, where the
@@ -325,11 +336,11 @@ class TokenControls:
 
         self.close_compare()
         self._samples_shown = True
-        self.set_chrome(compare_html=samples_html(samples))  # type: ignore[attr-defined]
+        self.set_chrome(compare_html=samples_html(samples))
 
     def close_compare(self) -> None:
         """Close the comparison (``ConversationControls``) or the sample set under the view."""
         super().close_compare()  # type: ignore[misc]
         if getattr(self, "_samples_shown", False):
             self._samples_shown = False
-            self.set_chrome(compare_html="")  # type: ignore[attr-defined]
+            self.set_chrome(compare_html="")
