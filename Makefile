@@ -48,7 +48,8 @@ $(VENV)/.local: $(VENV)/.core
 # model pins, so both run the same llama.cpp. Static (one binary, no libllama.so beside it),
 # GGML_NATIVE=OFF (no SIGILL on other CPUs), no curl (it never downloads a model here).
 LLAMA_SERVER := $(VENV)/llama-server/bin/llama-server
-$(LLAMA_SERVER): $(VENV)/.core
+# order-only on the venv: reinstalling lion_nb (a pyproject.toml change) must not rebuild it
+$(LLAMA_SERVER): | $(VENV)/.core
 	@command -v cmake >/dev/null 2>&1 || { \
 	  echo ">>> Installing Debian cmake to build llama.cpp's llama-server"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
@@ -64,7 +65,7 @@ $(LLAMA_SERVER): $(VENV)/.core
 	  || { tail -40 $(VENV)/llama-server/configure.log; exit 1; }
 	cmake --build $(VENV)/llama-server/src/build --target llama-server -j2 > $(VENV)/llama-server/build.log 2>&1 \
 	  || { tail -40 $(VENV)/llama-server/build.log; exit 1; }
-	cp $(VENV)/llama-server/src/build/bin/llama-server $@
+	cp $(VENV)/llama-server/src/build/bin/llama-server $@.new && mv -f $@.new $@  # a running server keeps its file
 	rm -rf $(VENV)/llama-server/src
 	$@ --version
 
