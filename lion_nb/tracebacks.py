@@ -165,7 +165,7 @@ def mark_stopped(exc: BaseException, line: str) -> None:
     if full_tracebacks() or isinstance(exc.__dict__.get("_render_traceback_"), StopLine):
         return
     try:
-        exc._render_traceback_ = StopLine(line)  # type: ignore[attr-defined]
+        exc._render_traceback_ = StopLine(line)  # type: ignore[attr-defined]  # IPython reads this hook off any exception
     except AttributeError:  # an exception type without a __dict__: its ordinary traceback
         pass
 

@@ -68,14 +68,14 @@ def last_cut(messages: Sequence[Any]) -> ContextCut | None:
     """The cut of the last request sent, when it was cut to fit the window."""
     ins = next((m for m in reversed(messages) if getattr(m, "role", None) == "user"), None)
     fit = ins.metadata.get("context_fit") if ins is not None else None
-    if not isinstance(fit, dict) or not fit.get("omitted"):
+    if ins is None or not isinstance(fit, dict) or not fit.get("omitted"):
         return None
     ids = {str(m.id): m.id for m in messages}
     first = fit.get("first_sent")
     return ContextCut(
         omitted=len(fit["omitted"]),
         before=ids.get(first) if isinstance(first, str) else None,
-        instruction=ins.id,  # type: ignore[union-attr]
+        instruction=ins.id,
         tokens=fit.get("tokens"),
         window=fit.get("window"),
     )

@@ -155,8 +155,11 @@ UNMARKED_LOCAL_MODEL: list[str] = []
 
 
 def _models_loaded() -> set[int]:
+    # A chat view warms its imports up in a thread (``session.conversation.warm_up``): the
+    # module may be in sys.modules before it has finished executing, without its functions yet.
     runtime = sys.modules.get("lion_nb.models.local_runtime")
-    return {id(m) for m in runtime.loaded_models()} if runtime is not None else set()
+    loaded = getattr(runtime, "loaded_models", None)
+    return {id(m) for m in loaded()} if loaded is not None else set()
 
 
 @pytest.hookimpl(wrapper=True)

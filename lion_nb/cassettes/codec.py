@@ -72,7 +72,7 @@ def decode_error(data: dict[str, Any]) -> errors.ProviderError:
         kw["stderr"] = data.get("stderr")
     error = cls(str(data.get("message", "")), **kw)
     if "partial_text" in data:
-        error.partial_text = data["partial_text"]  # type: ignore[attr-defined]
+        error.partial_text = data["partial_text"]
     return error
 
 

@@ -105,7 +105,7 @@ async def replay_api(
     if rec.error is not None:
         await clock.until(rec.end)
         error = decode_error(rec.error)
-        error.replayed = ref  # type: ignore[attr-defined]
+        error.replayed = ref  # type: ignore[attr-defined]  # tagged onto any decoded error
         raise error
     if rec.response is None:
         raise await _stopped(rec, ref, clock)
@@ -124,7 +124,7 @@ async def replay_cli(
     if rec.error is not None:
         await clock.until(rec.end)
         error = decode_error(rec.error)
-        error.replayed = ref  # type: ignore[attr-defined]
+        error.replayed = ref  # type: ignore[attr-defined]  # tagged onto any decoded error
         raise error
     if rec.stopped:
         raise await _stopped(rec, ref, clock)

@@ -48,7 +48,7 @@ def _pickler_class() -> type:
     from lion_nb.session.branch import Branch
     from lion_nb.session.session import Session
 
-    class SafePickler(cloudpickle.Pickler):  # type: ignore[misc, name-defined]
+    class SafePickler(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, iModel):
                 return rebuild_model, (model_settings(obj),)

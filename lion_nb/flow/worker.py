@@ -284,7 +284,7 @@ async def _attempt(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str,
     finally:
         unsubscribe()
         new = [m for m in branch.messages if m.id not in known]
-        record["messages"] = MESSAGE_LIST.dump_python(new, mode="json")  # type: ignore[arg-type]
+        record["messages"] = MESSAGE_LIST.dump_python(new, mode="json")
         record["usage"] = {
             "input_tokens": node.usage.input_tokens,
             "output_tokens": node.usage.output_tokens,

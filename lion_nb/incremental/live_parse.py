@@ -98,7 +98,7 @@ class LiveParse:
         info = self._fields.get(path[0]) if isinstance(path[0], str) else None
         if info is not None:
             if len(path) == 1:  # the FieldInfo carries the field's constraints
-                adapter = TypeAdapter(Annotated[info.annotation, info])  # type: ignore[arg-type]
+                adapter = TypeAdapter(Annotated[info.annotation, info])  # type: ignore[arg-type]  # a runtime type form
             else:
                 inner = unwrap(info.annotation)
                 origin = typing.get_origin(inner)

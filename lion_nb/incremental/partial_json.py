@@ -273,7 +273,7 @@ class PartialJSON:
         if isinstance(top.container, list):
             top.container.append(value)
         else:
-            top.container[top.key] = value  # type: ignore[index]
+            top.container[top.key] = value
 
     def _end_scalar(self, out: list[Completed], pos: int) -> None:
         raw = "".join(self._token)

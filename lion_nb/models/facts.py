@@ -4,25 +4,47 @@ it is a CLI agent, and its offline tokenizer when the provider exists already.
 ``iModel.context_window``, ``iModel.is_cli`` and ``iModel.token_counter()`` answer from here, so
 the operations layer (fitting a request into the window) and the views (the gauge) ask the
 model, never a provider. A provider is never constructed just to ask: that may load llama.cpp
-and its weights, which a machine replaying a cassette may not have.
+and its weights, which a machine replaying a cassette may not have. The model is read as a
+``Described`` (below): ``iModel`` builds on this module, never the other way round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.errors import LionError
 
 if TYPE_CHECKING:
-    from lion_nb.models.imodel import iModel
+    from lion_nb.models.registry import ProviderSpec
 
-__all__ = ["context_window", "is_cli", "token_counter"]
+__all__ = ["Described", "context_window", "is_cli", "token_counter"]
+
+
+class Described(Protocol):
+    """What the facts read of a model (``iModel`` is one): the options it was given, its
+    registry entry, its server's URL and its provider when constructed already."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def request_defaults(self) -> Mapping[str, Any]: ...
+
+    @property
+    def spec(self) -> ProviderSpec: ...
+
+    @property
+    def provider_or_none(self) -> Any: ...
+
 
 _WINDOW_NAMES = ("context_window", "n_ctx")
 
 
-def context_window(model: iModel) -> int | None:
+def context_window(model: Described) -> int | None:
     """The window in tokens a request must fit: the model's (below), or the window of one
     slot of its server when that is known and smaller (llama-server ``--parallel 4 -c 2048``
     gives each slot 512 tokens; ``iModel.capabilities()`` learns it)."""
@@ -33,7 +55,7 @@ def context_window(model: iModel) -> int | None:
     return slot if window is None else min(window, slot)
 
 
-def _slot_window(model: iModel) -> int | None:
+def _slot_window(model: Described) -> int | None:
     from lion_nb.models.capabilities import remembered
     from lion_nb.models.probe import server_url
 
@@ -41,7 +63,7 @@ def _slot_window(model: iModel) -> int | None:
     return remembered(url).slot_window if url else None
 
 
-def _model_window(model: iModel) -> int | None:
+def _model_window(model: Described) -> int | None:
     """``context_window=`` (or ``n_ctx=``) given to the model, the constructed provider's own
     figure, else its registry entry's (a known model name, or the entry's default)."""
     for name in _WINDOW_NAMES:
@@ -61,12 +83,12 @@ def _model_window(model: iModel) -> int | None:
     return model.spec.window(model.model)
 
 
-def is_cli(model: iModel) -> bool:
+def is_cli(model: Described) -> bool:
     """A CLI agent (it keeps its own history: nothing is fitted or cut for it)."""
     return model.spec.kind == "cli" or bool(model.request_defaults.get("cli"))
 
 
-def token_counter(model: iModel) -> Callable[[str], int] | None:
+def token_counter(model: Described) -> Callable[[str], int] | None:
     """The provider's offline tokenizer (``count_tokens(text)``) when the provider is
     constructed already (it is after a live call) and can count, else None: counts are then
     estimates. A call that failed because the model is not installed (a cassette miss on a
@@ -78,4 +100,4 @@ def token_counter(model: iModel) -> Callable[[str], int] | None:
         counter("")
     except LionError:
         return None
-    return counter  # type: ignore[no-any-return]
+    return counter

@@ -76,7 +76,7 @@ def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
     subset: references inlined, ``null`` alternatives as ``nullable``, ``const`` as a one-value
     ``enum``, unknown keywords (``additionalProperties``, ``$schema``...) dropped."""
     defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-    return _SchemaConverter(defs).convert(schema, 0)  # type: ignore[no-any-return]
+    return _SchemaConverter(defs).convert(schema, 0)
 
 
 class _SchemaConverter:

@@ -223,7 +223,7 @@ class iModel:
     async def _send(self, request: ModelRequest, on_delta: DeltaSink | None) -> ModelResponse:
         provider = self.provider
         try:
-            return await provider.complete(request, on_delta)  # type: ignore[no-any-return]
+            return await provider.complete(request, on_delta)
         except ProviderError as error:
             adapt = getattr(provider, "adapt_to_refusal", None)
             if adapt is None or not adapt(request, error):
@@ -231,7 +231,7 @@ class iModel:
         # The server refused the form of the request before replying (llama_cpp.server and
         # json_schema): lion_nb's own policy sends that one request once more, in the form
         # the server takes; nothing of a reply was received, so nothing is shown twice.
-        return await provider.complete(request, on_delta)  # type: ignore[no-any-return]
+        return await provider.complete(request, on_delta)
 
     def stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         """A CLI agent's chunks, through the active cassette when there is one: a replayed
@@ -247,7 +247,7 @@ class iModel:
         from lion_nb.models.probe import concurrency_limit
 
         if concurrency_limit(self) is None:
-            return self.provider.stream(request)  # type: ignore[no-any-return]
+            return self.provider.stream(request)
         return self._limited_stream(request)
 
     async def _limited_stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:

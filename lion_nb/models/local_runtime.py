@@ -249,7 +249,7 @@ def _llama_class() -> type:
 
     no_abort = capi.ggml_abort_callback(0)
 
-    class InterruptibleLlama(llama_cpp.Llama):  # type: ignore[misc,valid-type]
+    class InterruptibleLlama(llama_cpp.Llama):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.job: Job | None = None

@@ -21,14 +21,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from lion_nb.errors import ProviderError
 from lion_nb.models.capabilities import Capabilities, remember, remembered, server_root
 
 if TYPE_CHECKING:
-    from lion_nb.models.imodel import iModel
+    from collections.abc import Mapping
+
+    from lion_nb.models.registry import ProviderSpec
 
 __all__ = [
     "VENDOR_HOSTS",
@@ -59,7 +61,40 @@ _PROBE_TIMEOUT = 10.0  # /props is answered by the HTTP thread, not a slot: quic
 _LLAMA_CPP_PYTHON_TITLE = "llama.cpp Python API"  # FastAPI(title="🦙 llama.cpp Python API")
 
 
-def server_url(model: iModel) -> str | None:
+class Served(Protocol):
+    """What ``server_url`` reads of a model (``iModel``, or ``models.facts.Described``)."""
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def spec(self) -> ProviderSpec: ...
+
+
+class Probed(Served, Protocol):
+    """What the probe reads of a model (``iModel`` is one; ``models/imodel.py`` builds on this
+    module, never the other way round)."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def provider_name(self) -> str: ...
+
+    @property
+    def api(self) -> str | None: ...
+
+    @property
+    def request_defaults(self) -> Mapping[str, Any]: ...
+
+    @property
+    def context_window(self) -> int | None: ...
+
+    @property
+    def provider(self) -> Any: ...
+
+
+def server_url(model: Served) -> str | None:
     """The URL a model's server facts are remembered under: its ``base_url`` (or its
     registry entry's, e.g. Ollama's), for the HTTP APIs; None for the embedded model, CLI
     agents, the scripted model and an API left at its vendor's default URL."""
@@ -70,7 +105,7 @@ def server_url(model: iModel) -> str | None:
     return url.rstrip("/") if isinstance(url, str) and url else None
 
 
-def _probeable(model: iModel, url: str | None) -> bool:
+def _probeable(model: Probed, url: str | None) -> bool:
     if url is None or model.spec.api(model.api).module not in _PROBED_MODULES:
         return False
     host = (urlsplit(url).hostname or "").lower()
@@ -84,7 +119,7 @@ def _cassette_in_force() -> bool:
     return tape is not None and getattr(tape, "mode", None) != "off"
 
 
-def local_capabilities(model: iModel) -> Capabilities:
+def local_capabilities(model: Probed) -> Capabilities:
     """The embedded model (``provider="local"``), known without asking: one generation at a
     time in its window, JSON-schema grammars, and no tool choice of its own — SmolLM2 calls a
     tool when one is forced (``tool_choice="<name>"``) but not when left to choose
@@ -93,7 +128,7 @@ def local_capabilities(model: iModel) -> Capabilities:
     return Capabilities(json_schema=True, native_tools=False, slots=1, slot_window=window)
 
 
-async def capabilities_of(model: iModel) -> Capabilities:
+async def capabilities_of(model: Probed) -> Capabilities:
     """What ``model``'s server is known to do, asking it first when it has not been asked
     (see the module); cheap once asked."""
     if model.spec.kind == "local":
@@ -190,7 +225,7 @@ def props_facts(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def concurrency_limit(model: iModel) -> tuple[str, int] | None:
+def concurrency_limit(model: Probed) -> tuple[str, int] | None:
     """The limiter key and the number of generations ``model`` may have in flight: its
     ``max_concurrent=N``, else its server's slots when known; None: no limit (a vendor
     cloud, an unknown server)."""

@@ -190,7 +190,7 @@ class ProviderSpec:
                     f"the provider module {spec.module} is not installed"
                 ) from exc
             raise
-        return getattr(module, spec.cls)  # type: ignore[no-any-return]
+        return getattr(module, spec.cls)
 
 
 # Request options the Anthropic Messages API takes (models/anthropic.py), plus lion_nb's own.

@@ -162,7 +162,7 @@ class ScriptedProvider:
         error = self._error(reply)
         if error is not None:
             if hasattr(error, "__dict__"):
-                error.partial_text = "".join(sent)  # type: ignore[attr-defined]
+                error.partial_text = "".join(sent)  # type: ignore[attr-defined]  # tagged onto any scripted error
             raise error
         calls = []
         for i, call in enumerate(reply.get("tool_calls") or []):

@@ -87,10 +87,10 @@ def _compose_model(
             list[ActionRequestModel],
             Field(default_factory=list, description=_REQUESTS_DESC),
         )
-    request = create_model(name, __base__=base or BaseModel, **extra)  # type: ignore[call-overload]
+    request = create_model(name, __base__=base or BaseModel, **extra)
     if not actions:
         return request, request
-    response = create_model(  # type: ignore[call-overload]
+    response = create_model(
         name,
         __base__=request,
         action_responses=(list[ActionResponseModel], Field(default_factory=list)),

@@ -155,7 +155,7 @@ async def _run(
         await _continue(port, fork, reply, prefix, prefix_tokens, chat_model, on_stop, options)
         return fork
 
-    return await observed_run(port, "fork_at_token", run())  # type: ignore[no-any-return]
+    return await observed_run(port, "fork_at_token", run())
 
 
 async def _continue(

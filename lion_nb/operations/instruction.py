@@ -83,7 +83,7 @@ def response_schema_of(fmt: Any) -> dict[str, Any] | None:
         fmt = type(fmt)
     if isinstance(fmt, dict):
         return fmt
-    return fmt.model_json_schema()  # type: ignore[no-any-return]
+    return fmt.model_json_schema()
 
 
 def context_list(context: Any) -> list[Any]:

@@ -102,7 +102,7 @@ def _from_instruct(instruct: Any, *given: Any) -> tuple[Any, Any, Any]:
     if not isinstance(instruct, dict):
         instruct = {"instruction": instruct}
     names = ("instruction", "guidance", "context")
-    return tuple(  # type: ignore[return-value]
+    return tuple(
         value if value is not None else instruct.get(name)
         for name, value in zip(names, given, strict=True)
     )

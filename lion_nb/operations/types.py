@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -40,7 +40,7 @@ def check_on_stop(value: Any) -> OnStop:
     """``value`` as an ``on_stop`` choice, or a ValueError naming the choices."""
     if value not in ON_STOP:
         raise ValueError(f"on_stop must be 'discard' or 'record', not {value!r}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def default_data_dir() -> Path:
@@ -59,13 +59,15 @@ def default_persist_dir() -> Path:
 
 class _Param:
     __slots__ = ()
+    if TYPE_CHECKING:  # every parameter class is a dataclass: what dataclasses.replace needs
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def with_(self, **changes: Any) -> Any:
         """A copy with some fields changed (parameter objects are frozen)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclasses.dataclass(slots=True, frozen=True, kw_only=True)

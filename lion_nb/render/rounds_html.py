@@ -240,11 +240,12 @@ def call_preview_html(calls: list[FormingCall]) -> str:
     return f'<div class="lion-call-preview" role="group" aria-label="{label}">{lines}</div>'
 
 
+_ENDED: dict[str, Status] = {"stopped": "stopped", "failed": "failed", "done": "done"}
+
+
 def live_reply_status(rnd: Round) -> Status:
     """How a reply still streaming in ``rnd`` is marked."""
-    if rnd.status in ("stopped", "failed", "done"):
-        return rnd.status  # type: ignore[return-value]
-    return "streaming"
+    return _ENDED.get(rnd.status, "streaming")
 
 
 def round_error_html(rnd: Round) -> str:

@@ -124,8 +124,8 @@ def _detector_md() -> Any:
 
         md = build_markdown(html_enabled=True)
         # Report every link (we judge the scheme ourselves) as written, entity-decoded.
-        md.validateLink = lambda url: True  # type: ignore[method-assign]
-        md.normalizeLink = lambda url: url  # type: ignore[method-assign]
+        md.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it's override point
+        md.normalizeLink = lambda url: url  # type: ignore[method-assign]  # markdown-it's override point
         _detector = md
     return _detector
 

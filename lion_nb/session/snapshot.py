@@ -26,7 +26,7 @@ def branch_to_dict(branch: Branch) -> dict[str, Any]:
         "parse_model": branch._parse_model.settings() if branch._parse_model else None,
         "tools": sorted(branch._tools.tools) if branch._tools else [],
         "messages": MESSAGE_LIST.dump_python(
-            list(branch.messages),  # type: ignore[arg-type]
+            list(branch.messages),
             mode="json",
         ),
     }

@@ -71,9 +71,7 @@ class Tool:
             annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
-        model = create_model(  # type: ignore[call-overload]
-            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        model = create_model(f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields)
         self._validator: TypeAdapter[Any] = TypeAdapter(model)
         schema = model.model_json_schema()
         schema.pop("title", None)
@@ -123,10 +121,10 @@ class ToolRegistry:
     def register(
         self, tools: Callable[..., Any] | Tool | Iterable[Any], *, update: bool = False
     ) -> list[Tool]:
-        items = tools if isinstance(tools, list | tuple | set) else [tools]
+        items: Iterable[Any] = tools if isinstance(tools, list | tuple | set) else [tools]
         added: list[Tool] = []
         for item in items:
-            tool = item if isinstance(item, Tool) else Tool(item)  # type: ignore[arg-type]
+            tool = item if isinstance(item, Tool) else Tool(item)
             existing = self.tools.get(tool.name)
             if existing is not None and not update:
                 if existing.func is not tool.func:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from lion_nb.messages import RoledMessage
@@ -21,7 +21,7 @@ __all__ = ["Key", "TranscriptModel", "is_live"]
 Key = Hashable  # uuid.UUID | tuple[str, uuid.UUID]
 
 
-def is_live(key: Key) -> bool:
+def is_live(key: Key) -> TypeGuard[tuple[str, uuid.UUID]]:
     return isinstance(key, tuple) and key[0] == "live"
 
 

@@ -20,12 +20,12 @@ from lion_nb.cassettes import active as cassettes
 from lion_nb.render.chrome import cassette_badge_html
 
 if TYPE_CHECKING:
-    from lion_nb.cassettes.cassette import Cassette
+    from lion_nb.cassettes.active import Tape
 
 __all__ = ["at_rest", "badge_html", "why_cannot_record"]
 
 
-def badge_html(tape: Cassette | None, model: Any) -> str:
+def badge_html(tape: Tape | None, model: Any) -> str:
     """The badge for cassette ``tape`` (None or mode "off": none) and the view's ``model``."""
     if tape is None or tape.mode == "off":
         return ""
@@ -67,6 +67,6 @@ def _loopback(url: str | None) -> bool:
     return bool(url) and is_loopback(urlparse(str(url)).hostname)
 
 
-def at_rest() -> Cassette | None:
+def at_rest() -> Tape | None:
     """The cassette a view's next Send goes through: the process-wide default."""
     return cassettes.default()

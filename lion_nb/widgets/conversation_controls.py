@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import status_html
@@ -34,8 +34,10 @@ from lion_nb.widgets.shown_branch import WARM, greedy, same_reply_note, shown_wo
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
     from lion_nb.session.conversation import Conversation
+    from lion_nb.signals import Signal
     from lion_nb.tokens import Samples
     from lion_nb.widgets.compare_view import CompareView
+    from lion_nb.widgets.transcript import Transcript
 
 __all__ = ["ConversationControls"]
 
@@ -54,6 +56,23 @@ class ConversationControls:
     _compare_at: int | None = None  # the message index the comparison is at
     title: str
 
+    if TYPE_CHECKING:  # what BranchView and Front provide; declared for the type checker only
+        verb: str | Callable[..., Awaitable[Any]]
+        verb_kwargs: dict[str, Any]
+        transcript: Transcript
+        runs: ChatRuns
+        closed: bool
+        _signals: tuple[type[Signal], ...]
+        _unsubscribe: Callable[[], None]
+
+        @property
+        def running(self) -> bool: ...
+        def stop(self) -> None: ...
+        def set_chrome(self, **values: Any) -> None: ...
+        def _show_error(self, error: BaseException, *, given_back: bool = False) -> None: ...
+        def _show_stopping(self) -> None: ...
+        def _on_signal(self, signal: Signal) -> None: ...
+
     @property
     def conversation(self) -> Conversation:
         if self._conversation is None:
@@ -61,12 +80,12 @@ class ConversationControls:
 
             self._conversation = Conversation(
                 self.branch,
-                verb=self.verb,  # type: ignore[attr-defined]
-                verb_kwargs=self.verb_kwargs,  # type: ignore[attr-defined]
+                verb=self.verb,
+                verb_kwargs=self.verb_kwargs,
                 on_show=self._on_show,
             )
             # one dict: verb_kwargs changed on the view reach the turns it starts
-            self._conversation.verb_kwargs = self.verb_kwargs  # type: ignore[attr-defined]
+            self._conversation.verb_kwargs = self.verb_kwargs
         return self._conversation
 
     # ----- the Python API -------------------------------------------------------------------
@@ -81,7 +100,7 @@ class ConversationControls:
         fork: Branch = await self._controlled(
             lambda: self.conversation.aregenerate(index, temperature=temperature)
         )
-        at_zero = greedy(self.verb_kwargs, self.branch)  # type: ignore[attr-defined]
+        at_zero = greedy(self.verb_kwargs, self.branch)
         same = same_reply_note(self.conversation, at_zero)
         if same:
             self._name_shown(note=same)
@@ -109,7 +128,7 @@ class ConversationControls:
         forks named by their settings (``"sample 2/5 · temperature 0.8"``: the view's title
         says which one is shown, ``‹ n/of ›`` steps through them); returns ``Samples`` (where
         they agree and diverge). See ``Conversation.asample``."""
-        return await self._controlled(  # type: ignore[no-any-return]
+        return await self._controlled(
             lambda: self.conversation.asample(
                 n, index=index, temperature=temperature, top_p=top_p, **kwargs
             )
@@ -128,7 +147,7 @@ class ConversationControls:
         shown = self.branch
         fresh = self.conversation.clear()
         if fresh is not shown:  # the last run's status no longer describes what is shown
-            self.set_chrome(  # type: ignore[attr-defined]
+            self.set_chrome(
                 status_line=status_html(
                     "idle", f"{said}: the conversation so far is kept (‹ › on your next message)"
                 )
@@ -159,7 +178,7 @@ class ConversationControls:
         view.on_redraw(self._on_compare_html)
         self.compare_view = view
         self._compare_at = index
-        self.set_chrome(compare_html=view.html())  # type: ignore[attr-defined]
+        self.set_chrome(compare_html=view.html())
         return view
 
     def close_compare(self) -> None:
@@ -167,11 +186,11 @@ class ConversationControls:
         view, self.compare_view = self.compare_view, None
         if view is not None:
             view.close()
-            self.set_chrome(compare_html="")  # type: ignore[attr-defined]
+            self.set_chrome(compare_html="")
 
     def _on_compare_html(self, html: str) -> None:
         if self.compare_view is not None:
-            self.set_chrome(compare_html=html)  # type: ignore[attr-defined]
+            self.set_chrome(compare_html=html)
 
     def _alts(self, k: int) -> int:
         try:
@@ -194,7 +213,7 @@ class ConversationControls:
             except asyncio.CancelledError:
                 pass
             except Exception as exc:  # shown in the view
-                self._show_error(exc)  # type: ignore[attr-defined]
+                self._show_error(exc)
 
         asyncio.get_running_loop().create_task(go())
 
@@ -217,7 +236,7 @@ class ConversationControls:
 
     def _action_switch(self, content: dict[str, Any]) -> None:
         index = self._index_of(content)
-        if index is None or self.running:  # type: ignore[attr-defined]
+        if index is None or self.running:
             return
         alts = self.alternatives(index)
         at = next((i for i, b in enumerate(alts) if b is self.branch), 0)
@@ -231,7 +250,7 @@ class ConversationControls:
             try:
                 self.compare(index)
             except ValueError as exc:
-                self._show_error(exc)  # type: ignore[attr-defined]
+                self._show_error(exc)
 
     def _action_compare_close(self, _content: dict[str, Any]) -> None:
         self.close_compare()
@@ -241,38 +260,38 @@ class ConversationControls:
         started (``await branch.communicate(...)``) cannot be stopped from the view (only its
         cell can: Kernel → Interrupt): the view clears at once and says the reply goes on in
         the conversation it keeps."""
-        if not self.running:  # type: ignore[attr-defined]
+        if not self.running:
             self.clear()
             return
-        running = (self._control_task, self.runs.task)  # type: ignore[attr-defined]
+        running = (self._control_task, self.runs.task)
         tasks = [t for t in running if t is not None and not t.done()]
         if not tasks:
             self.clear(said=_ELSEWHERE)
             return
-        self.stop()  # type: ignore[attr-defined]
+        self.stop()
         said = status_html("stopping", "stopping the reply, then clearing…")
-        self.set_chrome(status_line=said)  # type: ignore[attr-defined]
+        self.set_chrome(status_line=said)
         asyncio.get_running_loop().create_task(self._clear_after(tasks))
 
     async def _clear_after(self, tasks: list[asyncio.Task[Any]]) -> None:
         """Clear once the stopped reply's run has ended (its RunEnd may follow its task)."""
         await asyncio.wait(tasks, timeout=10.0)
         for _ in range(100):
-            if not self.running:  # type: ignore[attr-defined]
+            if not self.running:
                 break
             await asyncio.sleep(0.02)
-        if self.closed:  # type: ignore[attr-defined]
+        if self.closed:
             return
-        stopped = not self.running  # type: ignore[attr-defined]
+        stopped = not self.running
         self.clear(said="stopped the reply, then cleared" if stopped else _ELSEWHERE)
 
     # ----- machinery ------------------------------------------------------------------------
-    async def _controlled(self, make: Callable[[], Awaitable[Any]]) -> Any:
-        if self.running:  # type: ignore[attr-defined]
+    async def _controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        if self.running:
             raise RuntimeError("a run is active on this view's branch; stop it or wait")
-        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(make())  # type: ignore[arg-type]
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(make())
         self._control_task = task
-        self.set_chrome(busy=True, can_stop=True)  # type: ignore[attr-defined]
+        self.set_chrome(busy=True, can_stop=True)
         shown = self.branch
         try:
             return await task
@@ -282,8 +301,8 @@ class ConversationControls:
                 self._name_shown()  # after the run's own status: say which branch this is
                 if self.compare_view is not None:
                     self._follow_compare()
-            self.transcript.finish_live()  # type: ignore[attr-defined]
-            self.set_chrome(busy=self.runs.running, can_stop=False)  # type: ignore[attr-defined]
+            self.transcript.finish_live()
+            self.set_chrome(busy=self.runs.running, can_stop=False)
             self.sync_alternatives()
 
     def stop_control(self) -> bool:
@@ -298,14 +317,14 @@ class ConversationControls:
         comparison follow (or close when the new branch has nothing to compare there)."""
         if branch is self.branch:
             return
-        self._unsubscribe()  # type: ignore[has-type]
+        self._unsubscribe()
         self.branch = branch
-        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)  # type: ignore[attr-defined]
-        self.transcript.rebind(branch)  # type: ignore[attr-defined]
-        self._unsubscribe = branch.subscribe(self._signals, self._on_signal)  # type: ignore[attr-defined]
+        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
+        self.transcript.rebind(branch)
+        self._unsubscribe = branch.subscribe(self._signals, self._on_signal)
         # Send and Stop follow the branch shown (a cell's reply on the one left runs on there)
         control = self._control_task is not None and not self._control_task.done()
-        self.set_chrome(busy=self.running, can_stop=control)  # type: ignore[attr-defined]
+        self.set_chrome(busy=self.running, can_stop=control)
         self._name_shown()
         self.sync_alternatives()
         if self.compare_view is not None and self._control_task is None:
@@ -318,7 +337,7 @@ class ConversationControls:
         last = getattr(self, "last_status", None)
         self.title, line = shown_words(self.conversation, base, last, note)
         if line is not None:
-            self.set_chrome(status_line=line)  # type: ignore[attr-defined]
+            self.set_chrome(status_line=line)
 
     def _follow_compare(self) -> None:
         at = self._compare_at
@@ -342,7 +361,7 @@ class ConversationControls:
             out["text"] = gauge_text(plan.tokens, plan.window, exact=plan.exact, cuts=cuts)
             if cuts:
                 out["next"] = True
-        mark = self.transcript.cut_mark()  # type: ignore[attr-defined]
+        mark = self.transcript.cut_mark()
         if mark is not None:
             out.update(cut=str(mark[0]), note=mark[1], n=mark[2])
         return out
@@ -351,13 +370,13 @@ class ConversationControls:
         """The ``‹ n/of ›`` switchers, "continue" marks and the context gauge and notice the
         page draws, by message id."""
         had = self._conversation is not None
-        self.set_chrome(ctx=self.context_marks())  # type: ignore[attr-defined]
-        at_zero = greedy(self.verb_kwargs, self.branch)  # type: ignore[attr-defined]
+        self.set_chrome(ctx=self.context_marks())
+        at_zero = greedy(self.verb_kwargs, self.branch)
         warm = {"t": 0, "warm": WARM} if at_zero else {}
-        self.set_chrome(sampling=warm)  # type: ignore[attr-defined]
+        self.set_chrome(sampling=warm)
         messages = self.branch.messages
         cut = [str(i) for i in open_truncated(list(messages))]
-        self.set_chrome(cut_marks=cut)  # type: ignore[attr-defined]
+        self.set_chrome(cut_marks=cut)
         if not had:
             return  # no alternatives before a turn from this view
         marks: dict[str, list[int]] = {}
@@ -368,4 +387,4 @@ class ConversationControls:
                 n, of = self.conversation.position(k)
                 if of > 1:
                     marks[str(message.id)] = [n, of]
-        self.set_chrome(alt_marks=marks)  # type: ignore[attr-defined]
+        self.set_chrome(alt_marks=marks)

@@ -74,7 +74,7 @@ def _warm_up_soon() -> threading.Thread:
     return thread
 
 
-class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]
+class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr_mimebundle_ wraps AnyWidget's
     """Synced state of a view on the front-end module, and its delta channel."""
 
     _esm = traitlets.Unicode(front_module()).tag(sync=True)

@@ -326,11 +326,12 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self._turn_pending = True
         loop.call_soon(self.update_next_turn)
 
-    def update_next_turn(self) -> NextTurn:
-        """Compute what the next turn sends, now; returns it (also shown in the header)."""
+    def update_next_turn(self) -> NextTurn | None:
+        """Compute what the next turn sends, now; returns it (also shown in the header).
+        A closed inspector computes nothing and returns the last it computed (None if none)."""
         self._turn_pending = False
         if self.closed:
-            return self._turn  # type: ignore[return-value]
+            return self._turn
         self._turn = nt.next_turn(self.branch.messages, self.branch.chat_model_or_none)
         self._next_html = turns.next_turn_html(self._turn)
         self.front.update()

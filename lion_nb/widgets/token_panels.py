@@ -19,24 +19,48 @@ What the page is sent, and when:
 Choosing an alternative forks the conversation there (``fork_token`` ->
 ``Conversation.afork_at_token``): the view shows the fork like a regenerated reply, so the
 ``‹ n/of ›`` switcher and Compare work on token forks, and the fork's reply opens its token
-view as it streams. Mixed into ``BranchView`` (``TokenControls``).
+view as it streams. Mixed into ``BranchView`` (``TokenControls``); the panels know the view
+only as a ``TokenHost`` (below), so ``chat_view`` builds on this module, never the other way
+round.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.signals import StreamDelta
 from lion_nb.widgets.protocol import TOP_CHUNK
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
-    from lion_nb.widgets.chat_view import BranchView
+    from lion_nb.session.conversation import Conversation
+    from lion_nb.tokens import Samples
+    from lion_nb.widgets.channel import Channel
+    from lion_nb.widgets.transcript import Transcript
 
-__all__ = ["TokenControls", "TokenPanels", "has_tokens", "surprise"]
+__all__ = ["TokenControls", "TokenHost", "TokenPanels", "has_tokens", "surprise"]
+
+
+class TokenHost(Protocol):
+    """What the token panels use of their view (``BranchView`` is the one): the branch shown,
+    its transcript and channel, its chrome and its saved-notebook copy."""
+
+    @property
+    def branch(self) -> Branch: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def channel(self) -> Channel: ...
+
+    def set_chrome(self, **values: Any) -> None: ...
+
+    def refresh_static(self) -> bool: ...
+
 
 MAX_SURPRISE = 9999  # hundredths of a nat: p below ~e^-100 (and p = 0) are drawn alike
 
@@ -70,7 +94,7 @@ class TokenPanels:
     """Which replies' token views are open, and the ``tokens`` ops that bring them up to date
     on ``view``'s channel (by message id; the page's key is the transcript's)."""
 
-    def __init__(self, view: BranchView, *, follow: bool = False) -> None:
+    def __init__(self, view: TokenHost, *, follow: bool = False) -> None:
         self._view = view
         self.follow = follow  # every reply streamed from now on opens its token view
         self.open_next = False  # the next reply streamed opens its token view (a token fork)
@@ -86,7 +110,7 @@ class TokenPanels:
         if mid in messages:
             tokens = getattr(messages[mid], "tokens", None)
             if tokens is not None:
-                return tokens  # type: ignore[no-any-return]
+                return tokens
         return self._streams.get(mid)
 
     def key_of(self, mid: uuid.UUID) -> str:
@@ -218,7 +242,7 @@ class TokenPanels:
         replies = [m for m in self._view.branch.messages if m.role == "assistant"]
         for n, message in enumerate(replies, 1):
             if message.id in self.open and has_tokens(message):
-                tokens = message.tokens  # type: ignore[attr-defined]
+                tokens = message.tokens
                 out.append(tokens_html(tokens, title=f"Tokens of reply {n}"))
         return "".join(out)
 
@@ -229,6 +253,17 @@ class TokenControls:
 
     token_panels: TokenPanels
     branch: Branch
+
+    if TYPE_CHECKING:  # what BranchView and ConversationControls provide; for the type checker
+        conversation: Conversation
+
+        @property
+        def running(self) -> bool: ...
+        def set_chrome(self, **values: Any) -> None: ...
+        def _index_of(self, content: dict[str, Any]) -> int | None: ...
+        def _background(self, make: Callable[[], Awaitable[Any]]) -> None: ...
+        async def _controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any: ...
+        async def asample(self, n: int = 5, *, index: int | None = None) -> Samples: ...
 
     def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
         """Open (or close) the token view of the reply at ``index`` of the shown branch (the
@@ -250,21 +285,19 @@ class TokenControls:
         """A fork whose reply at ``index`` keeps its first ``token`` tokens, then ``text``, and
         lets the model continue (``Conversation.afork_at_token``); the view shows it, its reply
         streaming with its token view open. Returns the fork."""
-        conversation = self.conversation  # type: ignore[attr-defined]
+        conversation = self.conversation
         self.token_panels.open_next = True
         try:
-            return await self._controlled(  # type: ignore[attr-defined,no-any-return]
-                lambda: conversation.afork_at_token(index, token, text)
-            )
+            return await self._controlled(lambda: conversation.afork_at_token(index, token, text))
         finally:
             self.token_panels.open_next = False
 
     def sync_alternatives(self) -> None:
         """The marks the page draws (``ConversationControls``), and which replies have tokens."""
         super().sync_alternatives()  # type: ignore[misc]
-        if not self.running:  # type: ignore[attr-defined]
+        if not self.running:
             self.token_panels.prune()
-        self.set_chrome(  # type: ignore[attr-defined]
+        self.set_chrome(
             token_marks=self.token_panels.marks(), token_open=self.token_panels.open_keys()
         )
 
@@ -277,23 +310,23 @@ class TokenControls:
             self.token_panels.top(str(content.get("key", "")), at)
 
     def _action_fork_token(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)  # type: ignore[attr-defined]
+        index = self._index_of(content)
         token, text = content.get("index"), content.get("text")
         if index is None or not isinstance(token, int) or not isinstance(text, str):
             return
-        self._background(lambda: self.afork_at_token(index, token, text))  # type: ignore[attr-defined]
+        self._background(lambda: self.afork_at_token(index, token, text))
 
     def _action_sample(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)  # type: ignore[attr-defined]
+        index = self._index_of(content)
         n = content.get("n", 5)
         if index is None or not isinstance(n, int) or not 1 <= n <= 20:
             return
 
         async def sample() -> None:
-            samples = await self.asample(n=n, index=index)  # type: ignore[attr-defined]
+            samples = await self.asample(n=n, index=index)
             self.show_samples(samples)
 
-        self._background(sample)  # type: ignore[attr-defined]
+        self._background(sample)
 
     def show_samples(self, samples: Any) -> None:
         """Show a sample set (``view.asample``'s ``Samples``) under the view, where the
@@ -301,13 +334,13 @@ class TokenControls:
         (``render.tokens_html.samples_html``); Close (or a Compare) replaces it."""
         from lion_nb.render.tokens_html import samples_html
 
-        self.close_compare()  # type: ignore[attr-defined]
+        self.close_compare()
         self._samples_shown = True
-        self.set_chrome(compare_html=samples_html(samples))  # type: ignore[attr-defined]
+        self.set_chrome(compare_html=samples_html(samples))
 
     def close_compare(self) -> None:
         """Close the comparison (``ConversationControls``) or the sample set under the view."""
         super().close_compare()  # type: ignore[misc]
         if getattr(self, "_samples_shown", False):
             self._samples_shown = False
-            self.set_chrome(compare_html="")  # type: ignore[attr-defined]
+            self.set_chrome(compare_html="")

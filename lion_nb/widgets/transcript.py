@@ -128,7 +128,7 @@ class Transcript:
             if self.key_of(k) != key:
                 continue
             if is_live(k):
-                live = self.live.get(k[1])  # type: ignore[index]
+                live = self.live.get(k[1])
                 return live.text() if live is not None else ""
             if isinstance(k, uuid.UUID) and k in self.branch.messages:
                 from lion_nb.render.text import message_copy_text
@@ -138,8 +138,8 @@ class Transcript:
         return None
 
     def _part_html(self, key: Key) -> str:
-        if is_live(key) and key[1] in self.live:  # type: ignore[index]
-            live = self.live[key[1]]  # type: ignore[index]
+        if is_live(key) and key[1] in self.live:
+            live = self.live[key[1]]
             if not live.done or key not in self._html:
                 return live.html()
         return self._html.get(key, "")
@@ -217,7 +217,7 @@ class Transcript:
         """A new turn begins: the parts of a turn that ended with nothing recorded go."""
         for key in list(self._unrecorded):
             if is_live(key):
-                self._drop_live(key[1])  # type: ignore[index]
+                self._drop_live(key[1])
             elif self.model.shows(key):
                 self.model.drop(key)
                 self._html.pop(key, None)

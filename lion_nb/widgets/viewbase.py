@@ -98,7 +98,7 @@ class StaticFallback:
             self._release()
             for widget in self._owned_widgets():
                 widget.close()
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # the ipywidgets class this is mixed into
 
     def _release(self) -> None:
         """Unsubscribe from signals, cancel timers and tasks (each view says which)."""
@@ -117,7 +117,7 @@ class StaticFallback:
         raise NotImplementedError
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]  # as close() above
         if isinstance(bundle, tuple):  # anywidget: (data, metadata: Colab's widget manager)
             self._mime_metadata = bundle[1] or None
             bundle = dict(bundle[0])
