@@ -84,7 +84,8 @@ class MessageRetracted(Signal):
 class CallStart(Signal):
     """A model request is about to be sent (``operations.chat``). ``instruction`` is the
     Instruction as the verb built it, not recorded yet (a view shows it pending while the reply
-    streams); the reply streams under ``message_id``. ``records``: the exchange is recorded
+    streams; None when no new one is sent: ``fork_at_token`` continues a reply); the reply
+    streams under ``message_id``. ``records``: the exchange is recorded
     when it succeeds (communicate); False for an unrecorded call (chat, interpret, a parse
     repair turn), whose streamed card a view drops at ``CallEnd``."""
 

@@ -41,7 +41,7 @@ from lion_nb.models.anthropic_format import (
 from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.http_api import HTTPProvider, read_failure, read_sse, stream_cut
 from lion_nb.models.http_errors import event_error
-from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS
 from lion_nb.models.sse import SSEEvent
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "DEFAULT_MAX_TOKENS", "AnthropicProvider"]
@@ -77,7 +77,7 @@ class AnthropicProvider(HTTPProvider):
         model: str | None = None,
         api_key: str | None = None,
         *,
-        api_key_env: str | tuple[str, ...] | None = "ANTHROPIC_API_KEY",
+        api_key_env: str | tuple[str, ...] | None = PROVIDERS["anthropic"].key_env,
         **options: Any,
     ) -> None:
         super().__init__(model, api_key, api_key_env=api_key_env, **options)

@@ -56,7 +56,7 @@ from lion_nb.models.gemini_format import (
 )
 from lion_nb.models.http_errors import status_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
-from lion_nb.models.registry import GEMINI_OPTIONS
+from lion_nb.models.registry import GEMINI_OPTIONS, PROVIDERS
 from lion_nb.models.sse import SSEEvent
 from lion_nb.usage import Usage
 
@@ -98,7 +98,7 @@ class GeminiProvider(HTTPStreamProvider):
     env_key_to_loopback = True  # only Google's API and proxies of it speak this format
 
     def __init__(self, model: str | None = None, api_key: str | None = None, **kw: Any) -> None:
-        kw.setdefault("api_key_env", ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+        kw.setdefault("api_key_env", PROVIDERS["gemini"].key_env)
         super().__init__(model, api_key, **kw)
 
     def url(self, request: ModelRequest) -> str:

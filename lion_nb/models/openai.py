@@ -43,7 +43,7 @@ from lion_nb.models.http_api import (
 )
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.probe import refuses_json_schema
-from lion_nb.models.registry import COMMON_LOCAL_OPTIONS
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
 from lion_nb.tokens import check_logprobs
 
@@ -80,7 +80,7 @@ class OpenAIProvider(HTTPProvider):
         model: str | None = None,
         api_key: str | None = None,
         *,
-        api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY",
+        api_key_env: str | tuple[str, ...] | None = PROVIDERS["openai"].key_env,
         json_mode: Literal["json_schema", "json_object"] | None = None,
         prefill: Literal["message", "vllm"] | None = None,
         **options: Any,

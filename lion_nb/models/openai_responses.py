@@ -46,7 +46,7 @@ from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.chat_format import format_tool, logprob_tokens, response_format
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
-from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, RESPONSES_OPTIONS
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS, RESPONSES_OPTIONS
 from lion_nb.models.sse import SSEEvent
 from lion_nb.tokens import TokenDecoder, check_logprobs, encode_tokens_delta
 from lion_nb.usage import Usage
@@ -81,7 +81,7 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
     )
 
     def __init__(self, model: str | None = None, api_key: str | None = None, **kw: Any) -> None:
-        kw.setdefault("api_key_env", ("OPENAI_API_KEY",))
+        kw.setdefault("api_key_env", PROVIDERS["openai"].key_env)  # the same keys as chat
         kw.pop("api", None)  # the registry routed us here already
         super().__init__(model, api_key, **kw)
 

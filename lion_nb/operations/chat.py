@@ -7,7 +7,8 @@ request takes (``communicate`` records through it).
 through the port's ``MessageStream`` under the id it will be recorded with, and ends with
 ``CallEnd`` saying whether the reply was recorded. With ``records=True`` it records the
 exchange; stopped (cancelled) with ``on_stop="record"`` it records the instruction and the
-partial reply (``metadata["stopped"] = True``), else nothing (ADR-0021).
+partial reply (``metadata["stopped"] = True``), else nothing (ADR-0021). ``continue_reply``
+takes the same path for a reply the model continues from a given start (``fork_at_token``).
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lion_nb.compile import compile_messages
 from lion_nb.errors import ContextWindowError, ExecutionError, LionError
-from lion_nb.messages import AssistantResponse, Instruction, RoledMessage
+from lion_nb.messages import AssistantResponse, Instruction, RoledMessage, TokenChoice
 from lion_nb.models.base import ModelRequest, ModelResponse
 from lion_nb.operations.types import ChatParam
 from lion_nb.session.port import BranchPort
 from lion_nb.signals import CallEnd, CallStart, MessageStream
+from lion_nb.tokens import encode_tokens_delta
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
@@ -81,11 +84,72 @@ async def request(
         response_name=getattr(chat_param.response_format, "__name__", "response"),
         options=dict(chat_param.imodel_kw or {}),
     )
+    call = _Call(port, model, chat_param, plan, sent, ins, records=records, new_instruction=True)
+    return ins, await _send(call, req)
+
+
+async def continue_reply(
+    port: BranchPort,
+    prefix: str,
+    prefix_tokens: list[TokenChoice],
+    chat_param: ChatParam,
+    *,
+    metadata: dict[str, Any] | None = None,
+) -> AssistantResponse:
+    """The model continues a reply begun with ``prefix`` (``ModelRequest.prefix``; its tokens
+    ``prefix_tokens``) after the branch's messages, on ``request``'s path: the window fit (the
+    prefix counts as the turn to come), ``CallStart`` (``instruction=None``: no new one) and
+    ``CallEnd``, thinking blocks. The reply streams prefix first and is recorded, prefix
+    first, with ``metadata`` added; stopped, as ``chat_param.on_stop`` says."""
+    model = chat_param.imodel or port.chat_model
+    history = port.history(chat_param.progression)
+    ins = next((m for m in reversed(history) if isinstance(m, Instruction)), None)
+    await _learn_server(model)
+    sent, plan, cut = _fit_history(history, prefix, model, chat_param)
+    req = ModelRequest(
+        messages=compile_messages(sent, thinking_blocks=model.spec.thinking_blocks),
+        options=dict(chat_param.imodel_kw or {}),
+        prefix=prefix or None,  # no prefix at all: a plain new reply, which every model gives
+    )
+    extra = {**(metadata or {}), **({"context_fit": cut} if cut is not None else {})}
+    reply_to = ins or Instruction()
+    call = _Call(port, model, chat_param, plan, sent, reply_to, records=True, prefix=prefix)
+    call.prefix_tokens, call.metadata = prefix_tokens, extra
+    return await _send(call, req)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One request on its way: what ``_send`` needs besides the ``ModelRequest``."""
+
+    port: BranchPort
+    model: iModel
+    chat_param: ChatParam
+    plan: ContextPlan | None
+    sent: list[RoledMessage]  # the history sent (the instruction apart)
+    ins: Instruction  # what the reply answers
+    records: bool
+    new_instruction: bool = False  # shown pending at CallStart and recorded with the reply
+    prefix: str = ""  # the reply's given start (``continue_reply``)
+    prefix_tokens: list[TokenChoice] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)  # added to the recorded reply
+
+
+async def _send(call: _Call, req: ModelRequest) -> AssistantResponse:
+    """Send ``req`` between ``CallStart`` and ``CallEnd``, streaming under the reply's id."""
+    port, model, chat_param = call.port, call.model, call.chat_param
     response_id = uuid.uuid4()
     stream = port.stream(response_id)
+    shown = call.ins if call.new_instruction else None
     port.emit(
-        CallStart(branch_id=port.id, message_id=response_id, instruction=ins, records=records)
+        CallStart(
+            branch_id=port.id, message_id=response_id, instruction=shown, records=call.records
+        )
     )
+    if call.prefix:  # the reply's start, as a view will show the whole reply
+        stream("text", call.prefix)
+        if req.options.get("logprobs") is not None:
+            stream("tokens", encode_tokens_delta(call.prefix_tokens))
     outcome: Literal["done", "stopped", "failed"] = "failed"
     recorded = False
     try:
@@ -94,32 +158,58 @@ async def request(
             result = await model.complete(req, stream)
         except (asyncio.CancelledError, KeyboardInterrupt):  # Stop, or Kernel -> Interrupt
             outcome = "stopped"
-            if records and chat_param.on_stop == "record":
-                port.record(ins)
-                if stream:
-                    port.record(_partial(response_id, stream, ins, model))
-                recorded = True
+            recorded = _record_stopped(call, response_id, stream)
             raise
         except ContextWindowError:
             raise
         except LionError as exc:
             if _overflow(exc):  # the provider's words are in the message and the cause
-                plan = _replan(plan, [*sent, ins], model, chat_param, exc)
+                plan = _replan(call, exc)
                 raise _window_error(plan, model, chat_param, exc) from exc
             raise
         except Exception as exc:  # an unclassified failure is still a FAILED call
             raise ExecutionError(f"{model_label(model)} call failed: {exc!r}") from exc
-        res = _response(response_id, result, ins, model, time.perf_counter() - started)
-        if records:
-            port.record(ins)
+        res = _reply(call, response_id, result, time.perf_counter() - started)
+        if call.records:
+            if call.new_instruction:
+                port.record(call.ins)
             port.record(res)
             recorded = True
         outcome = "done"
-        return ins, res
+        return res
     finally:
         port.emit(
             CallEnd(branch_id=port.id, message_id=response_id, recorded=recorded, outcome=outcome)
         )
+
+
+def _record_stopped(call: _Call, response_id: uuid.UUID, stream: MessageStream) -> bool:
+    """A stopped recorded exchange keeps what ``on_stop`` says; True when it was recorded."""
+    if not (call.records and call.chat_param.on_stop == "record"):
+        return False
+    if call.new_instruction:
+        call.port.record(call.ins)
+    if stream:
+        partial = _partial(response_id, stream, call.ins, call.model)
+        call.port.record(_with_metadata(partial, call.metadata))
+    return True
+
+
+def _reply(
+    call: _Call, response_id: uuid.UUID, result: ModelResponse, took: float
+) -> AssistantResponse:
+    if call.prefix:  # the continuation follows the given start
+        result.text = call.prefix + result.text
+        if result.tokens is not None:
+            result.tokens = call.prefix_tokens + result.tokens
+    res = _response(response_id, result, call.ins, call.model, took)
+    return _with_metadata(res, call.metadata)
+
+
+def _with_metadata(message: AssistantResponse, metadata: dict[str, Any]) -> AssistantResponse:
+    if not metadata:
+        return message
+    return message.model_copy(update={"metadata": {**message.metadata, **metadata}})
 
 
 async def _learn_server(model: Any) -> None:
@@ -130,13 +220,7 @@ async def _learn_server(model: Any) -> None:
         await capabilities()
 
 
-def _replan(
-    plan: ContextPlan | None,
-    sent: list[RoledMessage],
-    model: Any,
-    chat_param: ChatParam,
-    exc: BaseException,
-) -> ContextPlan | None:
+def _replan(call: _Call, exc: BaseException) -> ContextPlan | None:
     """A server that named its window in its refusal (llama-server: one slot's) is taken at
     its word, for the next request of every model on it and for the error's figures."""
     from lion_nb.models.capabilities import remember
@@ -144,14 +228,15 @@ def _replan(
     from lion_nb.operations.window import max_tokens_of, plan_context, reported_window
 
     window = reported_window(exc)
-    url = server_url(model) if window is not None else None
-    if not url or (plan is not None and plan.window == window):
-        return plan
+    url = server_url(call.model) if window is not None else None
+    if not url or (call.plan is not None and call.plan.window == window):
+        return call.plan
     remember(url, slot_window=window)
-    *history, ins = sent
-    assert isinstance(ins, Instruction)
-    max_tokens = max_tokens_of(model, chat_param.imodel_kw)
-    return plan_context(history, model, instruction=ins, max_tokens=max_tokens, window=window)
+    turn = call.ins if call.new_instruction else call.prefix
+    max_tokens = max_tokens_of(call.model, call.chat_param.imodel_kw)
+    return plan_context(
+        call.sent, call.model, instruction=turn, max_tokens=max_tokens, window=window
+    )
 
 
 def _overflow(exc: BaseException) -> bool:
@@ -176,29 +261,40 @@ def _fit(
 ) -> tuple[Instruction, list[RoledMessage], ContextPlan | None]:
     """The instruction and the history to send: everything, or with ``fit_context`` the
     most recent turns that fit; a request known not to fit raises ``ContextWindowError``."""
+    sent, plan, cut = _fit_history(history, ins, model, chat_param)
+    if cut is None:
+        return ins, sent, plan
+    metadata = {**ins.metadata, "context_fit": cut}
+    return ins.model_copy(update={"metadata": metadata}), sent, plan
+
+
+def _fit_history(
+    history: list[RoledMessage], turn: Instruction | str, model: iModel, chat_param: ChatParam
+) -> tuple[list[RoledMessage], ContextPlan | None, dict[str, Any] | None]:
+    """The history to send before ``turn`` (the instruction, or a reply's given start), its
+    plan, and the record of what was cut (None when nothing was)."""
     from lion_nb.operations.window import cut_record, max_tokens_of, plan_context
 
     window = chat_param.context_window or model.context_window
     if window is None or model.is_cli:
-        return ins, history, None
+        return history, None, None
     plan = plan_context(
         history,
         model,
-        instruction=ins,
+        instruction=turn,
         max_tokens=max_tokens_of(model, chat_param.imodel_kw),
         window=window,
     )
     if not chat_param.fit_context:
         if plan.overflows:
             raise _window_error(plan, model, chat_param, None)
-        return ins, history, plan
+        return history, plan, None
     if not plan.fits:
         raise _window_error(plan, model, chat_param, None)
     if plan.progression is None:
-        return ins, history, plan
+        return history, plan, None
     keep = set(plan.progression)
-    metadata = {**ins.metadata, "context_fit": cut_record(plan, history)}
-    return ins.model_copy(update={"metadata": metadata}), [m for m in history if m.id in keep], plan
+    return [m for m in history if m.id in keep], plan, cut_record(plan, history)
 
 
 def _response(

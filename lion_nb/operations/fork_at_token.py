@@ -15,22 +15,23 @@ original branch is untouched. The fork says where it came from: ``metadata["fork
 While the model continues, the reply streams under its id with the prefix first, so a view
 shows the whole reply growing. Stopped with ``on_stop="record"`` the fork keeps the partial
 reply (``metadata["stopped"]``); a failure (not a stop) removes the fork from its session.
+The request takes ``chat``'s one path (``continue_reply``): the window fit (``fit_context=``
+and ``context_window=`` as for ``communicate``; ``ContextWindowError`` before sending when it
+is known not to fit), ``CallStart``/``CallEnd`` and thinking blocks.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.compile import compile_messages
-from lion_nb.messages import AssistantResponse, Instruction, TokenChoice
-from lion_nb.models.base import ModelRequest
-from lion_nb.operations.chat import _partial, _response
+from lion_nb.messages import AssistantResponse, TokenChoice
+from lion_nb.operations.chat import continue_reply
+from lion_nb.operations.types import ChatParam, check_on_stop
 from lion_nb.session.port import BranchPort
-from lion_nb.tokens import check_logprobs, encode_tokens_delta, token_choice
+from lion_nb.tokens import check_logprobs, token_choice
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
@@ -167,32 +168,15 @@ async def _continue(
     on_stop: str,
     options: dict[str, Any],
 ) -> None:
-    model = chat_model or port.chat_model
-    history = port.history()
-    ins = next((m for m in reversed(history) if isinstance(m, Instruction)), None)
-    # no prefix at all (token 0, no text): a plain new reply, which every provider gives
-    request = ModelRequest(
-        messages=compile_messages(history), options=options, prefix=prefix or None
-    )
-    response_id = uuid.uuid4()
-    stream = port.stream(response_id)
-    if prefix:  # the reply's start, as the view will show the whole reply
-        stream("text", prefix)
-        if options.get("logprobs") is not None:
-            stream("tokens", encode_tokens_delta(prefix_tokens))
+    """The model continues the prefix on ``chat``'s request path (window fit, call signals,
+    thinking blocks); the reply is recorded saying where it came from."""
     origin = fork.metadata["forked_from"]
     origin = {k: origin[k] for k in ("branch_id", "message_id", "token_index", "token")}
-    started = time.perf_counter()
-    try:
-        result = await model.complete(request, stream)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        if on_stop == "record" and ins is not None:
-            partial = _partial(response_id, stream, ins, model)
-            metadata = {**partial.metadata, "forked_from": origin}
-            port.record(partial.model_copy(update={"metadata": metadata}))
-        raise
-    result.text = prefix + result.text
-    if result.tokens is not None:
-        result.tokens = prefix_tokens + result.tokens
-    res = _response(response_id, result, ins or Instruction(), model, time.perf_counter() - started)
-    port.record(res.model_copy(update={"metadata": {**res.metadata, "forked_from": origin}}))
+    param = ChatParam(
+        imodel=chat_model,
+        imodel_kw=options,
+        on_stop=check_on_stop(on_stop),
+        fit_context=bool(options.pop("fit_context", False)),
+        context_window=options.pop("context_window", None),
+    )
+    await continue_reply(port, prefix, prefix_tokens, param, metadata={"forked_from": origin})

@@ -48,6 +48,47 @@ def test_the_entry_gives_an_api_provider_its_key_variables(monkeypatch) -> None:
     assert iModel(provider="ollama").provider.key_env == ()
 
 
+def test_a_provider_built_directly_reads_its_key_variables_from_its_entry() -> None:
+    from lion_nb.models.anthropic import AnthropicProvider
+    from lion_nb.models.gemini import GeminiProvider
+    from lion_nb.models.openai import OpenAIProvider
+    from lion_nb.models.openai_responses import OpenAIResponsesProvider
+
+    built = {
+        "openai": OpenAIProvider("m"),
+        "anthropic": AnthropicProvider("m"),
+        "gemini": GeminiProvider("m"),
+    }
+    for name, provider in built.items():
+        assert provider.key_env == PROVIDERS[name].key_env, name
+    assert OpenAIResponsesProvider("m").key_env == PROVIDERS["openai"].key_env
+
+
+def test_the_key_variables_are_written_only_in_the_registry() -> None:
+    """A provider module that spelled a key variable again (outside its docstrings) would
+    let the two drift apart; the registry's entry is their one owner."""
+    import ast
+    import importlib
+    import inspect
+
+    names = {n for spec in PROVIDERS.values() for n in spec.key_env}
+    for module in ("openai", "anthropic", "gemini", "openai_responses"):
+        tree = ast.parse(inspect.getsource(importlib.import_module(f"lion_nb.models.{module}")))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        written = {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and id(node) not in docstrings
+        }
+        assert not names & written, (module, names & written)
+
+
 def test_an_unknown_api_is_refused_by_name() -> None:
     with pytest.raises(ConfigurationError, match=r"unknown api 'assistants'.*chat, responses"):
         iModel(provider="openai", api="assistants")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from lion_nb import Branch, Session, iModel
-from lion_nb.errors import ConfigurationError
+from lion_nb.errors import ConfigurationError, ContextWindowError
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.session.conversation import Conversation
-from lion_nb.signals import RunEnd, RunStart, Signal, StreamDelta
+from lion_nb.signals import CallEnd, CallStart, RunEnd, RunStart, Signal, StreamDelta
 
 STORY = [
     {"text": "Once", "logprob": -0.2, "top": [["Once", -0.2], ["The", -1.9]]},
@@ -140,3 +140,34 @@ async def test_forking_at_the_first_token_without_text_is_a_plain_new_reply() ->
     assert scripted.provider.requests[-1].prefix is None
     sent = fork.metadata["forked_from"]
     assert (sent["token_index"], sent["token"]) == (0, "")
+
+
+async def test_the_fork_is_one_model_call_with_its_signals() -> None:
+    branch = story_branch({"tokens": CONTINUATION})
+    await branch.communicate("A story, please.")
+    seen: list[Signal] = []
+
+    def follow(fork: Branch) -> None:
+        fork.subscribe((CallStart, CallEnd), seen.append)
+
+    fork = await branch.fork_at_token(-1, 2, " dog", on_fork=follow)
+    start, end = seen
+    assert isinstance(start, CallStart) and isinstance(end, CallEnd)
+    assert start.instruction is None  # the instruction is in the branch already
+    assert start.records and start.message_id == end.message_id == fork.messages[-1].id
+    assert end.recorded and end.outcome == "done"
+
+
+async def test_a_fork_that_cannot_fit_the_window_is_refused_before_sending() -> None:
+    session = Session()
+    model = iModel(provider="scripted", replies=["never sent"], context_window=64)
+    branch = Branch(chat_model=model)
+    session.include_branches(branch)
+    branch.add_message(Instruction(instruction="Tell me a long story. " * 40))
+    reply = AssistantResponse(response="Once", tokens=[{"text": "Once", "logprob": -0.2}])
+    branch.add_message(reply)
+    count = len(session.branches)
+    with pytest.raises(ContextWindowError):
+        await branch.fork_at_token(reply.id, 1, " upon")
+    assert len(session.branches) == count
+    assert model.provider.requests == []
