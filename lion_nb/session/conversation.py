@@ -326,10 +326,12 @@ class Conversation:
         assert isinstance(ins, Instruction)
         if temperature is None:
             return await self._on_fork(i, ins)
-        base = self.verb_kwargs.get("seed")
-        base = base if isinstance(base, int) and not isinstance(base, bool) else 0
-        seed = base + (len(self.alternatives(i + 1)) if i + 1 < len(messages) else 1)
-        sampling = {"temperature": temperature, "seed": seed}
+        sampling: dict[str, Any] = {"temperature": temperature}
+        model = self.verb_kwargs.get("chat_model") or self._branch.chat_model_or_none
+        if _takes_seed(model):  # OpenAI's Responses API and Anthropic's refuse a seed
+            sampling["seed"] = _base_seed(self.verb_kwargs.get("seed")) + (
+                len(self.alternatives(i + 1)) if i + 1 < len(messages) else 1
+            )
         return await self._on_fork(i, ins, sampling)
 
     async def aedit(self, index: int, text: str) -> Branch:
@@ -441,8 +443,7 @@ class Conversation:
         self.show(forks[0])
         self._running = True
         try:
-            base = options.get("seed")
-            base = base if isinstance(base, int) and not isinstance(base, bool) else 0
+            base = _base_seed(options.get("seed"))
             seeded = _takes_seed(options.get("chat_model") or before.chat_model_or_none)
             asked = []
             for j, fork in enumerate(forks):  # each its own seed: distinct and reproducible
@@ -611,6 +612,11 @@ class Conversation:
 
     def __repr__(self) -> str:
         return f"<Conversation showing {self._branch!r} of {len(self._family)} branches>"
+
+
+def _base_seed(given: Any) -> int:
+    """The seed numbered forks count from: the one given, else 0."""
+    return given if isinstance(given, int) and not isinstance(given, bool) else 0
 
 
 def _takes_seed(model: Any) -> bool:

@@ -162,3 +162,29 @@ async def test_samples_of_an_api_without_a_seed_are_asked_without_one(api: str) 
     bodies = [r["body"] if isinstance(r, dict) else r.body for r in server.requests]
     assert all("seed" not in body for body in bodies[1:])
     assert all("seed" not in b.metadata["sample"] for b in samples.branches)
+
+
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+async def test_regenerate_at_a_temperature_asks_an_api_without_a_seed_without_one(
+    api: str,
+) -> None:
+    """The same rule for ``aregenerate(temperature=)`` (the view's "Regenerate at temperature
+    0.8"): a seed only where the API takes one."""
+    from tests.servers.anthropic_server import start_anthropic_server
+    from tests.servers.vendor_servers import start_responses_server
+
+    with start_anthropic_server() if api == "anthropic" else start_responses_server() as server:
+        kw: dict[str, object] = {"provider": "openai", "api": "responses"}
+        if api == "anthropic":
+            kw = {"provider": "anthropic", "api_key": "sk-ant-test-0123456789"}
+        model = iModel(model="m", base_url=server.base_url, **kw)
+        session, branch = Session(), Branch(chat_model=model)
+        session.include_branches(branch)
+        conv = Conversation(branch)
+        await conv.asend("Name a colour.")
+        fork = await conv.aregenerate(temperature=0.8)
+        await model.aclose()
+    assert fork.messages[-1].role == "assistant"
+    assert fork.metadata["regenerated"] == {"temperature": 0.8}
+    bodies = [r["body"] if isinstance(r, dict) else r.body for r in server.requests]
+    assert "seed" not in bodies[-1] and bodies[-1]["temperature"] == 0.8
