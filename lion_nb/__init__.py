@@ -95,6 +95,7 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext lion_nb`` registers the ``%%lion`` cell magic and ``%lion_cassette``."""
+    # lazy: the magics import IPython, which ``import lion_nb`` never loads
     from lion_nb.magics import register
 
     register(ipython)
