@@ -116,7 +116,7 @@ def warm_up(verb: str | Verb, model: iModel | None) -> None:
     the provider's module (never the provider itself: no weights loaded, no client opened).
     Measured: the first Send of a chat view waited ~35-40 ms for these on a busy 2-core machine
     (B10, Enter -> first text). A chat view runs this in a thread when it is made."""
-    names = ["lion_nb.session.lifecycle", "lion_nb.session.port"]
+    names = ["lion_nb.port.lifecycle", "lion_nb.port.branch_port"]
     if isinstance(verb, str) and verb in _VERB_MODULES:
         names.append(_VERB_MODULES[verb])
     for name in names:

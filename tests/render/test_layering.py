@@ -29,7 +29,7 @@ def branch_private_names() -> set[str]:
     protocols, not state)."""
     from lion_nb.progression import Messages
     from lion_nb.session.branch import Branch
-    from lion_nb.session.port import BranchPort
+    from lion_nb.port.branch_port import BranchPort
     from lion_nb.session.session import Session
 
     names = set(vars(Branch())) | set(vars(Session()))
