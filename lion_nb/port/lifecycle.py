@@ -30,7 +30,6 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.signals import RunEnd, RunFailed, RunStart
-from lion_nb.tracebacks import mark_stopped, stop_line
 from lion_nb.usage import RunUsage, current_run_usage
 
 if TYPE_CHECKING:
@@ -203,6 +202,10 @@ def _say_stopped(stop: BaseException, branch: BranchPort, before: int) -> None:
     """Mark ``stop`` to print one line in IPython: what the run recorded before it stopped."""
     if isinstance(stop, GeneratorExit):  # a consumer's break / aclose(): no one to tell
         return
+    # lazy: lion_nb.tracebacks loads traceback and sysconfig (~6 ms of `import lion_nb` +
+    # Branch(), where the facade imports this module); only a stopped run needs it
+    from lion_nb.tracebacks import mark_stopped, stop_line
+
     mark_stopped(stop, stop_line(list(branch.messages)[before:]))
 
 

@@ -9,6 +9,7 @@ provider, widget or rich module.
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -331,8 +332,6 @@ class Branch:
         ``fit_context=True``: send the system message and the most recent whole turns that
         fit the model's context window (``context_window=N`` overrides it for this call);
         without it a request known not to fit raises ``ContextWindowError`` before sending."""
-        import warnings
-
         from lion_nb.operations.communicate import communicate
         from lion_nb.operations.types import ParseParam, check_on_stop
 
@@ -676,12 +675,14 @@ class Branch:
     # ----- copies and snapshots -----------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Everything needed to rebuild the branch (messages, models' settings); never keys."""
+        # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import branch_to_dict
 
         return branch_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Branch:
+        # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import branch_from_dict
 
         return branch_from_dict(cls, data, **overrides)
@@ -689,6 +690,7 @@ class Branch:
     def fork(self, at: int | uuid.UUID | None = None, *, name: str | None = None) -> Branch:
         """A new branch with this one's messages up to and including ``at`` (an index or a
         message id; default: all), the same models and tools, linked to its origin."""
+        # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import fork_branch
 
         return fork_branch(self, at, name=name)
