@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
     from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
-    from lion_nb.session.recover import recover_branch
     from lion_nb.session.branch import Branch
+    from lion_nb.session.recover import recover_branch
     from lion_nb.session.session import Session
     from lion_nb.tracebacks import debug
     from lion_nb.widgets.chat_view import BranchView, view

@@ -43,11 +43,13 @@ from pydantic import BaseModel, ValidationError
 from lion_nb.errors import ConfigurationError, ParseError
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse
 from lion_nb.operations.act import SOURCE, act
+from lion_nb.operations.communicate import communicate
 from lion_nb.operations.fields import ActionRequestModel, compose, with_action_responses
 from lion_nb.operations.instruction import context_list as _context_list
 from lion_nb.operations.jsonx import extract_json
 from lion_nb.operations.own_actions import ignores_native_tools, own_request_schema
 from lion_nb.operations.parse import parse
+from lion_nb.operations.run import run_and_collect
 from lion_nb.operations.types import ChatParam, ParseParam, RunParam
 from lion_nb.port.branch_port import BranchPort
 
@@ -279,10 +281,7 @@ def _plan(
     chat_param = RunParam(**param_kw, **persist_kw) if streamed else ChatParam(**param_kw)
     exchange: Any = middle
     if exchange is None:
-        if streamed:
-            from lion_nb.operations.run import run_and_collect as exchange
-        else:
-            from lion_nb.operations.communicate import communicate as exchange
+        exchange = run_and_collect if streamed else communicate
     return _Plan(
         chat_param=chat_param,
         exchange=exchange,
