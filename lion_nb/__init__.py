@@ -26,7 +26,7 @@ _LAZY = {
     "Operation": "lion_nb.flow.node",
     "BranchView": "lion_nb.widgets.chat_view",
     "view": "lion_nb.widgets.chat_view",
-    "recover_branch": "lion_nb.persist",
+    "recover_branch": "lion_nb.session.recover",
     "ProgressionInspector": "lion_nb.widgets.inspector",
     "inspect": "lion_nb.widgets.inspector",
     "ReActRoundsView": "lion_nb.widgets.rounds_view",
@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
     from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
-    from lion_nb.persist import recover_branch
     from lion_nb.session.branch import Branch
+    from lion_nb.session.recover import recover_branch
     from lion_nb.session.session import Session
     from lion_nb.tracebacks import debug
     from lion_nb.widgets.chat_view import BranchView, view

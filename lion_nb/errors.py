@@ -59,6 +59,8 @@ class LionError(Exception):
     def _render_traceback_(self) -> Callable[[], list[str]]:
         """IPython's seam: the short block of ``lion_nb.tracebacks``; absent (so IPython prints
         the full traceback) under ``%xmode Verbose`` or ``lion_nb.debug()``."""
+        # lazy: lion_nb.tracebacks loads traceback and sysconfig (~6 ms); only IPython showing
+        # an error needs it
         from lion_nb.tracebacks import renderer
 
         return renderer(self)
@@ -280,14 +282,24 @@ class CassetteMiss(CassetteError):
         self.differences = differences or []
 
 
+KeyVariables = Callable[[str], tuple[str, ...]]
+"""A provider's name -> the environment variables its API key is read from."""
+_key_variables: KeyVariables | None = None
+
+
+def name_key_variables(lookup: KeyVariables) -> None:
+    """Tell ``AuthenticationError`` where a provider's key variables are written: the provider
+    registry (``lion_nb.models.registry``) does when it loads. The errors sit below every model
+    module and import none of them; an error is raised by a provider, so the registry is there."""
+    global _key_variables
+    _key_variables = lookup
+
+
 def _key_env(provider: str | None) -> tuple[str, ...]:
     """The environment variables ``provider``'s key is read from (its registry entry)."""
-    if not provider:
+    if not provider or _key_variables is None:
         return ()
     try:
-        from lion_nb.models.registry import PROVIDERS
-
-        spec = PROVIDERS.get(provider)
+        return tuple(_key_variables(provider) or ())
     except Exception:  # a hint must never fail the error it explains
         return ()
-    return tuple(getattr(spec, "key_env", ()) or ())

@@ -12,6 +12,7 @@ Roles: ``system``, ``user`` (an Instruction), ``assistant`` (an AssistantRespons
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -129,8 +130,6 @@ class TokenChoice(BaseModel):
     @property
     def p(self) -> float:
         """The token's probability (``exp(logprob)``)."""
-        import math
-
         return math.exp(self.logprob)
 
 

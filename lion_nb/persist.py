@@ -1,289 +1,49 @@
-"""Stream persistence for ``Branch.run(stream_persist=True)``, and crash recovery.
+"""Deprecated: stream persistence moved below the operations, recovery to the facade.
 
-Files (other tools rely on these names):
+* ``lion_nb.port.stream_persist``: ``write_snapshot``, ``ChunkBuffer``, ``read_buffer``,
+  ``chunk_to_dict``/``chunk_from_dict``, ``snapshot_path``/``buffer_path`` and the file
+  names' constants;
+* ``lion_nb.session.recover``: ``recover_branch`` (also ``lion_nb.recover_branch``).
 
-* ``<snapshot_dir>/<branch id>.json`` — the branch (``Branch.to_dict()``), written atomically
-  (temporary file, fsync, ``os.replace``) after the instruction is recorded and before the
-  agent starts, and again when the run ends;
-* ``<persist_dir>/<branch id>.buffer.jsonl`` — the live buffer: a header line, then one JSON
-  object per chunk, appended and flushed as each chunk arrives. It is removed only after the
-  final snapshot is safely written, so a leftover buffer means the run did not finish cleanly.
-
-A flushed line is in the operating system's hands, so it survives the Python process being
-killed (``kill -9``); it is not fsynced per chunk (that would cost a disk sync per token), so a
-power loss may lose the last lines. ``recover_branch`` rebuilds the branch from the snapshot
-plus the buffer by replaying the chunks through the same ``StreamAssembler`` ``run()`` uses.
-
-Files are created readable by the owner only: they hold the conversation.
+This module re-exports them for one release.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
-import os
-import uuid
-from dataclasses import fields
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+import warnings
 
-from lion_nb.models.base import Chunk
+from lion_nb.port.stream_persist import (
+    BUFFER_FORMAT,
+    BUFFER_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    ChunkBuffer,
+    buffer_path,
+    chunk_from_dict,
+    chunk_to_dict,
+    read_buffer,
+    snapshot_path,
+    write_snapshot,
+)
+from lion_nb.session.recover import recover_branch
 
-if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
+__all__ = [
+    "BUFFER_FORMAT",
+    "BUFFER_SUFFIX",
+    "SNAPSHOT_SUFFIX",
+    "ChunkBuffer",
+    "buffer_path",
+    "chunk_from_dict",
+    "chunk_to_dict",
+    "read_buffer",
+    "recover_branch",
+    "snapshot_path",
+    "write_snapshot",
+]
 
-logger = logging.getLogger(__name__)
-
-BUFFER_FORMAT = "lion_nb.run-buffer/1"
-SNAPSHOT_SUFFIX = ".json"
-BUFFER_SUFFIX = ".buffer.jsonl"
-_CHUNK_FIELDS = tuple(f.name for f in fields(Chunk) if f.name != "error")
-
-
-def snapshot_path(snapshot_dir: str | os.PathLike[str], branch_id: uuid.UUID | str) -> Path:
-    return Path(snapshot_dir) / f"{branch_id}{SNAPSHOT_SUFFIX}"
-
-
-def buffer_path(persist_dir: str | os.PathLike[str], branch_id: uuid.UUID | str) -> Path:
-    return Path(persist_dir) / f"{branch_id}{BUFFER_SUFFIX}"
-
-
-def _make_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # not every filesystem lets a directory be opened
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_snapshot(branch: Branch, snapshot_dir: str | os.PathLike[str]) -> Path:
-    """Write ``<snapshot_dir>/<branch id>.json`` atomically: a reader (or a crash) sees the old
-    snapshot or the new one, never a torn file."""
-    directory = Path(snapshot_dir)
-    _make_dir(directory)
-    target = snapshot_path(directory, branch.id)
-    data = json.dumps(branch.to_dict(), ensure_ascii=False, default=str)
-    tmp = directory / f".{target.name}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(directory)
-    return target
-
-
-def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
-    """A JSON-safe form of ``chunk``: every field, the error as its class name and message."""
-    out: dict[str, Any] = {name: getattr(chunk, name) for name in _CHUNK_FIELDS}
-    error = chunk.error
-    if error is not None:
-        out["error"] = {
-            "type": type(error).__name__,
-            "message": str(error),
-            "status": getattr(error, "status", None),
-            "provider": getattr(error, "provider", None),
-        }
-    return out
-
-
-def chunk_from_dict(data: dict[str, Any]) -> Chunk:
-    """The inverse of ``chunk_to_dict``; the error comes back as the same lion_nb class when
-    there is one of that name (else a ``ProviderError``)."""
-    from lion_nb import errors
-
-    kw = {name: data[name] for name in _CHUNK_FIELDS if name in data}
-    err = data.get("error")
-    if isinstance(err, dict):
-        cls = getattr(errors, str(err.get("type")), None)
-        if not (isinstance(cls, type) and issubclass(cls, errors.ProviderError)):
-            cls = errors.ProviderError
-        message = err.get("message") or ""
-        try:
-            kw["error"] = cls(message, provider=err.get("provider"), status=err.get("status"))
-        except TypeError:
-            kw["error"] = errors.ProviderError(message, provider=err.get("provider"))
-    return Chunk(**kw)
-
-
-class ChunkBuffer:
-    """The live ``.buffer.jsonl`` of one run: ``open(header)``, ``append(chunk)``, ``close()``,
-    ``remove()``. A write failure mid-stream is logged once and later chunks are skipped: the
-    agent's work goes on, and the final snapshot still records every message."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh: TextIO | None = None
-        self._seq = 0
-        self.failed = False
-
-    def open(self, header: dict[str, Any]) -> None:
-        _make_dir(self.path.parent)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        self._fh = os.fdopen(fd, "w", encoding="utf-8")
-        self._write({"format": BUFFER_FORMAT, **header})
-
-    def _write(self, obj: dict[str, Any]) -> None:
-        assert self._fh is not None
-        self._fh.write(json.dumps(obj, ensure_ascii=False, default=repr) + "\n")
-        self._fh.flush()  # in the OS page cache: survives the death of this process
-
-    def append(self, chunk: Chunk) -> None:
-        if self._fh is None or self.failed:
-            return
-        self._seq += 1
-        try:
-            self._write({"seq": self._seq, "chunk": chunk_to_dict(chunk)})
-        except (OSError, ValueError) as exc:
-            self.failed = True
-            logger.error(
-                "stream persistence: could not append to %s (%s); later chunks are "
-                "not buffered, the final snapshot will still be written",
-                self.path,
-                exc,
-            )
-
-    def close(self) -> None:
-        fh, self._fh = self._fh, None
-        if fh is not None:
-            try:
-                fh.close()
-            except (OSError, ValueError) as exc:  # never in the way of the final snapshot
-                logger.error("stream persistence: closing %s failed (%s)", self.path, exc)
-
-    def remove(self) -> None:
-        self.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-
-
-def read_buffer(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Chunk]]:
-    """The header and chunks of a buffer file. A last line cut by a crash is dropped (with a
-    warning); so is any other line that does not decode."""
-    from lion_nb.models.jsonl import JSONLinesDecoder, MalformedLine
-
-    decoder = JSONLinesDecoder(source="run buffer")
-    items = decoder.feed(Path(path).read_bytes()) + decoder.finish()
-    header: dict[str, Any] = {}
-    chunks: list[Chunk] = []
-    for item in items:
-        if isinstance(item, MalformedLine):
-            logger.warning("recover: skipping %s line %d of %s", item.reason, item.line_no, path)
-        elif "format" in item and not header and not chunks:
-            header = item
-        elif isinstance(item.get("chunk"), dict):
-            chunks.append(chunk_from_dict(item["chunk"]))
-    if header.get("format") not in (None, BUFFER_FORMAT):
-        raise ValueError(f"{path}: unsupported buffer format {header.get('format')!r}")
-    return header, chunks
-
-
-def _find_snapshot(path: Path, branch_id: uuid.UUID | str | None) -> Path:
-    if path.is_file():
-        return path
-    if not path.is_dir():
-        raise FileNotFoundError(f"no snapshot file or directory at {str(path)!r}")
-    if branch_id is not None:
-        found = snapshot_path(path, branch_id)
-        if not found.is_file():
-            raise FileNotFoundError(f"no snapshot for branch {branch_id} in {str(path)!r}")
-        return found
-    leftovers = sorted(path.glob(f"*{BUFFER_SUFFIX}"))
-    if len(leftovers) == 1:
-        return snapshot_path(path, leftovers[0].name[: -len(BUFFER_SUFFIX)])
-    what = "several leftover buffers" if leftovers else "no leftover buffer"
-    raise ValueError(f"{str(path)!r} holds {what}; pass branch_id= to choose a snapshot")
-
-
-def recover_branch(
-    snapshot_path_or_dir: str | os.PathLike[str],
-    branch_id: uuid.UUID | str | None = None,
-    *,
-    buffer_path: str | os.PathLike[str] | None = None,
-) -> Branch:
-    """Rebuild a branch after a crash during ``run(stream_persist=True)``.
-
-    ``snapshot_path_or_dir``: the snapshot file, or the snapshot directory plus ``branch_id``
-    (which may be left out when the directory holds exactly one leftover buffer).
-    ``buffer_path``: the live buffer; default ``<branch id>.buffer.jsonl`` beside the
-    snapshot (pass it when ``persist_dir`` differed from ``snapshot_dir``).
-
-    The snapshot is loaded (``Branch.from_dict``), then the buffered chunks are replayed
-    through ``StreamAssembler``: the responses, tool requests and tool results the run had
-    recorded come back with the same ids (those the snapshot already holds are skipped), and
-    text received but never recorded becomes a final response marked
-    ``metadata["recovered"] = True``. Without a buffer the snapshot is returned as it is.
-    The files are left in place; the provider session id, when the buffer has one, is set on
-    the branch's CLI model so the next ``run()`` resumes the agent's session.
-    """
-    from lion_nb.operations.assemble import StreamAssembler
-    from lion_nb.session.branch import Branch
-
-    snap = _find_snapshot(Path(snapshot_path_or_dir), branch_id)
-    branch = Branch.from_dict(json.loads(snap.read_text(encoding="utf-8")))
-    buf = (
-        Path(buffer_path)
-        if buffer_path is not None
-        else snap.parent / (f"{branch.id}{BUFFER_SUFFIX}")
-    )
-    if not buf.is_file():
-        return branch
-    header, chunks = read_buffer(buf)
-    if header.get("branch_id") not in (None, str(branch.id)):
-        raise ValueError(f"{buf} belongs to branch {header['branch_id']}, not {branch.id}")
-    if header.get("instruction_id") and uuid.UUID(header["instruction_id"]) not in branch.messages:
-        logger.warning(
-            "recover: the snapshot does not hold the run's instruction; the "
-            "recovered messages follow the snapshot's last message"
-        )
-    namespace = uuid.UUID(header["run_id"]) if header.get("run_id") else None
-    asm = StreamAssembler(
-        sender=header.get("sender"),
-        recipient=header.get("recipient"),
-        provider=header.get("provider"),
-        namespace=namespace,
-    )
-
-    def record(messages: list[Any]) -> None:
-        for message in messages:
-            if message.id not in branch.messages:
-                branch.restore_message(message)
-
-    for chunk in chunks:
-        record(asm.feed(chunk))
-        if asm.ended:
-            break
-    if asm.error is None and asm.ended:  # a benign end: the run had finished
-        record(asm.finish(recovered=True))
-    elif asm.error is None and asm.result:  # the result arrived, the final snapshot did not
-        record(asm.finish(recovered=True))
-    else:
-        record(asm.flush(recovered=True))
-    if asm.session_id:
-        _restore_session(branch, asm.session_id)
-    return branch
-
-
-def _restore_session(branch: Branch, session_id: str) -> None:
-    model = branch.chat_model_or_none
-    if model is None:
-        branch.metadata.setdefault("provider_session_id", session_id)
-        return
-    try:
-        if model.is_cli:
-            model.provider_session_id = session_id
-    except Exception as exc:  # a provider that cannot be built here: keep the id visible
-        logger.warning("recover: could not set the session id on %r: %s", model, exc)
-        branch.metadata.setdefault("provider_session_id", session_id)
+warnings.warn(
+    "lion_nb.persist is deprecated: import the stream-persistence writer from "
+    "lion_nb.port.stream_persist and recover_branch from lion_nb.session.recover "
+    "(or lion_nb.recover_branch)",
+    DeprecationWarning,
+    stacklevel=2,
+)

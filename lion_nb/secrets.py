@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "REDACTED",
@@ -241,7 +242,5 @@ def public_url(url: str | None) -> str | None:
     """``url`` without its ``user:password@`` part: what is shown and saved of a URL."""
     if not url or "@" not in url:
         return url
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(url)
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))

@@ -208,6 +208,8 @@ class MessageStream:
             )
 
     def _add_tokens(self, delta: str) -> None:
+        # lazy: lion_nb.tokens (~4 ms) is for replies streamed with their tokens, and signals
+        # load with `import lion_nb`
         from lion_nb.tokens import decode_tokens_delta
 
         new = decode_tokens_delta(delta)

@@ -14,7 +14,7 @@ scripts keep their ordinary tracebacks.
 * **A stop** (Stop, Escape, Kernel -> Interrupt, FlowView's Stop) is an outcome, not a crash:
   the ``CancelledError`` (or ``KeyboardInterrupt``) that ends a lion_nb run gets one line,
   ``"stopped — nothing recorded"`` / ``"stopped — the partial reply is kept"``
-  (``mark_stopped``, called where the run ends: ``session/lifecycle.py``, ``Flow.run``).
+  (``mark_stopped``, called where the run ends: ``port/lifecycle.py``, ``Flow.run``).
 
   The stop stays the very exception asyncio delivered, with a ``_render_traceback_`` attribute
   set on that instance: no new type. A ``Stopped`` subclass of ``CancelledError`` *and*

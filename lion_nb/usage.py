@@ -1,6 +1,6 @@
 """Token usage, and its accumulation per run.
 
-A run (``observed_run`` / ``observed_stream`` in ``session/lifecycle.py``) installs a ``RunUsage``
+A run (``observed_run`` / ``observed_stream`` in ``port/lifecycle.py``) installs a ``RunUsage``
 in a ContextVar while its own code executes; every model call made there (and in tasks it
 starts) adds to it, so ``RunEnd`` reports the usage of this run only, not of the whole history.
 """

@@ -29,8 +29,9 @@ from lion_nb import Branch, iModel
 from lion_nb.errors import RateLimitError, ServerError
 from lion_nb.messages import ActionResponse, AssistantResponse
 from lion_nb.models.base import Chunk
-from lion_nb.persist import chunk_from_dict, chunk_to_dict, read_buffer, recover_branch
-from lion_nb.session.lifecycle import suppress_lifecycle
+from lion_nb.port.lifecycle import suppress_lifecycle
+from lion_nb.port.stream_persist import chunk_from_dict, chunk_to_dict, read_buffer
+from lion_nb.session.recover import recover_branch
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -352,7 +353,7 @@ async def test_a_buffer_that_cannot_be_written_fails_the_run_before_the_agent_st
 
 
 def test_a_failed_append_mid_stream_is_logged_once_and_later_chunks_are_skipped(tmp_path, caplog):
-    from lion_nb.persist import ChunkBuffer
+    from lion_nb.port.stream_persist import ChunkBuffer
 
     buf = ChunkBuffer(tmp_path / "b.buffer.jsonl")
     buf.open({"branch_id": "x"})

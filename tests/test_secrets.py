@@ -289,7 +289,7 @@ def test_settings_round_trip_without_credentials() -> None:
 
 
 def test_repr_settings_and_snapshot(tmp_path: Path) -> None:
-    from lion_nb.persist import write_snapshot
+    from lion_nb.port.stream_persist import write_snapshot
 
     exits = Exits()
     model = scripted_cli("hi")

@@ -102,7 +102,7 @@ class Flow:
             )
         if node_name is not None and not isinstance(node_name, str):
             raise TypeError(f"node_name= takes a string, not {type(node_name).__name__}")
-        from lion_nb.session.conversation import SENDS_HISTORY
+        from lion_nb.operations.verbs import SENDS_HISTORY
 
         if operation in SENDS_HISTORY:  # built-in verbs (they resolve first): a stop keeps
             parameters.setdefault("on_stop", "record")  # what the node streamed

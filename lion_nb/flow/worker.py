@@ -223,9 +223,9 @@ def _node_location() -> dict[str, Any]:
 
 def _build(parts: dict[str, Any]) -> tuple[Any, Any]:
     from lion_nb.flow.node import Operation
+    from lion_nb.port.tools import Tool
     from lion_nb.session.branch import Branch
     from lion_nb.session.session import Session
-    from lion_nb.session.tools import Tool
 
     branch = Branch.from_dict(
         decode(parts["branch"]),

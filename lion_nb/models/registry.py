@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lion_nb.errors import ConfigurationError
+from lion_nb.errors import ConfigurationError, name_key_variables
 
 __all__ = [
     "COMMON_LOCAL_OPTIONS",
@@ -429,3 +429,11 @@ def env_key(names: tuple[str, ...]) -> str | None:
 def cli_provider_names() -> list[str]:
     """The registered CLI agents (what ``run()`` streams), for messages."""
     return sorted(name for name, spec in PROVIDERS.items() if spec.kind == "cli")
+
+
+def _key_variables(provider: str) -> tuple[str, ...]:
+    spec = PROVIDERS.get(provider)
+    return spec.key_env if spec is not None else ()
+
+
+name_key_variables(_key_variables)  # AuthenticationError's hint names these (errors sits below)

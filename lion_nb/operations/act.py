@@ -39,10 +39,10 @@ from pydantic_core import to_jsonable_python
 from lion_nb.messages import ActionRequest, ActionResponse
 from lion_nb.models.base import ToolCall
 from lion_nb.operations.fields import ActionResponseModel
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
 
 if TYPE_CHECKING:
-    from lion_nb.session.tools import Tool
+    from lion_nb.port.tools import Tool
 
 SOURCE = "act"
 """``ActionResponse.metadata["source"]`` of results executed here (not by a CLI agent)."""

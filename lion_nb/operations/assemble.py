@@ -28,6 +28,7 @@ from typing import Any
 from lion_nb.errors import LionError, ProviderError
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, RoledMessage
 from lion_nb.models.base import Chunk
+from lion_nb.models.cli_stream import classify_error
 from lion_nb.signals import MessageStream
 from lion_nb.usage import Usage
 
@@ -83,10 +84,6 @@ def error_of(chunk: Chunk, provider: str | None) -> Exception:
         wrapped = ProviderError(text, provider=provider)
         wrapped.__cause__ = err
         return wrapped
-    try:
-        from lion_nb.models.cli_stream import classify_error
-    except ImportError:  # pragma: no cover - the CLI providers are part of the package
-        return ProviderError(text, provider=provider)
     return classify_error(text, provider=provider)
 
 

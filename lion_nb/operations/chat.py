@@ -23,8 +23,20 @@ from lion_nb.compile import compile_messages
 from lion_nb.errors import ContextWindowError, ExecutionError, LionError
 from lion_nb.messages import AssistantResponse, Instruction, RoledMessage, TokenChoice
 from lion_nb.models.base import ModelRequest, ModelResponse
+from lion_nb.models.capabilities import remember
+from lion_nb.models.probe import server_url
+from lion_nb.operations.instruction import build_instruction
 from lion_nb.operations.types import ChatParam
-from lion_nb.session.port import BranchPort
+from lion_nb.operations.window import (
+    cut_record,
+    is_overflow,
+    max_tokens_of,
+    plan_context,
+    reported_window,
+    window_error,
+    window_label,
+)
+from lion_nb.port.branch_port import BranchPort
 from lion_nb.signals import CallEnd, CallStart, MessageStream
 from lion_nb.tokens import encode_tokens_delta
 
@@ -69,8 +81,6 @@ async def request(
     port: BranchPort, instruction: Any, chat_param: ChatParam, *, records: bool = False
 ) -> tuple[Instruction, AssistantResponse]:
     """One model request; with ``records`` the exchange is recorded (see the module)."""
-    from lion_nb.operations.instruction import build_instruction
-
     model = chat_param.imodel or port.chat_model
     ins = build_instruction(port, instruction, chat_param)
     history = port.history(chat_param.progression)
@@ -223,10 +233,6 @@ async def _learn_server(model: Any) -> None:
 def _replan(call: _Call, exc: BaseException) -> ContextPlan | None:
     """A server that named its window in its refusal (llama-server: one slot's) is taken at
     its word, for the next request of every model on it and for the error's figures."""
-    from lion_nb.models.capabilities import remember
-    from lion_nb.models.probe import server_url
-    from lion_nb.operations.window import max_tokens_of, plan_context, reported_window
-
     window = reported_window(exc)
     url = server_url(call.model) if window is not None else None
     if not url or (call.plan is not None and call.plan.window == window):
@@ -240,16 +246,12 @@ def _replan(call: _Call, exc: BaseException) -> ContextPlan | None:
 
 
 def _overflow(exc: BaseException) -> bool:
-    from lion_nb.operations.window import is_overflow
-
     return is_overflow(exc)
 
 
 def _window_error(
     plan: ContextPlan | None, model: iModel, chat_param: ChatParam, cause: BaseException | None
 ) -> ContextWindowError:
-    from lion_nb.operations.window import window_error, window_label
-
     label = window_label(model_label(model), model, plan.window if plan else None)
     err = window_error(plan, label, fitted=chat_param.fit_context, cause=cause)
     err.provider_error = cause
@@ -273,8 +275,6 @@ def _fit_history(
 ) -> tuple[list[RoledMessage], ContextPlan | None, dict[str, Any] | None]:
     """The history to send before ``turn`` (the instruction, or a reply's given start), its
     plan, and the record of what was cut (None when nothing was)."""
-    from lion_nb.operations.window import cut_record, max_tokens_of, plan_context
-
     window = chat_param.context_window or model.context_window
     if window is None or model.is_cli:
         return history, None, None

@@ -16,7 +16,7 @@ from lion_nb.operations.chat import request
 from lion_nb.operations.jsonx import extract_json, fuzzy_keys
 from lion_nb.operations.parse import parse
 from lion_nb.operations.types import ChatParam, ParseParam
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
 
 
 def map_request_fields(text: str, fields: dict[str, Any], threshold: float = 0.85) -> Any:

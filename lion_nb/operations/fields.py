@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, Field, create_model, field_validator
 
+from lion_nb.operations.instruction import check_response_format
+
 
 class Reason(BaseModel):
     """Why the model answered as it did (``reason=True``)."""
@@ -116,8 +118,6 @@ def compose(
 ) -> tuple[Any, Any]:
     """``(request_format, response_format)`` for ``operate``. Without ``reason``/``actions`` the
     caller's format is used unchanged; a JSON-schema dict is extended with the same properties."""
-    from lion_nb.operations.instruction import check_response_format
-
     response_format = check_response_format(response_format)  # before anything is sent
     if isinstance(response_format, BaseModel):
         response_format = type(response_format)

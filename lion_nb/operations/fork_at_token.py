@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from lion_nb.messages import AssistantResponse, TokenChoice
 from lion_nb.operations.chat import continue_reply
 from lion_nb.operations.types import ChatParam, check_on_stop
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
+from lion_nb.port.lifecycle import observed_run
 from lion_nb.tokens import check_logprobs, token_choice
 
 if TYPE_CHECKING:
@@ -149,8 +150,6 @@ async def _run(
     on_stop: str,
     options: dict[str, Any],
 ) -> Branch:
-    from lion_nb.session.lifecycle import observed_run
-
     async def run() -> Branch:
         await _continue(port, fork, reply, prefix, prefix_tokens, chat_model, on_stop, options)
         return fork

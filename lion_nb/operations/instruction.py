@@ -8,10 +8,11 @@ from pydantic import BaseModel
 
 from lion_nb.errors import ResponseFormatError
 from lion_nb.messages import Instruction
+from lion_nb.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from lion_nb.operations.types import ChatParam
-    from lion_nb.session.port import BranchPort
+    from lion_nb.port.branch_port import BranchPort
 
 
 _JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
@@ -106,8 +107,6 @@ def build_instruction(port: BranchPort, instruction: Any, param: ChatParam) -> I
         request_fields = {name: "..." for name in request_fields}
     context = context_list(param.context) + injected
     if param.include_token_usage_to_model:
-        from lion_nb.tokens import estimate_tokens
-
         used = estimate_tokens(m.text for m in port.messages)
         context.append(f"Conversation so far: about {used} tokens.")
     return Instruction(

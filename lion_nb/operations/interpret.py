@@ -8,7 +8,7 @@ from lion_nb.operations.chat import chat
 from lion_nb.operations.types import ChatParam
 
 if TYPE_CHECKING:
-    from lion_nb.session.port import BranchPort
+    from lion_nb.port.branch_port import BranchPort
 
 GUIDANCE = (
     "Rewrite the user's raw request as a clear, specific prompt for a language model. Keep "

@@ -33,6 +33,7 @@ Choices where ADR-0021 is silent (ADR-0022 owns the coordinator):
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,11 +43,15 @@ from pydantic import BaseModel, ValidationError
 from lion_nb.errors import ConfigurationError, ParseError
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse
 from lion_nb.operations.act import SOURCE, act
+from lion_nb.operations.communicate import communicate
 from lion_nb.operations.fields import ActionRequestModel, compose, with_action_responses
 from lion_nb.operations.instruction import context_list as _context_list
 from lion_nb.operations.jsonx import extract_json
+from lion_nb.operations.own_actions import ignores_native_tools, own_request_schema
+from lion_nb.operations.parse import parse
+from lion_nb.operations.run import run_and_collect
 from lion_nb.operations.types import ChatParam, ParseParam, RunParam
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
@@ -130,8 +135,6 @@ async def _validate(
     port: BranchPort, raw: Any, fmt: Any, parse_model: iModel | None, retries: int
 ) -> Any:
     """``raw`` as ``fmt`` (a model class or a JSON-schema dict), or ``_FAILED``."""
-    from lion_nb.operations.parse import parse
-
     model_cls: type[BaseModel] | None = fmt if isinstance(fmt, type) else None
     if model_cls is not None and isinstance(raw, model_cls):
         return raw
@@ -143,8 +146,6 @@ async def _validate(
                 return model_cls.model_validate(raw)
             except ValidationError:
                 return _FAILED
-        import json
-
         raw, retries = json.dumps(raw, default=str), 0
     if not isinstance(raw, str):
         return _FAILED
@@ -266,8 +267,6 @@ def _plan(
     )
     sent_fmt, own = request_fmt, own_actions and actions and not is_cli
     if own:
-        from lion_nb.operations.own_actions import own_request_schema
-
         sent_fmt = own_request_schema(request_fmt, offered, chat_kw.pop("tool_choice", None))
     param_kw: dict[str, Any] = dict(
         guidance=guidance,
@@ -282,10 +281,7 @@ def _plan(
     chat_param = RunParam(**param_kw, **persist_kw) if streamed else ChatParam(**param_kw)
     exchange: Any = middle
     if exchange is None:
-        if streamed:
-            from lion_nb.operations.run import run_and_collect as exchange
-        else:
-            from lion_nb.operations.communicate import communicate as exchange
+        exchange = run_and_collect if streamed else communicate
     return _Plan(
         chat_param=chat_param,
         exchange=exchange,
@@ -380,8 +376,6 @@ async def operate(
     port = BranchPort.of(branch)
     own_actions = False
     if middle is None and (actions or tools not in (None, False)):
-        from lion_nb.operations.own_actions import ignores_native_tools
-
         own_actions = await ignores_native_tools(_model_of(port, chat_model))
     plan = _plan(
         port,

@@ -26,7 +26,7 @@ from lion_nb.operations.instruction import response_schema_of
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
-    from lion_nb.session.tools import Tool
+    from lion_nb.port.tools import Tool
 
 __all__ = ["action_requests_schema", "ignores_native_tools", "own_request_schema"]
 

@@ -13,9 +13,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from lion_nb.errors import ParseError
+from lion_nb.operations.chat import chat
+from lion_nb.operations.instruction import check_response_format
 from lion_nb.operations.jsonx import extract_json, fuzzy_keys
 from lion_nb.operations.types import ChatParam, ParseParam
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
 from lion_nb.signals import ParseAttempt
 
 
@@ -53,15 +55,11 @@ def _errors_of(exc: Exception) -> list[dict[str, Any]]:
 
 
 async def parse(branch: BranchPort, text: str, parse_param: ParseParam) -> Any:
-    from lion_nb.operations.chat import chat
-
     port = BranchPort.of(branch)
     fmt = parse_param.response_format
     if fmt is None:
         raise ValueError("parse needs a response_format (a pydantic model or a JSON schema)")
     if isinstance(fmt, dict | str):  # a malformed schema or a model's name: say so now
-        from lion_nb.operations.instruction import check_response_format
-
         check_response_format(fmt)
     attempts = max(0, parse_param.max_retries)
     candidate = text

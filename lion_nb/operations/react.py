@@ -8,7 +8,7 @@ executed and recorded between rounds. ``RoundStart``/``RoundEnd`` mark each roun
 run's id) so a view can group reasoning, actions and observations per round.
 
 Lifecycle (ADR D4): the facade wraps a whole ReAct in one RunStart/RunEnd (or RunFailed) through
-``lion_nb.session.lifecycle.observed_run``/``observed_stream``; the rounds emit none and read
+``lion_nb.port.lifecycle.observed_run``/``observed_stream``; the rounds emit none and read
 the run's id from ``current_run_id``.
 
 A round whose reply was only native tool calls (no structured text, so the model could not say
@@ -40,12 +40,14 @@ from pydantic import BaseModel
 from lion_nb.errors import ConfigurationError, ReActError
 from lion_nb.messages import AssistantResponse
 from lion_nb.operations.instruction import check_response_format
+from lion_nb.operations.interpret import interpret as rewrite
 from lion_nb.operations.operate import operate
 from lion_nb.operations.own_actions import ignores_native_tools
 from lion_nb.operations.react_models import Analysis, AnswerRequired, ReActAnalysis
 from lion_nb.operations.react_outcome import Check, forced_tool, no_answer, no_forced_call
-from lion_nb.session.lifecycle import current_run_id
-from lion_nb.session.port import BranchPort
+from lion_nb.operations.types import ChatParam
+from lion_nb.port.branch_port import BranchPort
+from lion_nb.port.lifecycle import current_run_id
 from lion_nb.signals import RoundEnd, RoundStart
 
 if TYPE_CHECKING:
@@ -216,9 +218,6 @@ async def ReActStream(  # the ADR's name
     extensions = clamp_extensions(max_extensions)
     text = _as_text(instruction)
     if interpret:
-        from lion_nb.operations.interpret import interpret as rewrite
-        from lion_nb.operations.types import ChatParam
-
         rewritten = await rewrite(
             port,
             text,

@@ -24,16 +24,18 @@ from lion_nb.compile import cli_prompt
 from lion_nb.errors import ExecutionError, LionError, ParseError, ProviderTimeout
 from lion_nb.messages import AssistantResponse, Instruction, RoledMessage
 from lion_nb.models.base import Chunk, CLIRequest
+from lion_nb.models.registry import cli_provider_names
 from lion_nb.operations.assemble import StreamAssembler, usage_of
 from lion_nb.operations.instruction import build_instruction
+from lion_nb.operations.parse import parse
 from lion_nb.operations.types import ChatParam, ParseParam, RunParam, default_persist_dir
-from lion_nb.session.lifecycle import observed_stream
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
+from lion_nb.port.lifecycle import observed_stream
+from lion_nb.port.stream_persist import ChunkBuffer, buffer_path, write_snapshot
 from lion_nb.usage import record_usage
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
-    from lion_nb.persist import ChunkBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +50,6 @@ def _select_model(port: BranchPort, param: RunParam) -> iModel:
     it is known to be a CLI model, so a rejected model leaves the branch as it was."""
     model = param.imodel if param.imodel is not None else port.chat_model
     if not model.is_cli:
-        from lion_nb.models.registry import cli_provider_names
-
         names = ", ".join(cli_provider_names())
         raise ValueError(
             f"run() streams a CLI coding agent, but {model!r} is not one. Use a CLI provider: "
@@ -95,8 +95,6 @@ class _Persistence:
         self.buffer: ChunkBuffer | None = None
 
     def begin(self, header: dict[str, Any]) -> None:
-        from lion_nb.persist import ChunkBuffer, buffer_path, write_snapshot
-
         write_snapshot(self.branch, self.snapshot_dir)
         self.buffer = ChunkBuffer(buffer_path(self.persist_dir, self.branch.id))
         self.buffer.open(header)
@@ -106,8 +104,6 @@ class _Persistence:
             self.buffer.append(chunk)
 
     def end(self) -> None:
-        from lion_nb.persist import write_snapshot
-
         if self.buffer is not None:
             self.buffer.close()
         write_snapshot(self.branch, self.snapshot_dir)  # raises: the buffer stays for recovery
@@ -337,8 +333,6 @@ async def run_and_collect(
     A response format given only to the parser is also put on the instruction, so the agent
     is asked for JSON matching the schema.
     """
-    from lion_nb.operations.parse import parse
-
     port = BranchPort.of(branch)
     if clear_messages:
         port.clear_messages()

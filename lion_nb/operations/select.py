@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from lion_nb.operations.operate import operate
-from lion_nb.session.lifecycle import observed_run
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
+from lion_nb.port.lifecycle import observed_run
 
 PROMPT = (
     "Select up to {max_num_selections} of these choices: {choices}. Put the chosen names, "

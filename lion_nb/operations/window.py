@@ -32,6 +32,8 @@ from typing import Any
 from lion_nb.compile import compile_messages
 from lion_nb.errors import ContextWindowError, ExecutionError
 from lion_nb.messages import Instruction, RoledMessage, System
+from lion_nb.models.capabilities import remembered
+from lion_nb.models.probe import server_url
 from lion_nb.tokens import NextTurn, estimate_tokens
 
 __all__ = [
@@ -230,9 +232,6 @@ def window_label(label: str, model: Any, window: int | None) -> str:
 
 
 def _remembered(model: Any) -> Any:
-    from lion_nb.models.capabilities import remembered
-    from lion_nb.models.probe import server_url
-
     try:
         url = server_url(model)
     except AttributeError:  # not an iModel (a stand-in in user code)

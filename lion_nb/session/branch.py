@@ -9,12 +9,16 @@ provider, widget or rich module.
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from lion_nb.port.branch_port import BranchPort
+from lion_nb.port.bus import SignalBus
+from lion_nb.port.lifecycle import observed_run, observed_stream
 from lion_nb.progression import Messages, Progression
 from lion_nb.session.manager import OperationManager
-from lion_nb.signals import MessageAdded, MessageRetracted, Observers, Signal, observe_decorator
+from lion_nb.signals import MessageAdded, MessageRetracted, Observers, Signal, StreamDelta
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -22,9 +26,8 @@ if TYPE_CHECKING:
     from lion_nb.messages import AssistantResponse, Instruction, RoledMessage, System
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.types import ChatParam, Middle
-    from lion_nb.session.port import BranchPort
+    from lion_nb.port.tools import ToolRegistry
     from lion_nb.session.session import Session
-    from lion_nb.session.tools import ToolRegistry
 
 
 _RUN_AND_COLLECT_FIELDS = (
@@ -62,12 +65,16 @@ class Branch:
         self._parse_model = parse_model
         self._tools: ToolRegistry | None = None
         self._observers = Observers()
+        self.signals = SignalBus(self._observers)
+        """Where this branch's signals go (and on to its session's): emit, drain, observe."""
         self._operation_manager = OperationManager()
-        self.session: Session | None = None
+        self._session: Session | None = None
         self.context_providers: list[Callable[..., Any]] = []
         self.metadata: dict[str, Any] = {}
         if system is not None:
             if isinstance(system, str):
+                # lazy: lion_nb.messages loads pydantic (~90 ms); a branch without a system
+                # message, and `import lion_nb`, need neither
                 from lion_nb.messages import System
 
                 system = System(system=system)
@@ -76,6 +83,16 @@ class Branch:
             self.register_tools(tools)
 
     # ----- state --------------------------------------------------------------------------
+    @property
+    def session(self) -> Session | None:
+        """The session that included this branch (its signals go on to the session's)."""
+        return self._session
+
+    @session.setter
+    def session(self, session: Session | None) -> None:
+        self._session = session
+        self.signals.upstream = session.signals if session is not None else None
+
     @property
     def messages(self) -> Messages:
         return self._messages
@@ -92,6 +109,7 @@ class Branch:
     def chat_model(self) -> iModel:
         """The branch's model; resolved from the environment on first use when none was given."""
         if self._chat_model is None:
+            # lazy: the model layer (~17 ms) loads only when a branch needs its model
             from lion_nb.models.imodel import resolve_default_model
 
             self._chat_model = resolve_default_model()
@@ -117,7 +135,8 @@ class Branch:
     @property
     def tools(self) -> ToolRegistry:
         if self._tools is None:
-            from lion_nb.session.tools import ToolRegistry
+            # lazy: tools build pydantic models; a branch without tools loads no pydantic
+            from lion_nb.port.tools import ToolRegistry
 
             self._tools = ToolRegistry()
         return self._tools
@@ -131,7 +150,7 @@ class Branch:
         if message.role == "system" and len(self._messages):
             raise ValueError("a system message can only be the first message of a branch")
         self._messages._append(message)
-        self._emit(MessageAdded(branch_id=self.id, message=message))
+        self.signals.emit(MessageAdded(branch_id=self.id, message=message))
         return message
 
     def retract_message(self, message_id: uuid.UUID, *, reason: str) -> RoledMessage:
@@ -144,7 +163,7 @@ class Branch:
         if message.role == "system":
             raise ValueError(f"message {message_id} is the system message; it cannot be retracted")
         self._messages._remove(message_id)
-        self._emit(MessageRetracted(branch_id=self.id, message_id=message_id, reason=reason))
+        self.signals.emit(MessageRetracted(branch_id=self.id, message_id=message_id, reason=reason))
         return message
 
     def restore_message(self, message: RoledMessage) -> None:
@@ -161,54 +180,42 @@ class Branch:
         """Subscribe ``handler`` (sync or async) to signals of this branch. Works as a call,
         ``branch.observe(RunEnd, handler=fn)``, or a decorator, ``@branch.observe(RunEnd)``.
         With no types, every signal. Returns the handler."""
-        return observe_decorator(self._observers.subscribe, signal_types, handler)
+        return self.signals.observe(*signal_types, handler=handler)
 
     def unobserve(self, handler: Callable[[Signal], Any]) -> bool:
         """Stop calling ``handler`` (every subscription it has here); False if it had none."""
-        return self._observers.unsubscribe(handler)
+        return self.signals.unobserve(handler)
 
     def unobserve_all(self) -> None:
         """Remove every handler added with ``observe``. Subscriptions held by open views
         (``subscribe``) stay: a view detaches itself when it closes."""
-        self._observers.clear()
+        self.signals.unobserve_all()
 
     def subscribe(
         self, types: tuple[type[Signal], ...], handler: Callable[[Signal], Any]
     ) -> Callable[[], None]:
         """A subscription its holder ends by calling the returned function (what views use);
         ``unobserve_all()`` leaves it in place."""
-        return self._observers.subscribe(tuple(types), handler, held=True)
+        return self.signals.subscribe(types, handler)
 
     def _emit(self, signal: Signal) -> None:
-        if self._observers:
-            self._observers.emit(signal)
-        if self.session is not None and self.session._observers:
-            self.session._observers.emit(signal)
+        self.signals.emit(signal)
 
     async def _drain(self) -> None:
-        await self._observers.drain()
-        if self.session is not None:
-            await self.session._observers.drain()
+        await self.signals.drain()
 
     def _observed(self) -> bool:
         """Whether any handler would receive a signal of this branch (checked per token)."""
-        return bool(self._observers) or (self.session is not None and bool(self.session._observers))
+        return self.signals.observed()
 
     def streams_watched(self) -> bool:
         """Whether a handler of this branch or of its session receives its ``StreamDelta``
         (a view showing a reply as it is written, an ``observe()`` of every signal). The Ray
         engine relays a node's per-token deltas only while this holds."""
-        from lion_nb.signals import StreamDelta
-
-        session = self.session
-        return self._observers.wants(StreamDelta) or (
-            session is not None and session._observers.wants(StreamDelta)
-        )
+        return self.signals.wants(StreamDelta)
 
     def port(self) -> BranchPort:
-        """What an operation may do with this branch (see ``lion_nb.session.port``)."""
-        from lion_nb.session.port import BranchPort
-
+        """What an operation may do with this branch (see ``lion_nb.port.branch_port``)."""
         return BranchPort(self)
 
     # ----- operations registry (ADR D2) ---------------------------------------------------
@@ -219,9 +226,7 @@ class Branch:
         return self._operation_manager.registry.get(operation)
 
     async def _observed_run(self, operation: str, coro: Any) -> Any:
-        """The verbs' one lifecycle mechanism (``session/lifecycle.py``) around ``coro``."""
-        from lion_nb.session.lifecycle import observed_run
-
+        """The verbs' one lifecycle mechanism (``port/lifecycle.py``) around ``coro``."""
         return await observed_run(self.port(), operation, coro)
 
     # ----- verbs --------------------------------------------------------------------------
@@ -327,8 +332,6 @@ class Branch:
         ``fit_context=True``: send the system message and the most recent whole turns that
         fit the model's context window (``context_window=N`` overrides it for this call);
         without it a request known not to fit raises ``ContextWindowError`` before sending."""
-        import warnings
-
         from lion_nb.operations.communicate import communicate
         from lion_nb.operations.types import ParseParam, check_on_stop
 
@@ -618,7 +621,6 @@ class Branch:
         """Like ReAct, yielding each round's analysis and then the final answer object; one
         run lifecycle for the whole stream (stopping early is a ``RunEnd(stopped=True)``)."""
         from lion_nb.operations.react import ReActStream
-        from lion_nb.session.lifecycle import observed_stream
 
         port = self.port()
         stream = observed_stream(
@@ -673,12 +675,14 @@ class Branch:
     # ----- copies and snapshots -----------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Everything needed to rebuild the branch (messages, models' settings); never keys."""
+        # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import branch_to_dict
 
         return branch_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Branch:
+        # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import branch_from_dict
 
         return branch_from_dict(cls, data, **overrides)
@@ -686,6 +690,7 @@ class Branch:
     def fork(self, at: int | uuid.UUID | None = None, *, name: str | None = None) -> Branch:
         """A new branch with this one's messages up to and including ``at`` (an index or a
         message id; default: all), the same models and tools, linked to its origin."""
+        # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import fork_branch
 
         return fork_branch(self, at, name=name)

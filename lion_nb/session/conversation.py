@@ -10,10 +10,11 @@ gestures that call these methods).
 
 Rules:
 
-* Each turn runs the conversation's verb (``VERBS`` or ``async def f(branch, text, **kw)``)
-  with ``verb_kwargs``. What a stopped turn keeps and how the history is fitted into the
-  window are the verbs' own options (``on_stop``, ``fit_context``): a chat view passes
-  ``on_stop="record"`` and ``fit_context=True``; code chooses. Nothing here records a message.
+* Each turn runs the conversation's verb (a name in ``VERBS``, the verbs' table in
+  ``operations/verbs.py``, or ``async def f(branch, text, **kw)``) with ``verb_kwargs``. What
+  a stopped turn keeps and how the history is fitted into the window are the verbs' own
+  options (``on_stop``, ``fit_context``): a chat view passes ``INTERACTIVE``
+  (``on_stop="record"``, ``fit_context=True``); code chooses. Nothing here records a message.
 * Regenerate and edit never change an existing branch. They fork (``Branch.fork``, lineage in
   ``metadata["forked_from"]``) before the turn's instruction and run the verb on the fork.
   Regenerate sends the recorded instruction itself (communicate, operate and run take it as
@@ -38,21 +39,20 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.messages import AssistantResponse, Instruction, RoledMessage
+from lion_nb.operations.verbs import SENDS_HISTORY, TAKES_INSTRUCTION, VERBS, Verb, warm_up
+from lion_nb.operations.window import max_tokens_of, plan_context
 from lion_nb.signals import MessageAdded, Signal
+from lion_nb.tokens import Samples, sampling_label
 from lion_nb.turns import CONTINUE_PROMPT, continuations, is_truncated, open_truncated
 
 if TYPE_CHECKING:
-    from lion_nb.models.imodel import iModel
     from lion_nb.operations.window import ContextPlan
     from lion_nb.session.branch import Branch
-    from lion_nb.tokens import Samples
 
 __all__ = [
     "CONTINUE_PROMPT",
@@ -64,66 +64,6 @@ __all__ = [
     "truncated",
     "warm_up",
 ]
-
-Verb = Callable[..., Awaitable[Any]]
-
-
-async def _communicate(branch: Branch, instruction: Any, **kw: Any) -> Any:
-    return await branch.communicate(instruction, **kw)
-
-
-async def _run(branch: Branch, instruction: Any, **kw: Any) -> Any:
-    stream = branch.run(instruction, **kw)
-    try:
-        async for _ in stream:
-            pass
-    finally:  # Stop: closing the generator closes the CLI stream and records the partial text
-        await stream.aclose()
-
-
-async def _operate(branch: Branch, instruction: Any, **kw: Any) -> Any:
-    return await branch.operate(instruction=instruction, **kw)
-
-
-async def _react(branch: Branch, instruction: Any, **kw: Any) -> Any:
-    return await branch.ReAct(instruction, **kw)
-
-
-VERBS: dict[str, Verb] = {
-    "communicate": _communicate,
-    "run": _run,
-    "operate": _operate,
-    "ReAct": _react,
-}
-"""The verbs a conversation drives by name: ``VERBS[name](branch, instruction, **kwargs)``."""
-SENDS_HISTORY = frozenset({"communicate", "operate", "ReAct"})
-"""Verbs whose request carries the branch's messages (``fit_context`` applies; a CLI agent
-keeps its own history) and whose stop ``on_stop`` decides (``run`` records its partial text on
-every exit already)."""
-TAKES_INSTRUCTION = frozenset({"communicate", "operate", "run"})
-"""Verbs that accept a recorded ``Instruction`` in place of text."""
-_VERB_MODULES = {
-    "communicate": "lion_nb.operations.communicate",
-    "run": "lion_nb.operations.run",
-    "operate": "lion_nb.operations.operate",
-    "ReAct": "lion_nb.operations.react",
-}
-
-
-def warm_up(verb: str | Verb, model: iModel | None) -> None:
-    """Import what the first turn of ``verb`` on ``model`` needs and the facade imports only
-    when it is called: the operation's modules, the run lifecycle and the branch's port, and
-    the provider's module (never the provider itself: no weights loaded, no client opened).
-    Measured: the first Send of a chat view waited ~35-40 ms for these on a busy 2-core machine
-    (B10, Enter -> first text). A chat view runs this in a thread when it is made."""
-    names = ["lion_nb.session.lifecycle", "lion_nb.session.port"]
-    if isinstance(verb, str) and verb in _VERB_MODULES:
-        names.append(_VERB_MODULES[verb])
-    for name in names:
-        importlib.import_module(name)
-    if model is not None:
-        with contextlib.suppress(Exception):  # a missing SDK is said at the first call
-            model.spec.load(model.api)
 
 
 def truncated(message: RoledMessage) -> bool:
@@ -282,8 +222,6 @@ class Conversation:
     ) -> ContextPlan:
         """What the next turn on the shown branch (or ``branch``) sends with ``instruction``:
         its tokens against the window and, with ``fit_context``, where it is cut."""
-        from lion_nb.operations.window import max_tokens_of, plan_context
-
         branch = branch or self._branch
         model = self.verb_kwargs.get("chat_model") or branch.chat_model_or_none
         return plan_context(
@@ -420,8 +358,6 @@ class Conversation:
         stream the server cut is a ``ProviderError``, never an empty reply) leaves no fork
         and is counted in ``Samples.errors`` ("2 of 5 failed: ..."); when all fail, the first
         failure is raised."""
-        from lion_nb.tokens import Samples, sampling_label
-
         self._check_idle()
         if not 1 <= n <= 20:
             raise ValueError(f"n={n}: sample 1 to 20 replies")

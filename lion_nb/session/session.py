@@ -7,9 +7,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from lion_nb.port.bus import SignalBus
 from lion_nb.session.branch import Branch
 from lion_nb.session.manager import OperationManager
-from lion_nb.signals import Observers, Signal, observe_decorator
+from lion_nb.signals import Observers, Signal
 
 
 class Session:
@@ -27,6 +28,8 @@ class Session:
         self.default_branch: Branch | None = None
         self._operation_manager = OperationManager()
         self._observers = Observers()
+        self.signals = SignalBus(self._observers)
+        """The session's handlers: every included branch's signals reach them."""
         if default_branch is not None:
             self.include_branches(default_branch)
 
@@ -190,21 +193,21 @@ class Session:
     # ----- observing ----------------------------------------------------------------------
     def observe(self, *signal_types: type[Signal], handler: Callable[[Signal], Any] | None = None):
         """Like ``Branch.observe``, for every branch in the session."""
-        return observe_decorator(self._observers.subscribe, signal_types, handler)
+        return self.signals.observe(*signal_types, handler=handler)
 
     def unobserve(self, handler: Callable[[Signal], Any]) -> bool:
         """Stop calling ``handler``; False if it was not observing this session."""
-        return self._observers.unsubscribe(handler)
+        return self.signals.unobserve(handler)
 
     def unobserve_all(self) -> None:
         """Remove every ``observe`` handler; subscriptions held by open views stay."""
-        self._observers.clear()
+        self.signals.unobserve_all()
 
     def subscribe(
         self, types: tuple[type[Signal], ...], handler: Callable[[Signal], Any]
     ) -> Callable[[], None]:
         """A held subscription (see ``Branch.subscribe``); call the result to end it."""
-        return self._observers.subscribe(tuple(types), handler, held=True)
+        return self.signals.subscribe(types, handler)
 
     def __repr__(self) -> str:
         return f"<Session {self.name or str(self.id)[:8]} branches={len(self.branches)}>"

@@ -35,6 +35,7 @@ def branch_to_dict(branch: Branch) -> dict[str, Any]:
 def _model_from(data: dict[str, Any] | None) -> Any:
     if not data or data.get("provider") in (None, "scripted"):
         return None  # a scripted model's replies are code, not data
+    # lazy: the model layer (~17 ms) loads only for a snapshot that names a provider
     from lion_nb.models.imodel import iModel
 
     return iModel.from_settings(data)

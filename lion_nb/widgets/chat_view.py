@@ -41,11 +41,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes import active as cassettes
+from lion_nb.operations.verbs import SENDS_HISTORY, VERBS, warm_up
 from lion_nb.render.chrome import error_html, status_html
 from lion_nb.render.html import Status, transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
-from lion_nb.session.conversation import SENDS_HISTORY, VERBS, warm_up
 from lion_nb.signals import (
     CallEnd,
     CallStart,

@@ -20,7 +20,7 @@ from lion_nb.models.schema_bounds import UnboundedSchemaWarning
 from lion_nb.operations.fields import compose
 from lion_nb.operations.own_actions import action_requests_schema, own_request_schema
 from lion_nb.operations.react_models import ReActAnalysis
-from lion_nb.session.tools import Tool
+from lion_nb.port.tools import Tool
 from tests.servers.chat_server import Reply, start_chat_server
 
 

@@ -38,7 +38,7 @@ from lion_nb.messages import (
     Instruction,
 )
 from lion_nb.models.base import Chunk
-from lion_nb.session.lifecycle import suppress_lifecycle
+from lion_nb.port.lifecycle import suppress_lifecycle
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart, StreamDelta
 from lion_nb.usage import RunUsage, current_run_usage
 

@@ -11,7 +11,7 @@ from lion_nb import Branch, iModel
 from lion_nb.errors import ParseError, ServerError
 from lion_nb.operations.run import run_and_collect
 from lion_nb.operations.types import ChatParam, Middle, ParseParam, RunParam
-from lion_nb.session.lifecycle import suppress_lifecycle
+from lion_nb.port.lifecycle import suppress_lifecycle
 from lion_nb.signals import RunEnd
 
 

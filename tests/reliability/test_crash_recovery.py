@@ -26,7 +26,8 @@ import pytest
 from models.cli_helpers import make_fake_cli, process_alive, recording
 
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse
-from lion_nb.persist import read_buffer, recover_branch
+from lion_nb.port.stream_persist import read_buffer
+from lion_nb.session.recover import recover_branch
 
 CHILD = Path(__file__).with_name("crash_child.py")
 ROOT = Path(__file__).resolve().parents[2]

@@ -174,7 +174,7 @@ def text_event(text: str) -> dict[str, Any]:
 async def test_api_verbs_errors_exports_and_views_never_show_a_key(
     chat_server: ChatServer, keys_in_env, caplog, capsys, tmp_path
 ) -> None:
-    from lion_nb.persist import write_snapshot
+    from lion_nb.port.stream_persist import write_snapshot
     from lion_nb.provenance import provenance_of
 
     capture_logs(caplog)

@@ -27,9 +27,9 @@ def branch_private_names() -> set[str]:
     """A branch's private state: the underscored attributes and methods of ``Branch``, its
     ``BranchPort``, its ``Session`` and its ``Messages`` record (``_repr_html_`` & co. are
     protocols, not state)."""
+    from lion_nb.port.branch_port import BranchPort
     from lion_nb.progression import Messages
     from lion_nb.session.branch import Branch
-    from lion_nb.session.port import BranchPort
     from lion_nb.session.session import Session
 
     names = set(vars(Branch())) | set(vars(Session()))

@@ -4,7 +4,7 @@ import contextvars
 from helpers_core import RECORDED_EXCHANGE, kinds, scripted
 
 from lion_nb import Branch
-from lion_nb.session.lifecycle import lifecycle_suppressed, suppress_lifecycle
+from lion_nb.port.lifecycle import lifecycle_suppressed, suppress_lifecycle
 from lion_nb.signals import MessageAdded, RunEnd
 
 

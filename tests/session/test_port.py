@@ -6,7 +6,7 @@ from helpers_core import recording_branch, scripted
 
 from lion_nb import Branch
 from lion_nb.messages import Instruction
-from lion_nb.session.port import BranchPort
+from lion_nb.port.branch_port import BranchPort
 from lion_nb.signals import MessageAdded, StreamDelta
 
 

@@ -11,7 +11,7 @@ from helpers_core import scripted
 from pydantic import BaseModel, ValidationError
 
 from lion_nb import Branch
-from lion_nb.session.tools import Tool, ToolRegistry
+from lion_nb.port.tools import Tool, ToolRegistry
 
 
 def add(a: int, b: int = 2) -> int:

@@ -501,8 +501,8 @@ def test_a_new_view_imports_what_its_first_send_needs_before_it_is_sent(verb, mo
     loaded = set(out.stdout.split())
     wanted = {
         module,
-        "lion_nb.session.lifecycle",
-        "lion_nb.session.port",
+        "lion_nb.port.lifecycle",
+        "lion_nb.port.branch_port",
         "lion_nb.models.scripted",
     }
     assert wanted <= loaded, wanted - loaded
