@@ -1,21 +1,56 @@
 """Branch <-> plain data (JSON-safe dicts), and forking. Credentials are never written:
 models are stored as their settings (``iModel.settings``) and rebuilt by
-``iModel.from_settings`` with keys from the environment (or passed in again) when loaded."""
+``iModel.from_settings`` with keys from the environment (or passed in again) when loaded.
+
+This is the body of ``Branch.to_dict`` / ``from_dict`` / ``fork``, kept out of branch.py for
+size. It sees the branch as ``Snapshotted`` (what it reads, private state included: it is the
+facade's own code), so it does not import ``Branch`` and the two modules form no cycle."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lion_nb.messages import MESSAGE_LIST
 
 if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
+    from lion_nb.progression import Messages, Progression
 
 FORMAT = "lion_nb.branch/1"
 
 
-def branch_to_dict(branch: Branch) -> dict[str, Any]:
+class Snapshotted(Protocol):
+    """What a snapshot and a fork read from a branch (``Branch`` is the one implementation)."""
+
+    id: uuid.UUID
+    name: str | None
+    user: str | None
+    metadata: dict[str, Any]
+    context_providers: list[Any]
+    _chat_model: Any
+    _parse_model: Any
+    _tools: Any
+    _messages: Messages
+
+    def __init__(self, **kwargs: Any) -> None: ...
+
+    @property
+    def messages(self) -> Messages: ...
+
+    @property
+    def progression(self) -> Progression: ...
+
+    @property
+    def session(self) -> Any: ...
+
+    @property
+    def tools(self) -> Any: ...
+
+
+B = TypeVar("B", bound=Snapshotted)
+
+
+def branch_to_dict(branch: Snapshotted) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "id": str(branch.id),
@@ -41,7 +76,7 @@ def _model_from(data: dict[str, Any] | None) -> Any:
     return iModel.from_settings(data)
 
 
-def branch_from_dict(cls: type[Branch], data: dict[str, Any], **overrides: Any) -> Branch:
+def branch_from_dict(cls: type[B], data: dict[str, Any], **overrides: Any) -> B:
     if data.get("format", FORMAT) != FORMAT:
         raise ValueError(f"unsupported branch format {data.get('format')!r}")
     kw: dict[str, Any] = {
@@ -59,7 +94,7 @@ def branch_from_dict(cls: type[Branch], data: dict[str, Any], **overrides: Any) 
     return branch
 
 
-def fork_branch(branch: Branch, at: int | uuid.UUID | None, *, name: str | None) -> Branch:
+def fork_branch(branch: B, at: int | uuid.UUID | None, *, name: str | None) -> B:
     messages = list(branch.messages)
     if at is not None:
         index = branch.progression.index(at) if isinstance(at, uuid.UUID) else at
