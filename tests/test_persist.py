@@ -14,7 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.chunk_provider import (
+
+import lion_nb
+from lion_nb import Branch, iModel
+from lion_nb.errors import RateLimitError, ServerError
+from lion_nb.messages import ActionResponse, AssistantResponse
+from lion_nb.models.base import Chunk
+from lion_nb.persist import chunk_from_dict, chunk_to_dict, read_buffer, recover_branch
+from lion_nb.session.lifecycle import suppress_lifecycle
+from tests.support.chunk_provider import (
     chunk_model,
     result,
     system,
@@ -24,15 +32,7 @@ from helpers.chunk_provider import (
     use_chunk_provider,
 )
 
-import lion_nb
-from lion_nb import Branch, iModel
-from lion_nb.errors import RateLimitError, ServerError
-from lion_nb.messages import ActionResponse, AssistantResponse
-from lion_nb.models.base import Chunk
-from lion_nb.persist import chunk_from_dict, chunk_to_dict, read_buffer, recover_branch
-from lion_nb.session.lifecycle import suppress_lifecycle
-
-HELPERS = Path(__file__).parent / "helpers"
+HELPERS = Path(__file__).parent / "support"
 
 
 @pytest.fixture(autouse=True)

@@ -47,12 +47,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser.conftest import (
-    run_notebook_in_lab,
-    screenshot,
-    shutdown_kernels,
-    write_notebook,
-)
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import run_notebook_in_lab, shutdown_kernels, write_notebook
 
 
 def in_browser(test: Any) -> Any:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cassettes.helpers import Trace, messages
-
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.signals import RunEnd
 from tests.servers.anthropic_server import Message, start_anthropic_server
+from tests.support.cassette_traces import Trace, messages
 
 KEY = "sk-ant-api03-cassetteKEY0123456789abcdefghij"
 THINK = {"type": "enabled", "budget_tokens": 1024}

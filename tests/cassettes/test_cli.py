@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from cassettes.helpers import Trace, messages
-from models.cli_helpers import make_fake_cli, recording
 
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.errors import CassetteMiss, CLINotFound, RateLimitError
+from tests.support.cassette_traces import Trace, messages
+from tests.support.fake_cli import make_fake_cli, recording
 
 
 def claude(cli_path: Path, env: dict[str, str], tmp_path: Path) -> iModel:

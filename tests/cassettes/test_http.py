@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cassettes.helpers import Trace, messages
 
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.errors import CassetteMiss, ConnectionLost, RateLimitError
 from tests.servers.chat_server import ErrorReply, Reply, start_chat_server
+from tests.support.cassette_traces import Trace, messages
 
 KEY = "sk-live-Zq81TESTKEY0123456789abcdef"
 HEADER_SECRET = "hdr-secret-Y7f3kq0p"

@@ -12,7 +12,7 @@ import pytest
 
 from lion_nb.models.imodel import local_model_available
 
-SIDE = Path(__file__).with_name("local_side.py")
+SIDE = Path(__file__).resolve().parents[1] / "support" / "cassette_local_side.py"
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassettes.helpers import Trace, absent, messages, round_trip, scripted
 from pydantic import BaseModel
 
 import lion_nb
 from lion_nb import Branch
 from lion_nb.errors import CassetteMiss, RateLimitError
 from lion_nb.models.base import ModelRequest
+from tests.support.cassette_traces import Trace, absent, messages, round_trip, scripted
 
 # -- API path: text, thinking, tool calls, every verb ------------------------------------------
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassettes.helpers import Trace, messages
 
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.errors import ServerError
 from tests.servers.chat_server import Reply
 from tests.servers.vendor_servers import start_gemini_server, start_responses_server
+from tests.support.cassette_traces import Trace, messages
 
 KEY = "vendor-key-Zq81TESTKEY0123456789"
 

@@ -8,16 +8,15 @@ import contextlib
 import json
 import time
 
-from flow.waiting import until
-from helpers_core import scripted
-
 from lion_nb import Branch
 from lion_nb.flow import Flow, FlowView
 from lion_nb.flow.node import Status
 from lion_nb.render.flow import flow_html
 from lion_nb.session.session import Session
 from lion_nb.signals import StreamDelta
-from tests.widgets.page_model import Page
+from tests.support.page_model import Page
+from tests.support.scripted import scripted
+from tests.support.waiting import until
 
 
 def part(view: FlowView, key: str) -> str:

@@ -6,11 +6,11 @@ A new local cluster is started the same way by ``ray_head`` itself."""
 from __future__ import annotations
 
 import ray
-from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.flow import Flow
 from lion_nb.flow.node import Status
+from tests.support.scripted import scripted
 
 
 async def test_the_first_ray_run_joins_the_cluster_ray_address_names(ray_head, monkeypatch):

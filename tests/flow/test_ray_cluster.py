@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-from flow.waiting import net_message_ids
 from ray import cloudpickle
 
 from lion_nb import Branch, iModel
@@ -20,6 +19,7 @@ from lion_nb.flow.errors import WorkerLost
 from lion_nb.flow.node import Status
 from lion_nb.session.session import Session
 from lion_nb.signals import MessageRetracted, RunEnd, RunFailed, RunStart, StreamDelta
+from tests.support.waiting import net_message_ids
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # see test_ray_engine
 

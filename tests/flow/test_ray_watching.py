@@ -9,8 +9,6 @@ import contextlib
 import sys
 
 import pytest
-from flow.waiting import until
-from helpers_core import scripted
 from ray import cloudpickle
 
 from lion_nb import Branch
@@ -20,6 +18,8 @@ from lion_nb.flow.ray_engine import _NodeLink
 from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.session.session import Session
 from lion_nb.signals import MessageAdded, RunStart, StreamDelta
+from tests.support.scripted import scripted
+from tests.support.waiting import until
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

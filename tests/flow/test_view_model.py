@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from flow.waiting import until
-from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.flow import Flow
 from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.session.session import Session
+from tests.support.scripted import scripted
+from tests.support.waiting import until
 
 
 class Clock:

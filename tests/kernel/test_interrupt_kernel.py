@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import process_alive
 
 from lion_nb.models.cli_process import group_alive
+from tests.support.fake_cli import process_alive
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
 
@@ -26,7 +26,7 @@ PARTIAL = "Hello! How can I help you "
 SETUP = """
 import asyncio, gc, json
 from pathlib import Path
-from models.cli_helpers import make_fake_cli, recording
+from tests.support.fake_cli import make_fake_cli, recording
 from lion_nb import Branch, BranchView, iModel
 from lion_nb.signals import RunEnd, RunFailed, RunStart, StreamDelta
 

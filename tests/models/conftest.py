@@ -1,11 +1,12 @@
-"""Fixtures for the CLI provider tests (helpers live in ``cli_helpers``)."""
+"""Fixtures for the CLI provider tests (helpers live in tests/support/fake_cli.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from models.cli_helpers import FakeCLI, make_fake_cli
+
+from tests.support.fake_cli import FakeCLI, make_fake_cli
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from models.cli_helpers import all_recordings, chunk_key, recording
 
 from lion_nb.errors import (
     AuthenticationError,
@@ -24,6 +23,7 @@ from lion_nb.models.cli_stream import EMPTY_ERROR, classify_error
 from lion_nb.models.codex import CodexEventMapper
 from lion_nb.models.gemini_cli import GeminiEventMapper
 from lion_nb.models.jsonl import JSONLinesDecoder, MalformedLine
+from tests.support.fake_cli import all_recordings, chunk_key, recording
 
 MAPPERS = {"claude": ClaudeEventMapper, "codex": CodexEventMapper, "gemini": GeminiEventMapper}
 

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from models.cli_helpers import FakeCLI, recording
 
 from lion_nb.models import iModel
 from lion_nb.models.base import Chunk
@@ -28,6 +27,7 @@ from lion_nb.models.gemini_cli import GeminiEventMapper
 from lion_nb.models.jsonl import JSONLinesDecoder
 from lion_nb.session.branch import Branch
 from tests.servers import ChatServer, Reply, start_chat_server
+from tests.support.fake_cli import FakeCLI, recording
 
 
 @pytest.fixture

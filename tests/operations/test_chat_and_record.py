@@ -1,8 +1,8 @@
 import pytest
-from helpers_core import kinds, recording_branch
 
 from lion_nb.errors import RateLimitError
 from lion_nb.messages import AssistantResponse, Instruction
+from tests.support.scripted import kinds, recording_branch
 
 
 async def test_records_instruction_then_response_and_returns_text():

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from helpers.chunk_provider import chunk_model, text, tool_result, tool_use, use_chunk_provider
-from helpers_core import kinds
 from pydantic import BaseModel
 
 from lion_nb import Branch, iModel
@@ -13,6 +11,14 @@ from lion_nb.operations.run import run_and_collect
 from lion_nb.operations.types import ChatParam, Middle, ParseParam, RunParam
 from lion_nb.session.lifecycle import suppress_lifecycle
 from lion_nb.signals import RunEnd
+from tests.support.chunk_provider import (
+    chunk_model,
+    text,
+    tool_result,
+    tool_use,
+    use_chunk_provider,
+)
+from tests.support.scripted import kinds
 
 
 class Verdict(BaseModel):

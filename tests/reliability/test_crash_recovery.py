@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import make_fake_cli, process_alive, recording
 
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse
 from lion_nb.persist import read_buffer, recover_branch
+from tests.support.fake_cli import make_fake_cli, process_alive, recording
 
-CHILD = Path(__file__).with_name("crash_child.py")
+CHILD = Path(__file__).resolve().parents[1] / "support" / "crash_child.py"
 ROOT = Path(__file__).resolve().parents[2]
 DELTAS_PER_MESSAGE = 40
 SEED = 20261130

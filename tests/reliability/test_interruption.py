@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 
 import pytest
-from models.cli_helpers import FakeCLI, make_fake_cli, process_alive, recording
 
 from lion_nb import Branch, BranchView, iModel
 from lion_nb.messages import ActionRequest, AssistantResponse, Instruction
 from lion_nb.models.cli_process import group_alive
 from lion_nb.signals import RunEnd, RunFailed, RunStart, StreamDelta
+from tests.support.fake_cli import FakeCLI, make_fake_cli, process_alive, recording
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import FakeCLI, make_fake_cli, recording
 from pydantic import BaseModel
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import AuthenticationError, CLIError, ProviderError, ServerError
 from tests.servers.chat_server import ChatServer, ErrorReply, RawReply, Reply
+from tests.support.fake_cli import FakeCLI, make_fake_cli, recording
 
 KEYS = {
     "OPENAI_API_KEY": "sk-env-openai-a81d0c4e92f7",

@@ -3,7 +3,7 @@
 The corpus (tests/fixtures/xss_corpus.json) is shared with the real-browser tests. Here each
 payload is placed in every field a model, tool or user controls, rendered by every function the
 views and exports use, and the output is parsed: no element, attribute or URL scheme outside
-our vocabulary may appear (see render_safety.py). Markdown output is additionally rendered by a
+our vocabulary may appear (see tests/support/html_safety.py). Markdown output is additionally rendered by a
 *non-sanitizing* CommonMark renderer with raw HTML on, as JupyterLab does for trusted output.
 """
 
@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from render.render_safety import CORPUS, html_problems
 
 from lion_nb.messages import (
     ActionRequest,
@@ -26,6 +25,7 @@ from lion_nb.messages import (
 from lion_nb.render.html import message_html, streaming_html, transcript_html
 from lion_nb.render.markdown import MarkdownStream, build_markdown, render_markdown
 from lion_nb.render.text import message_markdown, transcript_markdown
+from tests.support.html_safety import CORPUS, html_problems
 
 T = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 IDS = [c["name"] for c in CORPUS]

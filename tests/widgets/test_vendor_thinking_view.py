@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from widgets.page_model import Page
 
 from lion_nb import Branch, BranchView, iModel
 from lion_nb.render.html import message_html
 from tests.servers import Reply
 from tests.servers.anthropic_server import Message, start_anthropic_server
 from tests.servers.vendor_servers import start_gemini_server, start_responses_server
+from tests.support.page_model import Page
 
 THOUGHT = "First, six times seven. That is forty-two, so the answer is 42."
 ANSWER = "The answer is **42**."

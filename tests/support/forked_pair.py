@@ -1,12 +1,11 @@
 """A branch and its fork with real scripted turns on both sides (the compare tests share it;
-``scripted`` is re-exported from helpers_core)."""
+``scripted`` is re-exported from tests/support/scripted.py)."""
 
 from __future__ import annotations
 
-from helpers_core import scripted
-
 from lion_nb import Branch, Session
 from lion_nb.provenance import provenance_of
+from tests.support.scripted import scripted
 
 
 async def forked_pair() -> tuple[Branch, Branch]:

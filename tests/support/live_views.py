@@ -2,7 +2,7 @@
 front end (JupyterLab 4, Notebook 7, Voilà, marimo): the notebook that shows the view with a
 button that starts its run (so the page samples it from the run's start, however long the front
 end takes to draw it), the kernel noting when the run's first content reached it, and the run
-driven and measured (``tests/browser/measure.py``: what the view shows every frame, the bytes
+driven and measured (``tests/support/page_measure.py``: what the view shows every frame, the bytes
 the page receives).
 
 The rounds, parse and flow views are fed at ~50 chunks a second for a few seconds (the flow
@@ -18,7 +18,13 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tests.browser.measure import FIRST_MESSAGE, FIRST_TEXT, Bytes, start_view_sampler, view_figures
+from tests.support.page_measure import (
+    FIRST_MESSAGE,
+    FIRST_TEXT,
+    Bytes,
+    start_view_sampler,
+    view_figures,
+)
 
 ROUNDS = """
 from lion_nb import Branch, iModel

@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers_core import scripted
-
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.signals import (
@@ -26,6 +24,7 @@ from lion_nb.signals import (
     Signal,
     StreamDelta,
 )
+from tests.support.scripted import scripted
 
 _CLOCK_KEYS = {"duration_ms", "latency_ms", "replayed", "started_at"}
 

@@ -74,7 +74,7 @@ def use_chunk_provider(monkeypatch: Any) -> None:
     monkeypatch.setitem(
         PROVIDERS,
         "chunk_list",
-        ProviderSpec("helpers.chunk_provider", "ChunkListProvider", kind="cli"),
+        ProviderSpec("tests.support.chunk_provider", "ChunkListProvider", kind="cli"),
     )
 
 

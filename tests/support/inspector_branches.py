@@ -3,11 +3,10 @@ real conversation with runs and a tool call (``conversation``)."""
 
 from __future__ import annotations
 
-from helpers_core import scripted
-
 from lion_nb import Branch, Session, iModel
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.provenance import provenance_of
+from tests.support.scripted import scripted
 
 __all__ = ["add", "big_branch", "conversation", "scripted"]
 

@@ -1,6 +1,6 @@
 """One side of the embedded-model round trip, run in its own interpreter:
 
-    python tests/cassettes/local_side.py record|replay CASSETTE
+    python tests/support/cassette_local_side.py record|replay CASSETTE
 
 ``replay`` first makes ``llama_cpp`` (and the weights package) unimportable, so any attempt to
 load the model fails; both sides print one JSON line: what the branch recorded and emitted."""
@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.support
 
 
 class _Blocked(importlib.abc.MetaPathFinder):
@@ -24,11 +24,11 @@ class _Blocked(importlib.abc.MetaPathFinder):
 
 
 async def main(mode: str, path: str) -> None:
-    from cassettes.helpers import Trace, messages
     from pydantic import BaseModel, Field
 
     import lion_nb
     from lion_nb import Branch, iModel
+    from tests.support.cassette_traces import Trace, messages
 
     class Colour(BaseModel):
         name: str = Field(max_length=20)

@@ -1,6 +1,4 @@
-"""Helpers for the CLI provider tests: recorded streams, the fake CLI, process checks.
-
-A plain module (not conftest) so test files can import it by name."""
+"""Helpers for the CLI provider tests: recorded streams, the fake CLI, process checks."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parents[1]
 CLI_FIXTURES = TESTS / "fixtures" / "cli"
-FAKE_AGENT = TESTS / "fake_cli" / "fake_agent.py"
+FAKE_AGENT = TESTS / "support" / "fake_agent.py"
 
 
 def recording(name: str) -> Path:
