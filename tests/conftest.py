@@ -9,11 +9,12 @@ import os
 import socket
 import sys
 import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.fake_cli import FakeCLI, make_fake_cli
 from tests.support.ray_clusters import shared_ray_head
 
 pytest_plugins = ["tests.servers.fixtures", "tests.servers.real"]
@@ -63,6 +64,23 @@ def _no_network_and_private_home(monkeypatch, tmp_path_factory):
         "GOOGLE_API_KEY",
     ):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def no_default_cassette() -> Iterator[None]:
+    """No notebook-wide cassette during the test; the one before is restored after (every test
+    in tests/cassettes, and the cassette magics' tests)."""
+    from lion_nb.cassettes import active
+
+    previous = active.set_default(None)
+    yield
+    active.set_default(previous)
+
+
+@pytest.fixture
+def fake_cli(tmp_path: Path) -> FakeCLI:
+    """The fake agent behind an ``exec`` wrapper in ``tmp_path`` (tests/support/fake_cli.py)."""
+    return make_fake_cli(tmp_path)
 
 
 # -- markers by rule: what a test needs decides its markers, so a new test is marked when it uses

@@ -11,6 +11,8 @@ from lion_nb import Branch, iModel
 from lion_nb.cassettes import Cassette, active
 from lion_nb.magics import MagicUsageError, lion_cassette, register
 
+pytestmark = pytest.mark.usefixtures("no_default_cassette")  # tests/conftest.py
+
 
 def test_the_line_magic_installs_and_removes_the_default(tmp_path: Path) -> None:
     path = tmp_path / "nb.jsonl"
