@@ -1,4 +1,4 @@
-"""Views that tell the truth, in a real chromium (issue: off the happy path): a view whose
+"""Views that tell the truth, in a real chromium: a view whose
 kernel restarted says so and disables its controls (JupyterLab, Notebook 7, Voilà, marimo);
 the cassette badge follows ``%lion_cassette --off`` at once; a paste too long for the model
 comes back to the prompt box."""

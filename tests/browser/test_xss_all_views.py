@@ -1,4 +1,4 @@
-"""R1 in a real browser: every hostile payload of the corpus, through every view, executes
+"""In a real browser: every hostile payload of the corpus, through every view, executes
 nothing in chromium.
 
 One notebook puts each payload of ``tests/fixtures/xss_corpus.json`` (plus sentinel payloads

@@ -1,5 +1,6 @@
-"""R3 in a real ipykernel: a kernel interrupt (``KernelManager.interrupt_kernel()``, the ■
-button) during ``run()``, and a ``%%lion --run`` cell re-executed while its run streams.
+"""Interrupting a run in a real ipykernel: a kernel interrupt
+(``KernelManager.interrupt_kernel()``, the ■ button) during ``run()``, and a ``%%lion --run``
+cell re-executed while its run streams.
 
 The agent is the fake CLI (a real process group with a grandchild) streaming half a reply and
 then hanging. Each case ends with no live member of the agent's process group (read from /proc

@@ -1,4 +1,4 @@
-"""R5: kill -9 of the interpreter during a persisted run, at random points, then recovery.
+"""A kill -9 of the interpreter during a persisted run, at random points, then recovery.
 
 ``tests/test_persist.py`` kills a child running the in-process scripted model once, at a fixed
 point. Here the child runs the real stack — ``Branch.run(stream_persist=True)`` on the

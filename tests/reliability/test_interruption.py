@@ -1,4 +1,4 @@
-"""R3: interrupting a CLI agent's run, in every way a notebook user can, loses nothing and
+"""Interrupting a CLI agent's run, in every way a notebook user can, loses nothing and
 leaves nothing behind.
 
 Each scenario drives ``Branch.run`` against the fake CLI (a real process whose group also holds
@@ -49,7 +49,7 @@ TOOLS_HANG = 21
 
 
 class Lifecycle:
-    """Every lifecycle signal of one branch, with the checks R3 needs."""
+    """Every lifecycle signal of one branch, with the checks the interruption tests need."""
 
     def __init__(self, branch: Branch) -> None:
         self.signals: list = []

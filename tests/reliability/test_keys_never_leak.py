@@ -1,4 +1,4 @@
-"""R2: API keys given as arguments and as environment variables never show up in anything
+"""API keys given as arguments and as environment variables never show up in anything
 lion_nb produces — recorded messages, snapshots and run buffers on disk, exports, reprs, views,
 log records (DEBUG), stdout/stderr, signals, exceptions (message, repr, traceback, body, stderr,
 partial text) — across every verb that works offline or on loopback, and across provider

@@ -1,4 +1,4 @@
-"""R4: malformed streams end to end — through ``Branch.run`` on a real CLI process and through
+"""Malformed streams end to end — through ``Branch.run`` on a real CLI process and through
 ``Branch.communicate`` over real HTTP.
 
 Property-based (hypothesis, bounded example counts): recorded agent streams and generated SSE

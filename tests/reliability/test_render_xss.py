@@ -1,4 +1,4 @@
-"""R1: every hostile payload through every render entry point comes out inert.
+"""Every hostile payload through every render entry point comes out inert.
 
 The corpus (tests/fixtures/xss_corpus.json) is shared with the real-browser tests. Here each
 payload is placed in every field a model, tool or user controls, rendered by every function the
