@@ -16,9 +16,9 @@ beside marimo's own ``mo.ui.chat`` in the same page, on the same stream, the two
     .venv/bin/python benchmarks/bench_browser.py --out benchmarks/results/bench_browser.json \
         [--quick] [--only "flow or inspector"]
 
-The measurement is the one the browser tests make (tests/browser/measure.py: the reply's text,
+The measurement is the one the browser tests make (tests/support/page_measure.py: the reply's text,
 or all a rounds, parse or flow view or the inspector shows, sampled every animation frame inside
-the view, Debian chromium; tests/browser/live_views.py runs those views); this script runs those tests
+the view, Debian chromium; tests/support/live_views.py runs those views); this script runs those tests
 ``rounds`` times (3; 1 with --quick) in fresh pytest processes, reads the figures they write to
 test-artifacts/front_end_browser.json, and prints per view the median of each figure beside its
 goal: >= 30 updates/s, longest gap <= 100 ms, first text <= 100 ms, bytes no more than before
@@ -74,7 +74,7 @@ BYTES_BEFORE = {  # view -> (bytes, seconds)
     "Voila | chat | 1000 tok/s": (66_143, 3.82),
     "marimo | chat | 50 tok/s": (20_139, 4.27),
     "marimo | chat | 1000 tok/s": (44_485, 4.4),
-    # the rounds and parse views (tests/browser/live_views.py), the kernel of commit a7a7c1c
+    # the rounds and parse views (tests/support/live_views.py), the kernel of commit a7a7c1c
     # (before the parse view said when it is busy: two chrome ops more per parse)
     "JupyterLab 4 | rounds view | ~50 chunks/s": (124_498, 9.14),
     "Notebook 7 | rounds view | ~50 chunks/s": (122_571, 8.73),

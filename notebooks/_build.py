@@ -1,7 +1,7 @@
 """Generate the tutorial notebooks from the cell sources below.
 
 The notebooks are written here as code so that a change to them is reviewable as a diff, and
-stored without outputs (tests/test_notebooks.py executes every one of them with nbclient and
+stored without outputs (tests/e2e/test_notebooks.py executes every one of them with nbclient and
 checks that the stored files match this script).
 
     .venv/bin/python notebooks/_build.py           # rewrite notebooks/*.ipynb

@@ -6,14 +6,16 @@ import functools
 import inspect
 import ipaddress
 import os
-import shutil
 import socket
 import sys
 import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.fake_cli import FakeCLI, make_fake_cli
+from tests.support.ray_clusters import shared_ray_head
 
 pytest_plugins = ["tests.servers.fixtures", "tests.servers.real"]
 
@@ -62,6 +64,23 @@ def _no_network_and_private_home(monkeypatch, tmp_path_factory):
         "GOOGLE_API_KEY",
     ):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def no_default_cassette() -> Iterator[None]:
+    """No notebook-wide cassette during the test; the one before is restored after (every test
+    in tests/cassettes, and the cassette magics' tests)."""
+    from lion_nb.cassettes import active
+
+    previous = active.set_default(None)
+    yield
+    active.set_default(previous)
+
+
+@pytest.fixture
+def fake_cli(tmp_path: Path) -> FakeCLI:
+    """The fake agent behind an ``exec`` wrapper in ``tmp_path`` (tests/support/fake_cli.py)."""
+    return make_fake_cli(tmp_path)
 
 
 # -- markers by rule: what a test needs decides its markers, so a new test is marked when it uses
@@ -204,59 +223,8 @@ def ray_head():
     ``python -m lion_nb.flow.ray_start`` in its own process, so tests join it and leave it
     (``ray.shutdown()`` in a test only disconnects), and stopped at the end. Yields its address
     (what ``RAY_ADDRESS`` names)."""
-    import signal
-    import subprocess
-    import sys
-    import tempfile
-    import threading
-
-    # Ray's socket paths must stay under 107 bytes: its session folder cannot live in tmp_path
-    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    env = {**os.environ, "RAY_TMPDIR": ray_tmp}
-    env.pop("RAY_ADDRESS", None)
-    head = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lion_nb.flow.ray_start",
-            "--num-cpus=2",
-            "--node-ip-address=127.0.0.1",
-            "--defer-imports",  # the start-up shortcut, opt-in (lion_nb/flow/ray_start.py)
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:  # the head's output, until it says where it is (or exits)
-        assert head.stdout is not None
-        for line in head.stdout:
-            lines.append(line)
-            if "RAY_ADDRESS=" in line:
-                ready.set()
-        ready.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        # start_ray tries twice, each within Ray's own waits; this bound is only a backstop
-        if not ready.wait(300) or "RAY_ADDRESS=" not in "".join(lines):
-            pytest.fail("the shared Ray cluster did not start:\n" + "".join(lines)[-3000:])
-        yield "".join(lines).split("RAY_ADDRESS=", 1)[1].split()[0]
-    finally:
-        head.send_signal(signal.SIGTERM)  # the head shuts its cluster down and exits
-        try:
-            head.wait(60)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait()
-        reader.join(10)
-        assert head.stdout is not None
-        head.stdout.close()
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+    with shared_ray_head() as address:
+        yield address
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -117,7 +117,9 @@ class Edge:
 
     def __str__(self) -> str:
         where = f" in {self.function}()" if self.function else ""
-        return f"lion_nb/{self.source}:{self.line} imports lion_nb/{self.target} ({self.kind}{where})"
+        return (
+            f"lion_nb/{self.source}:{self.line} imports lion_nb/{self.target} ({self.kind}{where})"
+        )
 
 
 def _relpath(module: str) -> str | None:

@@ -14,15 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.chunk_provider import (
-    chunk_model,
-    result,
-    system,
-    text,
-    tool_result,
-    tool_use,
-    use_chunk_provider,
-)
 
 import lion_nb
 from lion_nb import Branch, iModel
@@ -32,8 +23,17 @@ from lion_nb.models.base import Chunk
 from lion_nb.port.lifecycle import suppress_lifecycle
 from lion_nb.port.stream_persist import chunk_from_dict, chunk_to_dict, read_buffer
 from lion_nb.session.recover import recover_branch
+from tests.support.chunk_provider import (
+    chunk_model,
+    result,
+    system,
+    text,
+    tool_result,
+    tool_use,
+    use_chunk_provider,
+)
 
-HELPERS = Path(__file__).parent / "helpers"
+HELPERS = Path(__file__).parent / "support"
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import make_fake_cli, recording
 
 import lion_nb
 from lion_nb import Branch, iModel
@@ -37,6 +36,7 @@ from lion_nb.secrets import (
     secret_values,
 )
 from tests.servers.chat_server import ChatServer, ErrorReply, Reply
+from tests.support.fake_cli import make_fake_cli, recording
 
 # -- the corpus ---------------------------------------------------------------------------------
 

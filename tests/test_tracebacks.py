@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers_core import scripted
 
 import lion_nb
 from lion_nb import Branch
@@ -30,6 +29,7 @@ from lion_nb.errors import (
 from lion_nb.flow.graph import Flow
 from lion_nb.signals import StreamDelta
 from lion_nb.tracebacks import block, flow_stop_line, stop_line, user_line
+from tests.support.scripted import scripted
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import (
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import (
     kernel_execute,
     run_notebook_in_lab,
-    screenshot,
     shutdown_kernels,
     write_notebook,
 )

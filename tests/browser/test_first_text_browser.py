@@ -3,7 +3,7 @@
 ~1,000 tok/s: a word every 20 ms or every 1 ms, the first after that wait), the two taking
 turns so that both see the same load.
 
-Measured in the page (``tests/browser/measure.py`` ``arm_enter``): from the Enter keydown (the
+Measured in the page (``tests/support/page_measure.py`` ``arm_enter``): from the Enter keydown (the
 page's first sight of it) to the first animation frame that shows a non-space character of
 the new reply. Each round sends once to each chat at each rate; the figures (medians) go to
 the file the browser benchmark (B10) reads, as ``marimo | chat from Enter | <rate>`` and
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import screenshot
-from tests.browser.live_views import MARIMO_APP
-from tests.browser.measure import arm_enter, enter_ms, record
+from tests.support.front_ends import screenshot
+from tests.support.live_views import MARIMO_APP
+from tests.support.page_measure import arm_enter, enter_ms, record
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -3,7 +3,7 @@ see it: visible updates per second and the longest gap while a reply streams (th
 sampled every animation frame), first token on screen, keys, focus and draft kept across a
 reply, scroll kept, copy controls, reload, no page errors.
 
-The figures (tests/browser/measure.py) are written to test-artifacts/front_end_browser.json. The
+The figures (tests/support/page_measure.py) are written to test-artifacts/front_end_browser.json. The
 tests assert what the user sees with bounds that hold on a slow, busy machine (updates keep
 coming, no long freeze, the first text soon); the goals themselves (>= 30 updates/s, no gap over
 100 ms, first text within 100 ms, bytes no more than before the page revealed text frame by
@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from tests.browser.conftest import run_notebook_in_lab, shutdown_kernels, write_notebook
-from tests.browser.live_views import VIEWS, check_streamed, stream_view, view_cell
-from tests.browser.measure import (
+from tests.support.lab_notebooks import run_notebook_in_lab, shutdown_kernels, write_notebook
+from tests.support.live_views import VIEWS, check_streamed, stream_view, view_cell
+from tests.support.page_measure import (
     FIRST_TEXT,
     Bytes,
     figures,

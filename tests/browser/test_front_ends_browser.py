@@ -5,8 +5,8 @@ In each: the view renders with the branch's history, replies stream at ~50 and ~
 (several visible updates), Enter in the prompt box sends, Escape stops a long reply (it stops
 growing, marked stopped), and the saved/static form holds the transcript: the notebook file
 Notebook 7 saves, the page Voilà serves before any widget runs, marimo's ``export html``. In
-Notebook 7 and Voilà the rounds and parse views stream too (``tests/browser/live_views.py``). The
-figures of each reply (visible updates/s, longest gap, first text, bytes: tests/browser/measure.py)
+Notebook 7 and Voilà the rounds and parse views stream too (``tests/support/live_views.py``). The
+figures of each reply (visible updates/s, longest gap, first text, bytes: tests/support/page_measure.py)
 go to the file the browser benchmark (B10) reads; the bounds asserted are loose (the machine is
 shared), the goals live in the benchmark.
 """
@@ -23,15 +23,15 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import screenshot
-from tests.browser.live_views import (
+from tests.support.front_ends import screenshot
+from tests.support.live_views import (
     VIEWS,
     check_streamed,
     marimo_view_notebook,
     stream_view,
     view_cell,
 )
-from tests.browser.measure import (
+from tests.support.page_measure import (
     FIRST_TEXT,
     Bytes,
     contrast_failures,

@@ -8,12 +8,8 @@ import time
 
 import pytest
 
-from tests.browser.conftest import (
-    run_notebook_in_lab,
-    screenshot,
-    shutdown_kernels,
-    write_notebook,
-)
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import run_notebook_in_lab, shutdown_kernels, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 

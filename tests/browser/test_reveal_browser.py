@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from tests.browser.conftest import (
+from tests.support.lab_notebooks import (
     kernel_execute,
     run_notebook_in_lab,
     shutdown_kernels,

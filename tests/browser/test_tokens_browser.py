@@ -17,15 +17,14 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import (
-    ARTIFACTS,
+from tests.browser.test_theme_contrast_browser import AA, MEASURE, set_theme
+from tests.support.front_ends import ARTIFACTS, screenshot
+from tests.support.lab_notebooks import (
     kernel_execute,
     run_notebook_in_lab,
-    screenshot,
     shutdown_kernels,
     write_notebook,
 )
-from tests.browser.test_theme_contrast_browser import AA, MEASURE, set_theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import (
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import (
     interrupt_kernel,
     kernel_client,
     kernel_execute,
     kernel_reply,
     run_notebook_in_lab,
-    screenshot,
     shutdown_kernels,
     write_notebook,
 )

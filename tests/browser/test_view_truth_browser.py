@@ -1,4 +1,4 @@
-"""Views that tell the truth, in a real chromium (issue: off the happy path): a view whose
+"""Views that tell the truth, in a real chromium: a view whose
 kernel restarted says so and disables its controls (JupyterLab, Notebook 7, Voilà, marimo);
 the cassette badge follows ``%lion_cassette --off`` at once; a paste too long for the model
 comes back to the prompt box."""
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import (
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import (
     kernel_execute,
     run_notebook_in_lab,
-    screenshot,
     shutdown_kernels,
     write_notebook,
 )
@@ -98,8 +98,8 @@ def restart_from_the_menu(page: Any) -> None:
 def test_a_restart_in_lab_leaves_the_view_saying_its_kernel_is_gone(
     page, jupyter_lab, _no_kernels_left, theme
 ):
-    from tests.browser.measure import contrast_failures
     from tests.browser.test_theme_contrast_browser import set_theme
+    from tests.support.page_measure import contrast_failures
 
     set_theme(jupyter_lab, theme)
     try:
@@ -173,7 +173,7 @@ def badge_text(view: Any) -> str:
 
 
 def test_the_cassette_badge_follows_lion_cassette_at_once(page, jupyter_lab, _no_kernels_left):
-    from tests.browser.measure import contrast_failures
+    from tests.support.page_measure import contrast_failures
 
     shipped = Path(__file__).resolve().parents[2] / "notebooks/data/07_cassettes.cassette.jsonl"
     (jupyter_lab.root / "data").mkdir(exist_ok=True)

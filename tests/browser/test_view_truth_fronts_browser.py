@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from tests.browser.conftest import screenshot
 from tests.browser.test_front_ends_browser import open_in_notebook7, write_ipynb
 from tests.browser.test_view_truth_browser import (
     assert_gone,
@@ -21,6 +20,7 @@ from tests.browser.test_view_truth_browser import (
     streaming_cell,
     token_cells,
 )
+from tests.support.front_ends import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 

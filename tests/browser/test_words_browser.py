@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import (
+from tests.browser.test_theme_contrast_browser import set_theme
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import (
     kernel_execute,
     run_notebook_in_lab,
-    screenshot,
     shutdown_kernels,
     write_notebook,
 )
-from tests.browser.measure import contrast_failures
-from tests.browser.test_theme_contrast_browser import set_theme
+from tests.support.page_measure import contrast_failures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 

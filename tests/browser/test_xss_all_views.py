@@ -1,4 +1,4 @@
-"""R1 in a real browser: every hostile payload of the corpus, through every view, executes
+"""In a real browser: every hostile payload of the corpus, through every view, executes
 nothing in chromium.
 
 One notebook puts each payload of ``tests/fixtures/xss_corpus.json`` (plus sentinel payloads
@@ -47,12 +47,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser.conftest import (
-    run_notebook_in_lab,
-    screenshot,
-    shutdown_kernels,
-    write_notebook,
-)
+from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import run_notebook_in_lab, shutdown_kernels, write_notebook
 
 
 def in_browser(test: Any) -> Any:

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-from lion_nb.cassettes import active
 
 
 @pytest.fixture(autouse=True)
-def _no_default_cassette() -> Iterator[None]:
-    previous = active.set_default(None)
-    yield
-    active.set_default(previous)
+def _no_default_cassette(no_default_cassette: None) -> None:
+    """Every cassette test runs without a notebook-wide cassette (tests/conftest.py)."""

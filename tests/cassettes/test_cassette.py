@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassettes.helpers import SYSTEM, absent, scripted
 
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.cassettes import CassetteWarning
 from lion_nb.errors import CassetteMiss, ExecutionError
+from tests.support.cassette_traces import SYSTEM, absent, scripted
 
 # -- modes and misses --------------------------------------------------------------------------------
 

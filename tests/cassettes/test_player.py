@@ -7,10 +7,9 @@ import json
 import time
 from pathlib import Path
 
-from cassettes.helpers import absent, scripted
-
 import lion_nb
 from lion_nb import Branch
+from tests.support.cassette_traces import absent, scripted
 
 # -- timing --------------------------------------------------------------------------------------------
 

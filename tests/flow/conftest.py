@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.ray_clusters import started, warm_every_node
+
 
 @pytest.fixture(scope="module")
 def ray_local(ray_head):
@@ -39,51 +41,21 @@ def ray_cluster():
     # the suite's loopback-only guard is a function-scoped fixture, set up after this one.
     # its processes start as start_ray(defer_imports=True)'s do: fast, waits raised
     with ray_process_env(defer_imports=True):
-        cluster = _started(
+        cluster = started(
             lambda: Cluster(
                 initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
             )
         )
         try:
-            _started(lambda: cluster.add_node(num_cpus=1))
+            started(lambda: cluster.add_node(num_cpus=1))
         except BaseException:
             cluster.shutdown()
             raise
     try:
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
-        _warm_every_node(ray)
+        warm_every_node(ray)
         yield cluster
     finally:
         ray.shutdown()
         cluster.shutdown()
-
-
-def _started(start):
-    """``start()``, once more if a busy machine made Ray's fixed start-up wait run out."""
-    from lion_nb.flow.ray_start import is_slow_start
-
-    try:
-        return start()
-    except Exception as exc:
-        if not is_slow_start(exc):
-            raise
-        return start()
-
-
-def _warm_every_node(ray) -> None:
-    """Run one task pinned to each node: a node whose raylet is registered may still have no
-    worker that can take a task (seen on a loaded machine), and tests about where nodes run
-    must start from a cluster where every node can."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    @ray.remote(num_cpus=1)
-    def here() -> str:
-        return ray.get_runtime_context().get_node_id()
-
-    alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
-    pinned = [
-        here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
-        for node in alive
-    ]
-    assert sorted(ray.get(pinned, timeout=120)) == sorted(alive)

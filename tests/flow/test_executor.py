@@ -6,9 +6,6 @@ import asyncio
 import time
 
 import pytest
-from flow.waiting import until
-from helpers_core import scripted
-from models.cli_helpers import make_fake_cli, recording
 
 from lion_nb import Branch, iModel
 from lion_nb.flow import Flow
@@ -17,6 +14,9 @@ from lion_nb.flow.node import Status
 from lion_nb.models.cli_process import group_alive
 from lion_nb.session.session import Session
 from lion_nb.signals import RunEnd, RunStart, StreamDelta
+from tests.support.fake_cli import make_fake_cli, recording
+from tests.support.scripted import scripted
+from tests.support.waiting import until
 
 
 def echo_count(request) -> str:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.errors import OperationError
 from lion_nb.flow import Flow
 from lion_nb.flow.node import Operation, Status
 from lion_nb.session.session import Session
+from tests.support.scripted import scripted
 
 
 def test_add_returns_the_node_with_its_parameters_and_dependencies():

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb.errors import ExecutionError
 from lion_nb.flow.node import Operation, Status
 from lion_nb.session.session import Session
+from tests.support.scripted import scripted
 
 
 def slow_for_early_rows(request) -> dict:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.errors import OperationError
 from lion_nb.flow.node import Operation, Status
+from tests.support.scripted import scripted
 
 
 async def test_a_completed_node_records_branch_timings_and_usage():

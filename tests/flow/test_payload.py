@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb import Branch, iModel
 from lion_nb.flow.errors import NotTransferable
@@ -13,6 +12,7 @@ from lion_nb.flow.node import Operation
 from lion_nb.flow.payload import build_payload, decode, encode, model_settings
 from lion_nb.flow.worker import _build
 from lion_nb.session.session import Session
+from tests.support.scripted import scripted
 
 SECRETS = (
     "sk-BRANCH-SECRET",

@@ -11,9 +11,6 @@ import threading
 import time
 
 import pytest
-from flow.waiting import until
-from helpers_core import scripted
-from models.cli_helpers import make_fake_cli, recording
 from ray import cloudpickle
 
 from lion_nb import Branch, iModel
@@ -24,6 +21,9 @@ from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.models.cli_process import group_alive
 from lion_nb.session.session import Session
 from lion_nb.signals import MessageAdded, RunEnd, RunStart
+from tests.support.fake_cli import make_fake_cli, recording
+from tests.support.scripted import scripted
+from tests.support.waiting import until
 
 # Test functions travel by value, as a notebook's do (its cells are __main__); a test module
 # is imported under a name the workers cannot import.

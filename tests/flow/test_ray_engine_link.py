@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import uuid
 
-from flow.waiting import net_message_ids
-
 from lion_nb import Branch
 from lion_nb.flow import Flow
 from lion_nb.flow.errors import WorkerLost
 from lion_nb.flow.ray_engine import _NodeLink
 from lion_nb.messages import MESSAGE, MESSAGE_LIST, AssistantResponse, Instruction
 from lion_nb.signals import MessageRetracted, RunEnd, RunFailed, RunStart
+from tests.support.waiting import net_message_ids
 
 WHERE = {"node_id": None, "pid": 1}
 

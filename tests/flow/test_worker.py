@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from helpers_core import scripted
-
 from lion_nb import Branch
 from lion_nb.errors import ExecutionError
 from lion_nb.flow.errors import RemoteError
@@ -18,6 +16,7 @@ from lion_nb.flow.relay import Relay
 from lion_nb.flow.worker import _attempt, _Outbox, portable_error, transport
 from lion_nb.messages import MESSAGE, MESSAGE_LIST, Instruction
 from lion_nb.signals import MessageAdded, MessageRetracted, RunFailed, StreamDelta
+from tests.support.scripted import scripted
 
 
 class _Method:

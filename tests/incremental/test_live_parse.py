@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import time
 
-from helpers.orders import ORDER, Order, rows_by_path
-
 from lion_nb.incremental.live_parse import LiveParse
 from lion_nb.render.parse_tree import tree_html
 from lion_nb.viewmodels.parse import live_rows
+from tests.support.orders import ORDER, Order, rows_by_path
 
 
 def test_fields_validate_as_their_values_complete() -> None:

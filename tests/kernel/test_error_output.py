@@ -185,7 +185,7 @@ def slow():
 
 def stopped_cell(kernel, code: str, stop) -> list[str]:
     """Run ``code``, call ``stop()`` once the reply streams, and return the error's lines."""
-    from kernel.conftest import Cell
+    from tests.support.kernels import Cell
 
     msg_id = kernel.kc.execute(code)
     time.sleep(2.0)  # well into the 30 s reply

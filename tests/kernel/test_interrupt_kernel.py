@@ -1,5 +1,6 @@
-"""R3 in a real ipykernel: a kernel interrupt (``KernelManager.interrupt_kernel()``, the ■
-button) during ``run()``, and a ``%%lion --run`` cell re-executed while its run streams.
+"""Interrupting a run in a real ipykernel: a kernel interrupt
+(``KernelManager.interrupt_kernel()``, the ■ button) during ``run()``, and a ``%%lion --run``
+cell re-executed while its run streams.
 
 The agent is the fake CLI (a real process group with a grandchild) streaming half a reply and
 then hanging. Each case ends with no live member of the agent's process group (read from /proc
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import process_alive
 
 from lion_nb.models.cli_process import group_alive
+from tests.support.fake_cli import process_alive
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
 
@@ -26,7 +27,7 @@ PARTIAL = "Hello! How can I help you "
 SETUP = """
 import asyncio, gc, json
 from pathlib import Path
-from models.cli_helpers import make_fake_cli, recording
+from tests.support.fake_cli import make_fake_cli, recording
 from lion_nb import Branch, BranchView, iModel
 from lion_nb.signals import RunEnd, RunFailed, RunStart, StreamDelta
 

@@ -52,7 +52,7 @@ def test_a_streamed_reply_updates_the_view_progressively(kernel):
     updates = updates_sent(kernel, start)
     seqs = [u["seq"] for u in updates]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # in order, no gap
-    from widgets.page_model import Page
+    from tests.support.page_model import Page
 
     state, seq = kernel.value("[view.parts, view.seq]")
     page = Page(state, seq)  # what a reload gets: the kernel's state (complete, at rest)
@@ -90,7 +90,7 @@ def test_comm_traffic_is_linear_and_bytes_per_update_bounded(kernel):
 
 
 def test_a_late_page_heals_its_gap_from_the_synced_state(kernel):
-    from widgets.page_model import Page
+    from tests.support.page_model import Page
 
     kernel.run(SCRIPTED.format(n=600, delay=0.005))
     kernel.pump(0.3)
@@ -144,7 +144,7 @@ def test_stop_click_during_a_fake_cli_run_ends_the_process_group(each_kernel, tm
     record = tmp_path / "record.json"
     start = time.monotonic()
     kernel.run(f"""
-from models.cli_helpers import make_fake_cli, recording
+from tests.support.fake_cli import make_fake_cli, recording
 from pathlib import Path
 fake = make_fake_cli(Path({str(tmp_path)!r}))
 env = fake.env(recording("claude/text_partial"), delay=1.0)

@@ -8,9 +8,9 @@ import sys
 import time
 
 import pytest
-from models.cli_helpers import FakeCLI, recording
 
 from lion_nb.models.cli_process import CLIProcess, group_alive, merged_env, resolve_executable
+from tests.support.fake_cli import FakeCLI, recording
 
 
 def py(code: str) -> list[str]:

@@ -1,6 +1,6 @@
 """The three CLI providers: argv building, and real subprocesses through the fake CLI.
 
-The fake CLI (tests/fake_cli/fake_agent.py) replays a recording as a real process, so these
+The fake CLI (tests/support/fake_agent.py) replays a recording as a real process, so these
 tests cover spawning, decoding from a pipe, exit codes, stderr, and process-group cleanup.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import FakeCLI, all_recordings, chunk_key, process_alive, recording
 
 from lion_nb.errors import (
     AuthenticationError,
@@ -32,6 +31,7 @@ from lion_nb.models.cli_process import group_alive
 from lion_nb.models.codex import CodexEventMapper, CodexProvider
 from lion_nb.models.gemini_cli import GeminiCLIProvider, GeminiEventMapper
 from lion_nb.models.jsonl import JSONLinesDecoder
+from tests.support.fake_cli import FakeCLI, all_recordings, chunk_key, process_alive, recording
 
 PROVIDERS = {"claude": ClaudeCodeProvider, "codex": CodexProvider, "gemini": GeminiCLIProvider}
 MAPPERS = {"claude": ClaudeEventMapper, "codex": CodexEventMapper, "gemini": GeminiEventMapper}

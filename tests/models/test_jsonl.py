@@ -10,10 +10,10 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from models.cli_helpers import CLI_FIXTURES, all_recordings, recording
 
 from lion_nb.errors import MalformedResponse
 from lion_nb.models.jsonl import JSONLinesDecoder, MalformedLine
+from tests.support.fake_cli import CLI_FIXTURES, all_recordings, recording
 
 
 def decode(*blocks: bytes, **kw) -> list:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers_core import kinds, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch
@@ -15,6 +14,7 @@ from lion_nb.messages import MESSAGE_LIST, ActionRequest, ActionResponse
 from lion_nb.models.base import ToolCall
 from lion_nb.operations.act import act
 from lion_nb.operations.fields import ActionResponseModel
+from tests.support.scripted import kinds, scripted
 
 
 def add(a: int, b: int) -> int:

@@ -1,10 +1,10 @@
 import pytest
-from helpers_core import held_outside_messages, kinds, recording_branch, scripted
 
 from lion_nb import Branch
 from lion_nb.errors import ExecutionError, ServerError
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.signals import StreamDelta
+from tests.support.scripted import held_outside_messages, kinds, recording_branch, scripted
 
 
 async def test_chat_returns_text_and_records_nothing():

@@ -1,7 +1,6 @@
 import asyncio
 
 import pytest
-from helpers_core import RECORDED_EXCHANGE, kinds, recording_branch, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch
@@ -15,6 +14,7 @@ from lion_nb.signals import (
     RunStart,
     StreamDelta,
 )
+from tests.support.scripted import RECORDED_EXCHANGE, kinds, recording_branch, scripted
 
 
 class Answer(BaseModel):

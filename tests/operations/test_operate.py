@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_core import RECORDED_EXCHANGE, kinds, recording_branch, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch
@@ -17,6 +16,7 @@ from lion_nb.operations.communicate import communicate
 from lion_nb.operations.fields import ActionResponseModel
 from lion_nb.operations.operate import operate
 from lion_nb.operations.types import ChatParam
+from tests.support.scripted import RECORDED_EXCHANGE, kinds, recording_branch, scripted
 
 
 class Answer(BaseModel):

@@ -1,10 +1,10 @@
 import pytest
-from helpers_core import kinds, recording_branch, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch
 from lion_nb.errors import ParseError
 from lion_nb.signals import ParseAttempt
+from tests.support.scripted import kinds, recording_branch, scripted
 
 
 class City(BaseModel):

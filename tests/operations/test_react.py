@@ -7,7 +7,6 @@ import asyncio
 import json
 
 import pytest
-from helpers_core import kinds, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch, Session, iModel
@@ -16,6 +15,7 @@ from lion_nb.operations.react import ReActStream, clamp_extensions, needs_extens
 from lion_nb.operations.react_models import Analysis, ReActAnalysis
 from lion_nb.signals import RoundEnd, RoundStart, RunEnd, RunFailed, RunStart
 from tests.servers.chat_server import Reply, start_chat_server
+from tests.support.scripted import kinds, scripted
 
 
 def add(a: int, b: int) -> int:

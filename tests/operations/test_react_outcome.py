@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb import Branch
 from lion_nb.errors import OperationError, ReActError
 from lion_nb.render.rounds_html import round_head_html, rounds_html
 from lion_nb.signals import RoundEnd, RunFailed
 from lion_nb.viewmodels.rounds import RoundsModel
+from tests.support.scripted import scripted
 
 
 def add(a: int, b: int) -> int:

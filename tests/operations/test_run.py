@@ -1,6 +1,6 @@
 """run(): recorded CLI stream, lifecycle, deltas, deadline and cleanup on every exit (ADR D3/D4).
 
-Offline: the scripted CLI model and ``chunk_list`` (tests/helpers/chunk_provider.py), a provider
+Offline: the scripted CLI model and ``chunk_list`` (tests/support/chunk_provider.py), a provider
 that streams exactly the chunks a test gives it and counts how often its stream was closed."""
 
 from __future__ import annotations
@@ -12,16 +12,6 @@ import logging
 import time
 
 import pytest
-from helpers.chunk_provider import (
-    chunk_model,
-    result,
-    system,
-    text,
-    tool_result,
-    tool_use,
-    use_chunk_provider,
-)
-from helpers_core import held_outside_messages, kinds
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import (
@@ -41,6 +31,16 @@ from lion_nb.models.base import Chunk
 from lion_nb.port.lifecycle import suppress_lifecycle
 from lion_nb.signals import MessageAdded, RunEnd, RunFailed, RunStart, StreamDelta
 from lion_nb.usage import RunUsage, current_run_usage
+from tests.support.chunk_provider import (
+    chunk_model,
+    result,
+    system,
+    text,
+    tool_result,
+    tool_use,
+    use_chunk_provider,
+)
+from tests.support.scripted import held_outside_messages, kinds
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Branch.run() through real CLI subprocesses: the fake CLI (tests/fake_cli/fake_agent.py)
+"""Branch.run() through real CLI subprocesses: the fake CLI (tests/support/fake_agent.py)
 replays each genuine recording in tests/fixtures/cli/ as a real process for the three providers.
 
 Covers: every recording through run() (same messages as the sans-I/O path, errors classified),
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-from models.cli_helpers import FakeCLI, all_recordings, make_fake_cli, process_alive, recording
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import CLIError, ProviderError, ProviderTimeout
@@ -25,6 +24,7 @@ from lion_nb.models.cli_process import group_alive
 from lion_nb.models.jsonl import JSONLinesDecoder
 from lion_nb.operations.assemble import StreamAssembler
 from lion_nb.signals import MessageAdded, RunEnd, StreamDelta
+from tests.support.fake_cli import FakeCLI, all_recordings, make_fake_cli, process_alive, recording
 
 PROVIDER = {"claude": "claude_code", "codex": "codex", "gemini": "gemini_cli"}
 # Exit codes of the recorded runs (fixtures README); every other run exited 0.

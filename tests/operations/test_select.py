@@ -5,12 +5,12 @@ from __future__ import annotations
 from enum import Enum
 
 import pytest
-from helpers_core import kinds, scripted
 from pydantic import BaseModel
 
 from lion_nb import Branch, Session
 from lion_nb.operations.select import SelectionModel, choice_table, match_choice, select
 from lion_nb.signals import RunStart
+from tests.support.scripted import kinds, scripted
 
 
 class Color(Enum):

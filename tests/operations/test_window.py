@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.inspector_branches import big_branch, scripted
 
 from lion_nb import iModel
 from lion_nb.compile import compile_messages
 from lion_nb.models.imodel import PROVIDERS, register_provider
 from lion_nb.operations import window as nt
 from lion_nb.render import turns
+from tests.support.inspector_branches import big_branch, scripted
 
 
 def test_next_turn_is_a_labelled_estimate_without_a_tokenizer() -> None:
@@ -89,7 +89,7 @@ class Blocked(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Blocked())
-from helpers.inspector_branches import big_branch
+from tests.support.inspector_branches import big_branch
 from lion_nb import iModel
 from lion_nb.render.turns import next_turn_html
 from lion_nb.operations.window import next_turn

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from helpers_core import scripted
-
 from lion_nb import Branch, Session
 from lion_nb.port.bus import SignalBus
 from lion_nb.signals import MessageAdded, RunEnd, RunStart, Signal, StreamDelta
+from tests.support.scripted import scripted
 
 
 def _start(branch_id: uuid.UUID | None = None) -> RunStart:

@@ -10,8 +10,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from helpers_core import scripted
-
 from lion_nb.messages import Instruction, RoledMessage
 from lion_nb.port.branch_port import BranchPort
 from lion_nb.port.bus import SignalBus
@@ -20,6 +18,7 @@ from lion_nb.port.lifecycle import observed_run
 from lion_nb.port.tools import ToolRegistry
 from lion_nb.progression import Messages
 from lion_nb.signals import MessageAdded, RunEnd, RunStart, Signal
+from tests.support.scripted import scripted
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lion_nb"
 

@@ -1,4 +1,4 @@
-"""R6: many branches in one event loop, no cross-talk; lifecycle pairs intact."""
+"""Many branches in one event loop, no cross-talk; lifecycle pairs intact."""
 
 import asyncio
 from collections import Counter

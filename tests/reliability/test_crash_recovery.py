@@ -1,4 +1,4 @@
-"""R5: kill -9 of the interpreter during a persisted run, at random points, then recovery.
+"""A kill -9 of the interpreter during a persisted run, at random points, then recovery.
 
 ``tests/test_persist.py`` kills a child running the in-process scripted model once, at a fixed
 point. Here the child runs the real stack — ``Branch.run(stream_persist=True)`` on the
@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.cli_helpers import make_fake_cli, process_alive, recording
 
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse
 from lion_nb.port.stream_persist import read_buffer
 from lion_nb.session.recover import recover_branch
+from tests.support.fake_cli import make_fake_cli, process_alive, recording
 
-CHILD = Path(__file__).with_name("crash_child.py")
+CHILD = Path(__file__).resolve().parents[1] / "support" / "crash_child.py"
 ROOT = Path(__file__).resolve().parents[2]
 DELTAS_PER_MESSAGE = 40
 SEED = 20261130

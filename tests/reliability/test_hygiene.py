@@ -1,4 +1,4 @@
-"""R7: using lion_nb leaves the root logger alone, writes only into its data directory and
+"""Using lion_nb leaves the root logger alone, writes only into its data directory and
 opens no network connection unless a provider call is made."""
 
 import os

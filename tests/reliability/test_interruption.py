@@ -1,4 +1,4 @@
-"""R3: interrupting a CLI agent's run, in every way a notebook user can, loses nothing and
+"""Interrupting a CLI agent's run, in every way a notebook user can, loses nothing and
 leaves nothing behind.
 
 Each scenario drives ``Branch.run`` against the fake CLI (a real process whose group also holds
@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 
 import pytest
-from models.cli_helpers import FakeCLI, make_fake_cli, process_alive, recording
 
 from lion_nb import Branch, BranchView, iModel
 from lion_nb.messages import ActionRequest, AssistantResponse, Instruction
 from lion_nb.models.cli_process import group_alive
 from lion_nb.signals import RunEnd, RunFailed, RunStart, StreamDelta
+from tests.support.fake_cli import FakeCLI, make_fake_cli, process_alive, recording
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -49,7 +49,7 @@ TOOLS_HANG = 21
 
 
 class Lifecycle:
-    """Every lifecycle signal of one branch, with the checks R3 needs."""
+    """Every lifecycle signal of one branch, with the checks the interruption tests need."""
 
     def __init__(self, branch: Branch) -> None:
         self.signals: list = []

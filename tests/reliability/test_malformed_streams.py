@@ -1,4 +1,4 @@
-"""R4: malformed streams end to end — through ``Branch.run`` on a real CLI process and through
+"""Malformed streams end to end — through ``Branch.run`` on a real CLI process and through
 ``Branch.communicate`` over real HTTP.
 
 Property-based (hypothesis, bounded example counts): recorded agent streams and generated SSE
@@ -33,7 +33,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_case
 from hypothesis import strategies as st
-from models.cli_helpers import process_alive, recording
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import (
@@ -49,8 +48,9 @@ from lion_nb.models.cli_stream import CLIProviderBase
 from lion_nb.models.jsonl import JSONLinesDecoder, MalformedLine
 from lion_nb.signals import RunEnd, RunFailed, RunStart, StreamDelta
 from tests.servers.chat_server import ChatServer, RawReply, Reply
+from tests.support.fake_cli import process_alive, recording
 
-BYTE_AGENT = Path(__file__).with_name("byte_agent.py")
+BYTE_AGENT = Path(__file__).resolve().parents[1] / "support" / "byte_agent.py"
 HYPOTHESIS = {
     "deadline": None,
     "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -6,7 +6,6 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from render.html_tree import parse
 
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, Instruction, System
 from lion_nb.render.html import (
@@ -18,6 +17,7 @@ from lion_nb.render.html import (
     thinking_html,
     transcript_html,
 )
+from tests.support.html_tree import parse
 
 T = datetime(2024, 5, 1, 12, 30, 5, tzinfo=UTC)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from helpers.inspector_branches import big_branch, conversation
-
 from lion_nb import Branch
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, Instruction
 from lion_nb.provenance import provenance_of
@@ -14,6 +12,7 @@ from lion_nb.render import timeline as tl
 from lion_nb.render import turns
 from lion_nb.render.escape import escape
 from lion_nb.viewmodels import timeline as tlm
+from tests.support.inspector_branches import big_branch, conversation
 
 
 async def test_rows_carry_role_usage_run_and_time() -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from helpers.inspector_branches import big_branch, conversation
-
 from lion_nb.render import turns
 from lion_nb.tokens import NextTurn
+from tests.support.inspector_branches import big_branch, conversation
 
 
 async def test_the_payload_shown_is_what_the_model_received() -> None:

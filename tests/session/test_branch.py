@@ -2,11 +2,11 @@ import json
 import uuid
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb import Branch, Session, iModel
 from lion_nb.messages import Instruction, Messages, System
 from lion_nb.signals import MessageRetracted
+from tests.support.scripted import scripted
 
 
 async def test_to_dict_round_trips_every_message_and_never_a_key():

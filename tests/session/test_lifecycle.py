@@ -1,11 +1,10 @@
 import asyncio
 import contextvars
 
-from helpers_core import RECORDED_EXCHANGE, kinds, scripted
-
 from lion_nb import Branch
 from lion_nb.port.lifecycle import lifecycle_suppressed, suppress_lifecycle
 from lion_nb.signals import MessageAdded, RunEnd
+from tests.support.scripted import RECORDED_EXCHANGE, kinds, scripted
 
 
 async def test_nested_wrapper_on_the_same_branch_is_silent():

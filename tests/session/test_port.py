@@ -2,12 +2,11 @@
 
 import uuid
 
-from helpers_core import recording_branch, scripted
-
 from lion_nb import Branch
 from lion_nb.messages import Instruction
 from lion_nb.port.branch_port import BranchPort
 from lion_nb.signals import MessageAdded, StreamDelta
+from tests.support.scripted import recording_branch, scripted
 
 
 def test_of_builds_the_branch_port_and_keeps_a_port_as_it_is():

@@ -1,12 +1,12 @@
 import asyncio
 
 import pytest
-from helpers_core import scripted
 
 from lion_nb import Branch, Operation, Session
 from lion_nb.errors import OperationError
 from lion_nb.flow.node import Status
 from lion_nb.session.manager import OperationManager
+from tests.support.scripted import scripted
 
 
 async def summarise(branch, text: str, prefix: str = "") -> str:

@@ -7,11 +7,11 @@ import functools
 import threading
 
 import pytest
-from helpers_core import scripted
 from pydantic import BaseModel, ValidationError
 
 from lion_nb import Branch
 from lion_nb.port.tools import Tool, ToolRegistry
+from tests.support.scripted import scripted
 
 
 def add(a: int, b: int = 2) -> int:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from helpers.forked_pair import forked_pair
-
 from lion_nb import Branch
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.provenance import provenance_of
 from lion_nb.viewmodels.compare import align, message_content, shared_prefix, side_stats
+from tests.support.forked_pair import forked_pair
 
 
 async def test_a_fork_is_aligned_on_its_origin() -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from helpers.orders import ORDER, Order, rows_by_path
-
 from lion_nb.render.parse_tree import tree_html
 from lion_nb.viewmodels.parse_tree import tree_rows
+from tests.support.orders import ORDER, Order, rows_by_path
 
 
 def test_a_nested_result_becomes_rows_with_paths_types_and_values() -> None:

@@ -4,13 +4,13 @@ totals of a branch."""
 from __future__ import annotations
 
 import pytest
-from helpers.inspector_branches import big_branch, scripted
 
 from lion_nb import Session
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.provenance import provenance_of
 from lion_nb.viewmodels import timeline as tlm
 from lion_nb.viewmodels.timeline import TimelineModel, TotalsCache, branch_totals
+from tests.support.inspector_branches import big_branch, scripted
 
 
 def test_pages_cover_the_branch_exactly() -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from helpers.forked_pair import forked_pair, scripted
-
 from lion_nb.widgets.compare_view import CompareView
+from tests.support.forked_pair import forked_pair, scripted
 
 
 def shown(view: CompareView) -> str:

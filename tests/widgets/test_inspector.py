@@ -10,14 +10,14 @@ import re
 import time
 
 import pytest
-from helpers.inspector_branches import big_branch, conversation, scripted
 
 from lion_nb import Branch, Session
 from lion_nb.messages import Instruction
 from lion_nb.provenance import Provenance, provenance_of
 from lion_nb.widgets import protocol
 from lion_nb.widgets.inspector import ProgressionInspector
-from tests.widgets.page_model import Page
+from tests.support.inspector_branches import big_branch, conversation, scripted
+from tests.support.page_model import Page
 
 # ----- view model ------------------------------------------------------------------------------
 
@@ -363,7 +363,7 @@ async def test_a_retracted_message_leaves_the_inspector_and_its_run() -> None:
 def test_the_saved_output_shows_the_current_page(outputs, comms) -> None:
     """The notebook keeps the inspector's page twice: as HTML beside the widget (no kernel,
     no widget state) and as the timeline's synced state (what a page drawing it renders)."""
-    from tests.widgets.conftest import page_state
+    from tests.support.recording_comm import page_state
 
     view = ProgressionInspector(big_branch(121), page_size=50)
     outputs.show(view)

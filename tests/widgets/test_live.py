@@ -12,7 +12,6 @@ import re
 import uuid
 
 import pytest
-from widgets.page_model import Page
 
 from lion_nb import Branch, BranchView, iModel
 from lion_nb.messages import AssistantResponse
@@ -20,6 +19,7 @@ from lion_nb.render.html import assistant_parts, message_html
 from lion_nb.signals import StreamDelta, TextAccumulator
 from lion_nb.widgets.channel import Channel, fingerprint
 from lion_nb.widgets.live import LiveConfig, LiveMessage
+from tests.support.page_model import Page
 
 
 class ManualTime:

@@ -6,15 +6,15 @@ import json
 import re
 
 import pytest
-from helpers.orders import ORDER, Order, rows_by_path
 from pydantic import BaseModel, ValidationError
-from widgets.page_model import Page
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import ParseError
 from lion_nb.render.parse_tree import attempts_html, errors_html
 from lion_nb.widgets.parse_view import ParseView
-from tests.widgets.conftest import page_state
+from tests.support.orders import ORDER, Order, rows_by_path
+from tests.support.page_model import Page
+from tests.support.recording_comm import page_state
 
 # ----- the tree ------------------------------------------------------------------------------
 

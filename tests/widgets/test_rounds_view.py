@@ -6,13 +6,13 @@ import asyncio
 import json
 
 import pytest
-from widgets.page_model import Page
 
 from lion_nb import Branch, iModel
 from lion_nb.render.rounds_html import round_html, rounds_html
 from lion_nb.signals import RoundEnd, RoundStart, StreamDelta
 from lion_nb.viewmodels.rounds import RoundsModel
 from lion_nb.widgets.rounds_view import ReActRoundsView
+from tests.support.page_model import Page
 
 
 def add(a: int, b: int) -> int:
@@ -332,7 +332,7 @@ async def test_plain_runs_on_the_branch_are_not_rounds() -> None:
 
 def test_a_page_drawing_the_view_gets_its_parts(comms) -> None:
     """As ParseView: the state set after the comm opened reaches a page drawn later."""
-    from tests.widgets.conftest import page_state
+    from tests.support.recording_comm import page_state
 
     view = ReActRoundsView(Branch(name="drawn later"), title="ROUNDS-TITLE-MARK")
     (comm,) = [c for c in comms if c.opened["state"].get("kind") == "rounds"]

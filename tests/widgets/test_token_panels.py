@@ -14,7 +14,7 @@ from lion_nb.messages import AssistantResponse, Instruction, TokenChoice
 from lion_nb.widgets.chat_view import BranchView
 from lion_nb.widgets.protocol import TOP_CHUNK
 from lion_nb.widgets.token_panels import surprise
-from tests.widgets.page_model import Page
+from tests.support.page_model import Page
 
 
 def token_dicts(n: int) -> list[dict[str, Any]]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import uuid
 
-from widgets.page_model import Page
-
 from lion_nb import Branch
 from lion_nb.messages import AssistantResponse, Instruction
 from lion_nb.render.html import message_html
 from lion_nb.signals import StreamDelta, TextAccumulator
 from lion_nb.widgets.channel import Channel
 from lion_nb.widgets.transcript import Transcript
+from tests.support.page_model import Page
 
 
 def transcript(branch: Branch, **kw) -> Transcript:

@@ -1,1 +1,0 @@
-"""Test-only providers and child-process scripts."""
