@@ -32,6 +32,7 @@ _LAZY = {
     "ReActRoundsView": "lion_nb.widgets.rounds_view",
     "ParseView": "lion_nb.widgets.parse_view",
     "CompareView": "lion_nb.widgets.compare_view",
+    "FlowView": "lion_nb.widgets.flow_view",
     "cassette": "lion_nb.cassettes.cassette",
     "use_cassette": "lion_nb.cassettes.cassette",
     "Cassette": "lion_nb.cassettes.cassette",
@@ -43,6 +44,7 @@ __all__ = [
     "BranchView",
     "Cassette",
     "CompareView",
+    "FlowView",
     "Operation",
     "ParseView",
     "ProgressionInspector",
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from lion_nb.tracebacks import debug
     from lion_nb.widgets.chat_view import BranchView, view
     from lion_nb.widgets.compare_view import CompareView
+    from lion_nb.widgets.flow_view import FlowView
     from lion_nb.widgets.inspector import ProgressionInspector, inspect
     from lion_nb.widgets.parse_view import ParseView
     from lion_nb.widgets.rounds_view import ReActRoundsView

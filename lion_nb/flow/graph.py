@@ -265,7 +265,7 @@ class Flow:
         return f"<Flow {self.name + ' ' if self.name else ''}{summary}>"
 
     def _repr_html_(self) -> str:
-        from lion_nb.flow.view_model import FlowViewModel
+        from lion_nb.viewmodels.flow import FlowViewModel
         from lion_nb.render.flow import flow_html
 
         return flow_html(FlowViewModel(self).snapshot())

@@ -11,8 +11,8 @@ import time
 from flow.waiting import until
 from helpers_core import scripted
 
-from lion_nb import Branch
-from lion_nb.flow import Flow, FlowView
+from lion_nb import Branch, FlowView
+from lion_nb.flow import Flow
 from lion_nb.flow.node import Status
 from lion_nb.render.flow import flow_html
 from lion_nb.session.session import Session
