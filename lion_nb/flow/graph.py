@@ -265,8 +265,8 @@ class Flow:
         return f"<Flow {self.name + ' ' if self.name else ''}{summary}>"
 
     def _repr_html_(self) -> str:
-        from lion_nb.viewmodels.flow import FlowViewModel
         from lion_nb.render.flow import flow_html
+        from lion_nb.viewmodels.flow import FlowViewModel
 
         return flow_html(FlowViewModel(self).snapshot())
 

@@ -188,7 +188,7 @@ class iModel:
 
     def _check_logprobs(self, logprobs: Any, prefix: str | None) -> None:
         """``logprobs=K`` is 0-20 and this provider gives them (and continues ``prefix``)."""
-        from lion_nb.tokens import check_logprobs
+        from lion_nb.models.logprobs import check_logprobs
 
         asked = check_logprobs(logprobs)
         if self.spec.logprobs and self.api in (None, self.spec.default_api):

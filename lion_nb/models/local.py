@@ -59,6 +59,7 @@ from lion_nb.models.local_runtime import (
     loop_sink,
     unload_models,
 )
+from lion_nb.models.logprobs import check_logprobs, fit_tokens
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, LOCAL_SAMPLING_OPTIONS
 from lion_nb.models.schema_bounds import (
     DEFAULT_MAX_ITEMS,
@@ -66,7 +67,6 @@ from lion_nb.models.schema_bounds import (
     UnboundedSchemaWarning,
     bound_schema,
 )
-from lion_nb.tokens import check_logprobs, fit_tokens
 from lion_nb.usage import Usage
 
 __all__ = [

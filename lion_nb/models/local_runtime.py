@@ -166,7 +166,7 @@ class Job:
     def add_token(self, piece: bytes, logprob: float, top: list[tuple[bytes, float]]) -> None:
         """One sampled token (worker thread): decoded, kept, and streamed."""
         if self.token_decoder is None:
-            from lion_nb.tokens import TokenDecoder
+            from lion_nb.models.logprobs import TokenDecoder
 
             self.token_decoder = TokenDecoder()
         self._keep(self.token_decoder.feed(piece, logprob, top))

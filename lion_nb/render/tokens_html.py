@@ -132,7 +132,7 @@ class TokenView:
 
 
 def samples_html(samples: Any) -> str:
-    """A sample set (``lion_nb.tokens.Samples``) as a list: its label, then each reply with
+    """A sample set (``lion_nb.samples.Samples``) as a list: its label, then each reply with
     the prefix all of them share marked and, where it has tokens, its tokens tinted."""
     shared = samples.shared
     rows = []

@@ -51,8 +51,8 @@ from lion_nb.turns import CONTINUE_PROMPT, continuations, is_truncated, open_tru
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel
     from lion_nb.operations.window import ContextPlan
+    from lion_nb.samples import Samples
     from lion_nb.session.branch import Branch
-    from lion_nb.tokens import Samples
 
 __all__ = [
     "CONTINUE_PROMPT",
@@ -420,7 +420,7 @@ class Conversation:
         stream the server cut is a ``ProviderError``, never an empty reply) leaves no fork
         and is counted in ``Samples.errors`` ("2 of 5 failed: ..."); when all fail, the first
         failure is raised."""
-        from lion_nb.tokens import Samples, sampling_label
+        from lion_nb.samples import Samples, sampling_label
 
         self._check_idle()
         if not 1 <= n <= 20:

@@ -26,7 +26,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.viewmodels.flow import FlowSnapshot, FlowViewModel, NodeRow
 from lion_nb.render.flow import (
     detail_frame_html,
     detail_title_html,
@@ -40,6 +39,7 @@ from lion_nb.render.flow import (
 )
 from lion_nb.render.html import assistant_parts, transcript_cards
 from lion_nb.turns import continuations
+from lion_nb.viewmodels.flow import FlowSnapshot, FlowViewModel, NodeRow
 from lion_nb.viewmodels.stream import GrowingText
 from lion_nb.widgets.channel import Op, in_order
 from lion_nb.widgets.front import Front
