@@ -55,8 +55,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow.errors import WorkerLost
-from lion_nb.flow.ray_start import import_ray
-from lion_nb.flow.worker import FLUSH_S
+from lion_nb.flow.payload import build_payload
+from lion_nb.flow.ray_start import import_ray, start_ray
+from lion_nb.flow.relay import job_relay
+from lion_nb.flow.worker import FLUSH_S, run_node_task
+from lion_nb.messages import MESSAGE, MESSAGE_LIST
 from lion_nb.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
@@ -158,8 +161,6 @@ class _NodeLink:
                 self._ended(attempt).set()
 
     def _message(self, data: dict[str, Any]) -> None:
-        from lion_nb.messages import MESSAGE
-
         self._land(MESSAGE.validate_python(data))
 
     def _land(self, message: Any) -> None:
@@ -219,8 +220,6 @@ class _NodeLink:
     async def settle(self, record: dict[str, Any]) -> Any:
         """Reconcile the finished attempt's messages with its record, then emit its terminal
         signals; returns the response."""
-        from lion_nb.messages import MESSAGE_LIST
-
         attempt = record["attempt"]
         try:
             await asyncio.wait_for(self._ended(attempt).wait(), END_WAIT_S)
@@ -260,13 +259,8 @@ class RayEngine:
         self._channel = uuid.uuid4().hex
 
     async def start(self, flow: Flow) -> None:
-        from lion_nb.flow.relay import job_relay
-        from lion_nb.flow.worker import run_node_task
-
         ray = self.ray
         if not ray.is_initialized():
-            from lion_nb.flow.ray_start import start_ray
-
             start_ray()  # joins RAY_ADDRESS, else starts a local cluster (quietly, fast)
         self._flow = flow
         self._task = ray.remote(run_node_task).options(**self.options)
@@ -301,8 +295,6 @@ class RayEngine:
                 self._relay.watch.remote(self._channel, key, watched)  # its result: nothing
 
     async def execute(self, node: Operation, branch: Branch) -> Any:
-        from lion_nb.flow.payload import build_payload
-
         assert self._flow is not None, "start() first"
         parts: dict[str, Any] = {**build_payload(node, branch)}  # NotTransferable: fails here
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
