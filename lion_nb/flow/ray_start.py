@@ -135,7 +135,7 @@ def import_ray(*, defer_imports: bool = False) -> Any:
     if defer_imports and "ray" not in sys.modules:
         _defer_rfc3987_grammar()
     try:
-        import ray  # lazy: ray (an optional extra) costs ~2 s of CPU to import
+        import ray  # lazy: ray (an optional extra) takes ~1.4 s to import
     except ImportError as exc:
         raise EngineUnavailable(
             f"engine='ray' needs Ray, which is not installed: {INSTALL_HINT}"

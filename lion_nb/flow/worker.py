@@ -57,7 +57,7 @@ logger = logging.getLogger("lion_nb")
 
 
 def _portable(value: Any) -> bool:
-    from ray import cloudpickle  # lazy: ray (an optional extra) costs ~2 s of CPU to import
+    from ray import cloudpickle  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     try:
         cloudpickle.dumps(value)
@@ -68,7 +68,7 @@ def _portable(value: Any) -> bool:
 
 def portable_error(exc: BaseException) -> BaseException:
     """``exc`` itself if it pickles (and unpickles), else a ``RemoteError`` describing it."""
-    from ray import cloudpickle  # lazy: ray (an optional extra) costs ~2 s of CPU to import
+    from ray import cloudpickle  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     try:
         cloudpickle.loads(cloudpickle.dumps(exc))
@@ -217,7 +217,7 @@ def run_node_task(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, 
 
 
 def _node_location() -> dict[str, Any]:
-    import ray  # lazy: ray (an optional extra) costs ~2 s of CPU to import
+    import ray  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     if not ray.is_initialized():  # run outside Ray (this module's tests): never start one
         return {"node_id": None, "pid": os.getpid()}

@@ -39,6 +39,7 @@ Translated both ways:
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import ConfigurationError, ProviderError
@@ -148,8 +149,6 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
 
 
 def _schema_name(name: str | None) -> str:
-    import re
-
     return re.sub(r"[^A-Za-z0-9_-]", "_", name or "")[:64] or "response"
 
 

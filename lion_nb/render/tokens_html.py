@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -161,6 +162,4 @@ def samples_html(samples: Any) -> str:
 
 
 def _words(text: str) -> list[str]:
-    import re
-
     return re.findall(r"\S+\s*|\s+", text)
