@@ -54,8 +54,8 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from lion_nb.flow import payload
 from lion_nb.flow.errors import WorkerLost
-from lion_nb.flow.payload import build_payload
 from lion_nb.flow.ray_start import import_ray, start_ray
 from lion_nb.flow.relay import job_relay
 from lion_nb.flow.worker import FLUSH_S, run_node_task
@@ -296,7 +296,8 @@ class RayEngine:
 
     async def execute(self, node: Operation, branch: Branch) -> Any:
         assert self._flow is not None, "start() first"
-        parts: dict[str, Any] = {**build_payload(node, branch)}  # NotTransferable: fails here
+        # NotTransferable fails here. Looked up when called: tests/flow/test_ray_vendor.py records it
+        parts: dict[str, Any] = {**payload.build_payload(node, branch)}
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
         parts["watched"] = link.watched
         ref = self._task.remote(self._relay, self._channel, parts)
