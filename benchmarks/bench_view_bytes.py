@@ -118,8 +118,8 @@ async def parse(items: int) -> dict[str, Any]:
 
 
 async def flow(words: int) -> dict[str, Any]:
-    from lion_nb import Branch, iModel
-    from lion_nb.flow import Flow, FlowView
+    from lion_nb import Branch, FlowView, iModel
+    from lion_nb.flow import Flow
 
     chunks = [w + " " for w in analysis_text(words).split(" ")]
     replies = [{"chunks": chunks, "delay": 0.001}]

@@ -166,9 +166,12 @@ def _context(parents: dict[ast.AST, ast.AST], node: ast.AST) -> tuple[str, str |
 
 
 def _has_reason(lines: list[str], node: ast.stmt) -> bool:
+    """``lazy:`` in the comment block right above the import or on the statement's lines."""
     end = node.end_lineno or node.lineno
-    span = lines[node.lineno - 2 : end]  # the line above, then the statement's lines
-    return any("lazy:" in line for line in span)
+    first = node.lineno - 1  # 0-based index of the statement's first line
+    while first > 0 and lines[first - 1].strip().startswith("#"):
+        first -= 1
+    return any("lazy:" in line for line in lines[first:end])
 
 
 def edges_of(path: Path) -> list[Edge]:

@@ -14,14 +14,9 @@ from lion_nb import Branch, iModel
 from lion_nb.errors import CassetteError, ConfigurationError
 from lion_nb.export import export_json, import_json
 from lion_nb.messages import MESSAGE_LIST, AssistantResponse, TokenChoice
+from lion_nb.models.logprobs import check_logprobs, tokens_from_bytes
 from lion_nb.signals import StreamDelta
-from lion_nb.tokens import (
-    agreement,
-    check_logprobs,
-    decode_tokens_delta,
-    encode_tokens_delta,
-    tokens_from_bytes,
-)
+from lion_nb.tokens import agreement, decode_tokens_delta, encode_tokens_delta
 
 TOKENS = [
     {"text": "Par", "logprob": -0.1, "top": [["Par", -0.1], ["Lon", -2.5], ["Rom", -3.0]]},

@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pydantic import ValidationError
+
 from lion_nb import errors
+from lion_nb.messages import TokenChoice
 from lion_nb.models.base import Chunk, ModelResponse, ToolCall
 from lion_nb.usage import Usage
 
@@ -129,10 +132,6 @@ def decode_tokens(data: dict[str, Any]) -> list[Any] | None:
     raw = data.get("tokens")
     if raw is None:
         return None
-    from pydantic import ValidationError
-
-    from lion_nb.messages import TokenChoice
-
     if not isinstance(raw, list):
         raise ValueError("'tokens' must be a list")
     try:

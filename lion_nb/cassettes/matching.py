@@ -18,6 +18,8 @@ import hashlib
 import json
 from typing import Any
 
+from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS
+
 __all__ = [
     "closest",
     "describe",
@@ -32,8 +34,6 @@ def _excluded(model: Any) -> frozenset[str]:
     """Options of ``model`` that never match: its registry entry's (credentials, transport,
     model facts, machine-local settings such as a CLI's working directory, the scripted
     model's fixtures); a model without an entry keeps only the options every provider keeps."""
-    from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS
-
     spec = PROVIDERS.get(getattr(model, "provider_name", ""))
     if spec is None:
         return COMMON_LOCAL_OPTIONS

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from lion_nb.cassettes.codec import decode_tokens
 from lion_nb.cassettes.matching import fingerprint
 from lion_nb.errors import CassetteError
 from lion_nb.secrets import redact, secret_values
@@ -109,8 +110,6 @@ def _recording(obj: Any) -> Recording:
     if response is not None and not isinstance(response, dict):
         raise ValueError("'response' must be an object")
     if isinstance(response, dict) and "tokens" in response:
-        from lion_nb.cassettes.codec import decode_tokens
-
         decode_tokens(response)  # a damaged token list is a damaged line
     if error is not None and not isinstance(error, dict):
         raise ValueError("'error' must be an object")

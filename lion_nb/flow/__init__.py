@@ -1,6 +1,7 @@
 """Flows: graphs of operations and fan-out over many inputs, in the kernel or on Ray.
 
-    from lion_nb.flow import Flow, FlowView
+    from lion_nb import FlowView
+    from lion_nb.flow import Flow
 
     flow = Flow()                                  # or Flow(session)
     outline = flow.add("communicate", instruction="Outline a talk on tides", branch=b)
@@ -37,25 +38,31 @@ each delta. Unwatched, the per-token traffic stays on the worker: on a small mac
 CPU taken from the models. A stopped node keeps what it streamed either way (its stopped
 turn is recorded on the worker and travels as a message).
 
-``FlowView`` (ipywidgets) is imported on first use.
+``FlowView`` is a view: ``lion_nb.FlowView``, with the other views (ipywidgets is imported on
+first use). ``from lion_nb.flow import FlowView`` still works for one release, with a
+``DeprecationWarning``: the flow engine hands out no widget.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import warnings
+from typing import Any
 
 from lion_nb.flow.graph import Flow
 from lion_nb.flow.node import Operation, Status
 
-if TYPE_CHECKING:
-    from lion_nb.widgets.flow_view import FlowView
-
-__all__ = ["Flow", "FlowView", "Operation", "Status"]
+__all__ = ["Flow", "Operation", "Status"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "FlowView":
-        from lion_nb.widgets.flow_view import FlowView
+    if name == "FlowView":  # deprecated old path (one release): the view lives with the views
+        warnings.warn(
+            "FlowView moved: use `from lion_nb import FlowView` (`lion_nb.flow.FlowView` goes "
+            "in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from lion_nb.widgets.flow_view import FlowView  # lazy: ipywidgets costs ~300 ms
 
         return FlowView
     raise AttributeError(f"module 'lion_nb.flow' has no attribute {name!r}")

@@ -21,15 +21,18 @@ ADR's default.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lion_nb.errors import OperationError
+from lion_nb.flow.executor import run_flow
 from lion_nb.flow.node import Operation, Status
-
-if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
-    from lion_nb.session.session import Session
+from lion_nb.operations.verbs import SENDS_HISTORY
+from lion_nb.session.branch import Branch
+from lion_nb.session.session import Session
+from lion_nb.tracebacks import flow_stop_line, mark_stopped
 
 NodeRef = Operation | uuid.UUID
 
@@ -50,15 +53,11 @@ class Flow:
     @property
     def session(self) -> Session:
         if self._session is None:
-            from lion_nb.session.session import Session
-
             self._session = Session(name=self.name)
         return self._session
 
     def adopt(self, branch: Branch) -> Branch:
         """Put ``branch`` in the flow's session (a clear error if it belongs to another)."""
-        from lion_nb.session.branch import Branch
-
         if not isinstance(branch, Branch):
             raise TypeError(f"branch= takes a Branch, not {type(branch).__name__}")
         if self._session is None and branch.session is not None:
@@ -94,16 +93,12 @@ class Flow:
             branch = self.adopt(branch)
         known = branch.get_operation(operation) if branch is not None else None
         if known is None and self.session.get_operation(operation) is None:
-            from lion_nb.errors import OperationError
-
             raise OperationError(
                 f"Unknown operation {operation!r}: not a Branch verb and not registered on "
                 "the session (session.register_operation(name, func))"
             )
         if node_name is not None and not isinstance(node_name, str):
             raise TypeError(f"node_name= takes a string, not {type(node_name).__name__}")
-        from lion_nb.operations.verbs import SENDS_HISTORY
-
         if operation in SENDS_HISTORY:  # built-in verbs (they resolve first): a stop keeps
             parameters.setdefault("on_stop", "record")  # what the node streamed
         node = Operation(
@@ -201,8 +196,6 @@ class Flow:
             try:
                 handler(node)
             except Exception:
-                import logging
-
                 logging.getLogger("lion_nb").exception("flow subscriber %r failed", handler)
 
     # ----- running -----------------------------------------------------------------------
@@ -221,8 +214,6 @@ class Flow:
         with ``raise_errors=True`` a ``FlowError`` is raised at the end if any node failed.
         Stopped (``cancel()``, FlowView's Stop, Kernel -> Interrupt), it re-raises the
         cancellation, which IPython prints as one line of what the nodes kept."""
-        from lion_nb.flow.executor import run_flow
-
         if self._running is not None and not self._running.done():
             raise RuntimeError("this flow is already running; await it or flow.cancel() first")
         self._running = asyncio.current_task()
@@ -235,8 +226,6 @@ class Flow:
                 ray_options=ray_options,
             )
         except asyncio.CancelledError as stop:  # FlowView's Stop, Kernel -> Interrupt
-            from lion_nb.tracebacks import flow_stop_line, mark_stopped
-
             mark_stopped(stop, flow_stop_line([n.status.value for n in self.nodes]))
             raise
         finally:
@@ -265,8 +254,8 @@ class Flow:
         return f"<Flow {self.name + ' ' if self.name else ''}{summary}>"
 
     def _repr_html_(self) -> str:
-        from lion_nb.flow.view_model import FlowViewModel
         from lion_nb.render.flow import flow_html
+        from lion_nb.viewmodels.flow import FlowViewModel
 
         return flow_html(FlowViewModel(self).snapshot())
 

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 from lion_nb.signals import RunEnd, Signal
 
 if TYPE_CHECKING:
-    from lion_nb.flow.graph import Flow
+    from lion_nb.flow.engine import Graph
     from lion_nb.flow.node import Operation
     from lion_nb.session.branch import Branch
 
 
 class LocalEngine:
     def __init__(self) -> None:
-        self._flow: Flow | None = None
+        self._flow: Graph | None = None
 
-    async def start(self, flow: Flow) -> None:
+    async def start(self, flow: Graph) -> None:
         self._flow = flow
 
     async def execute(self, node: Operation, branch: Branch) -> Any:

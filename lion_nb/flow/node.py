@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import OperationError
 from lion_nb.operations.types import BranchOperations
+from lion_nb.session.session import call_operation
 from lion_nb.usage import RunUsage, Usage, current_run_usage
 
 if TYPE_CHECKING:
@@ -162,8 +163,6 @@ class Operation:
     async def execute(self, branch: Branch) -> Any:
         """Resolve the operation on ``branch`` (built-ins first, then the session's registry)
         and await it; streaming verbs are drained into a list. Raises on failure."""
-        from lion_nb.session.session import call_operation
-
         func = branch.get_operation(self.operation)
         if func is None:
             raise OperationError(f"Unsupported operation type: {self.operation}")

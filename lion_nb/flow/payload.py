@@ -18,12 +18,14 @@ import io
 import pickle
 from typing import TYPE_CHECKING, Any
 
+from lion_nb.errors import OperationError
 from lion_nb.flow.errors import NotTransferable
+from lion_nb.models.imodel import iModel
+from lion_nb.session.branch import Branch
+from lion_nb.session.session import Session
 
 if TYPE_CHECKING:
     from lion_nb.flow.node import Operation
-    from lion_nb.models.imodel import iModel
-    from lion_nb.session.branch import Branch
 
 
 def model_settings(model: iModel | None) -> dict[str, Any] | None:
@@ -36,17 +38,11 @@ def rebuild_model(settings: dict[str, Any] | None) -> iModel | None:
     """On the worker: the model from its settings; keys come from the worker's environment."""
     if settings is None:
         return None
-    from lion_nb.models.imodel import iModel
-
     return iModel.from_settings(settings)
 
 
 def _pickler_class() -> type:
-    from ray import cloudpickle
-
-    from lion_nb.models.imodel import iModel
-    from lion_nb.session.branch import Branch
-    from lion_nb.session.session import Session
+    from ray import cloudpickle  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     class SafePickler(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
@@ -84,8 +80,6 @@ def encode(value: Any, what: str) -> bytes:
 
 def build_payload(node: Operation, branch: Branch) -> dict[str, bytes | str]:
     """Every part a worker needs to run ``node`` on (a copy of) ``branch``, each encoded."""
-    from lion_nb.errors import OperationError
-
     func = branch.get_operation(node.operation)
     if func is None:
         raise OperationError(f"Unsupported operation type: {node.operation}")

@@ -54,13 +54,16 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from lion_nb.flow import payload
 from lion_nb.flow.errors import WorkerLost
-from lion_nb.flow.ray_start import import_ray
-from lion_nb.flow.worker import FLUSH_S
+from lion_nb.flow.ray_start import import_ray, start_ray
+from lion_nb.flow.relay import job_relay
+from lion_nb.flow.worker import FLUSH_S, run_node_task
+from lion_nb.messages import MESSAGE, MESSAGE_LIST
 from lion_nb.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
-    from lion_nb.flow.graph import Flow
+    from lion_nb.flow.engine import Graph
     from lion_nb.flow.node import Operation
     from lion_nb.session.branch import Branch
     from lion_nb.signals import MessageStream
@@ -79,7 +82,7 @@ def _emit(branch: Branch, signal: Signal) -> None:
 class _NodeLink:
     """The live side of one node on Ray: applies its attempts' events to the branch."""
 
-    def __init__(self, flow: Flow, node: Operation, branch: Branch) -> None:
+    def __init__(self, flow: Graph, node: Operation, branch: Branch) -> None:
         self.flow = flow
         self.node = node
         self.branch = branch
@@ -158,8 +161,6 @@ class _NodeLink:
                 self._ended(attempt).set()
 
     def _message(self, data: dict[str, Any]) -> None:
-        from lion_nb.messages import MESSAGE
-
         self._land(MESSAGE.validate_python(data))
 
     def _land(self, message: Any) -> None:
@@ -219,8 +220,6 @@ class _NodeLink:
     async def settle(self, record: dict[str, Any]) -> Any:
         """Reconcile the finished attempt's messages with its record, then emit its terminal
         signals; returns the response."""
-        from lion_nb.messages import MESSAGE_LIST
-
         attempt = record["attempt"]
         try:
             await asyncio.wait_for(self._ended(attempt).wait(), END_WAIT_S)
@@ -252,21 +251,16 @@ class RayEngine:
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.ray = import_ray()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
-        self._flow: Flow | None = None
+        self._flow: Graph | None = None
         self._relay: Any = None
         self._pump: asyncio.Task[None] | None = None
         self._links: dict[str, _NodeLink] = {}
         self._task: Any = None
         self._channel = uuid.uuid4().hex
 
-    async def start(self, flow: Flow) -> None:
-        from lion_nb.flow.relay import job_relay
-        from lion_nb.flow.worker import run_node_task
-
+    async def start(self, flow: Graph) -> None:
         ray = self.ray
         if not ray.is_initialized():
-            from lion_nb.flow.ray_start import start_ray
-
             start_ray()  # joins RAY_ADDRESS, else starts a local cluster (quietly, fast)
         self._flow = flow
         self._task = ray.remote(run_node_task).options(**self.options)
@@ -301,10 +295,9 @@ class RayEngine:
                 self._relay.watch.remote(self._channel, key, watched)  # its result: nothing
 
     async def execute(self, node: Operation, branch: Branch) -> Any:
-        from lion_nb.flow.payload import build_payload
-
         assert self._flow is not None, "start() first"
-        parts: dict[str, Any] = {**build_payload(node, branch)}  # NotTransferable: fails here
+        # NotTransferable fails here. Looked up when called: tests/flow/test_ray_vendor.py records it
+        parts: dict[str, Any] = {**payload.build_payload(node, branch)}
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
         parts["watched"] = link.watched
         ref = self._task.remote(self._relay, self._channel, parts)

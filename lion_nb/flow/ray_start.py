@@ -45,10 +45,12 @@ until Ctrl-C, printing the ``RAY_ADDRESS`` that notebooks and test runs join it 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -133,7 +135,7 @@ def import_ray(*, defer_imports: bool = False) -> Any:
     if defer_imports and "ray" not in sys.modules:
         _defer_rfc3987_grammar()
     try:
-        import ray
+        import ray  # lazy: ray (an optional extra) takes ~1.4 s to import
     except ImportError as exc:
         raise EngineUnavailable(
             f"engine='ray' needs Ray, which is not installed: {INSTALL_HINT}"
@@ -249,9 +251,6 @@ def _not_started(
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m lion_nb.flow.ray_start``: a local cluster kept until Ctrl-C (or SIGTERM)."""
-    import argparse
-    import signal
-
     parser = argparse.ArgumentParser(
         prog="python -m lion_nb.flow.ray_start", description=main.__doc__
     )

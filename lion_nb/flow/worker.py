@@ -37,7 +37,12 @@ from dataclasses import replace
 from typing import Any
 
 from lion_nb.flow.errors import NotTransferable, RemoteError
+from lion_nb.flow.node import Operation
 from lion_nb.flow.payload import decode, rebuild_model
+from lion_nb.messages import MESSAGE, MESSAGE_LIST
+from lion_nb.port.tools import Tool
+from lion_nb.session.branch import Branch
+from lion_nb.session.session import Session
 from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, Signal, StreamDelta
 
 # Views draw at most ~15 times a second, so pushing more often buys nothing; each push is an
@@ -52,7 +57,7 @@ logger = logging.getLogger("lion_nb")
 
 
 def _portable(value: Any) -> bool:
-    from ray import cloudpickle
+    from ray import cloudpickle  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     try:
         cloudpickle.dumps(value)
@@ -63,7 +68,7 @@ def _portable(value: Any) -> bool:
 
 def portable_error(exc: BaseException) -> BaseException:
     """``exc`` itself if it pickles (and unpickles), else a ``RemoteError`` describing it."""
-    from ray import cloudpickle
+    from ray import cloudpickle  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     try:
         cloudpickle.loads(cloudpickle.dumps(exc))
@@ -80,8 +85,6 @@ def transport(signal: Signal) -> tuple[Any, ...] | None:
     if isinstance(signal, StreamDelta):
         return ("delta", signal.message_id, signal.kind, signal.delta, signal.name, signal.call_id)
     if isinstance(signal, MessageAdded):
-        from lion_nb.messages import MESSAGE
-
         return ("message", MESSAGE.dump_python(signal.message, mode="json"))
     if isinstance(signal, MessageRetracted):
         return ("retract", signal.message_id, signal.reason)
@@ -214,7 +217,7 @@ def run_node_task(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, 
 
 
 def _node_location() -> dict[str, Any]:
-    import ray
+    import ray  # lazy: ray (an optional extra) takes ~1.4 s to import
 
     if not ray.is_initialized():  # run outside Ray (this module's tests): never start one
         return {"node_id": None, "pid": os.getpid()}
@@ -222,11 +225,6 @@ def _node_location() -> dict[str, Any]:
 
 
 def _build(parts: dict[str, Any]) -> tuple[Any, Any]:
-    from lion_nb.flow.node import Operation
-    from lion_nb.port.tools import Tool
-    from lion_nb.session.branch import Branch
-    from lion_nb.session.session import Session
-
     branch = Branch.from_dict(
         decode(parts["branch"]),
         chat_model=rebuild_model(decode(parts["chat_model"])),
@@ -246,8 +244,6 @@ def _build(parts: dict[str, Any]) -> tuple[Any, Any]:
 
 
 async def _attempt(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, Any]:
-    from lion_nb.messages import MESSAGE_LIST
-
     attempt = uuid.uuid4().hex
     key = parts["node_id"]
     outbox = _Outbox(relay, channel, key, attempt, watched=parts.get("watched", True))

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import ConfigurationError, MalformedResponse, ProviderError
 from lion_nb.models.base import DeltaKind, DeltaSink, ModelResponse, ToolCall
-from lion_nb.tokens import TokenDecoder, encode_tokens_delta
+from lion_nb.models.logprobs import TokenDecoder
+from lion_nb.tokens import encode_tokens_delta
 from lion_nb.usage import Usage
 
 if TYPE_CHECKING:

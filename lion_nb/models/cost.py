@@ -29,9 +29,9 @@ def cost_usd(provider: str | None, model: str | None, usage: Usage) -> float | N
     ``"anthropic"``, ``"openai"``, ``"google"``, ``"openrouter"``), or None when unknown."""
     if not provider or not model or (usage.input_tokens is None and usage.output_tokens is None):
         return None
-    try:
-        from genai_prices import Usage as PriceUsage
-        from genai_prices import calc_price
+    try:  # genai-prices is a core dependency, but only a priced call needs its price data
+        from genai_prices import Usage as PriceUsage  # lazy: genai-prices costs ~190 ms
+        from genai_prices import calc_price  # lazy: genai-prices costs ~190 ms
     except ImportError:  # a core dependency; a broken install prices nothing
         log.debug("genai-prices is not installed: costs are unknown")
         return None

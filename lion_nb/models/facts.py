@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.errors import LionError
+from lion_nb.models.capabilities import remembered
+from lion_nb.models.probe import server_url
 
 if TYPE_CHECKING:
     from lion_nb.models.registry import ProviderSpec
@@ -56,9 +58,6 @@ def context_window(model: Described) -> int | None:
 
 
 def _slot_window(model: Described) -> int | None:
-    from lion_nb.models.capabilities import remembered
-    from lion_nb.models.probe import server_url
-
     url = server_url(model)
     return remembered(url).slot_window if url else None
 

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError, ProviderError
+from lion_nb.models import facts
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
+from lion_nb.models.cost import price_response
+from lion_nb.models.logprobs import check_logprobs
+from lion_nb.models.probe import capabilities_of, concurrency_limit
 from lion_nb.models.registry import (
     MODEL_FACTS,
     PROVIDERS,
@@ -17,7 +21,9 @@ from lion_nb.models.registry import (
     key_env_names,
     register_provider,
 )
+from lion_nb.models.slots import slots_for
 from lion_nb.secrets import public_url, redact_mapping, secret_values
+from lion_nb.usage import record_usage
 
 if TYPE_CHECKING:
     from lion_nb.models.capabilities import Capabilities
@@ -127,25 +133,19 @@ class iModel:
     @property
     def is_cli(self) -> bool:
         """A CLI agent (``run()`` streams it); known without constructing the provider."""
-        from lion_nb.models.facts import is_cli
-
-        return is_cli(self)
+        return facts.is_cli(self)
 
     @property
     def context_window(self) -> int | None:
         """The context window in tokens, when known (``context_window=N`` given here, the
         provider's own figure, its default, or a known model name); never constructs the
         provider. The operations layer fits requests into it (``fit_context=True``)."""
-        from lion_nb.models.facts import context_window
-
-        return context_window(self)
+        return facts.context_window(self)
 
     def token_counter(self) -> Callable[[str], int] | None:
         """The provider's exact offline tokenizer, when the provider exists already (after a
         live call); None means counts are estimates."""
-        from lion_nb.models.facts import token_counter
-
-        return token_counter(self)
+        return facts.token_counter(self)
 
     @property
     def provider_session_id(self) -> str | None:
@@ -161,8 +161,6 @@ class iModel:
         a vendor cloud's nor under a cassette) or from a refusal, remembered per
         ``base_url``. All ``None`` when nothing is known (a vendor cloud). The embedded
         model's are known without asking (``models/probe.py``)."""
-        from lion_nb.models.probe import capabilities_of
-
         return await capabilities_of(self)
 
     async def complete(
@@ -170,8 +168,6 @@ class iModel:
     ) -> ModelResponse:
         """One API call, through the active cassette when there is one (``lion_nb.cassette``):
         a replayed call never constructs the provider (nor loads a local model)."""
-        from lion_nb.usage import record_usage
-
         if request.prefix is not None or request.options.get("logprobs") not in (None, False):
             self._check_logprobs(request.options.get("logprobs"), request.prefix)
         tape = current_cassette()
@@ -180,16 +176,12 @@ class iModel:
         else:
             response = await tape.complete(self, request, on_delta, self._live_complete)
         if self.spec.prices:  # an API with a price table (a replayed call is priced alike)
-            from lion_nb.models.cost import price_response
-
             price_response(self.spec.prices, response.model or self.model, response.usage)
         record_usage(response.usage)
         return response
 
     def _check_logprobs(self, logprobs: Any, prefix: str | None) -> None:
         """``logprobs=K`` is 0-20 and this provider gives them (and continues ``prefix``)."""
-        from lion_nb.tokens import check_logprobs
-
         asked = check_logprobs(logprobs)
         if self.spec.logprobs and self.api in (None, self.spec.default_api):
             return
@@ -209,9 +201,6 @@ class iModel:
         """One call to the model itself: its server asked once what it can do, and at most
         as many generations in flight to it as it has slots (``max_concurrent=N``, or what
         its server said; the others wait here, unsent: ``models/slots.py``)."""
-        from lion_nb.models.probe import capabilities_of, concurrency_limit
-        from lion_nb.models.slots import slots_for
-
         await capabilities_of(self)
         limit = concurrency_limit(self)
         if limit is None:
@@ -244,17 +233,12 @@ class iModel:
         return tape.stream(self, request, self._live_stream)
 
     def _live_stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
-        from lion_nb.models.probe import concurrency_limit
-
         if concurrency_limit(self) is None:
             return self.provider.stream(request)
         return self._limited_stream(request)
 
     async def _limited_stream(self, request: CLIRequest) -> AsyncGenerator[Chunk, None]:
         """A CLI agent's stream holding one of ``max_concurrent=N`` slots until it ends."""
-        from lion_nb.models.probe import concurrency_limit
-        from lion_nb.models.slots import slots_for
-
         key, most = concurrency_limit(self) or ("", None)
         async with slots_for(key).hold(most):
             inner = self.provider.stream(request)

@@ -41,6 +41,7 @@ import asyncio
 import json
 import logging
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from lion_nb.models.local_runtime import (
     loop_sink,
     unload_models,
 )
+from lion_nb.models.logprobs import check_logprobs, fit_tokens
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, LOCAL_SAMPLING_OPTIONS
 from lion_nb.models.schema_bounds import (
     DEFAULT_MAX_ITEMS,
@@ -66,7 +68,6 @@ from lion_nb.models.schema_bounds import (
     UnboundedSchemaWarning,
     bound_schema,
 )
-from lion_nb.tokens import check_logprobs, fit_tokens
 from lion_nb.usage import Usage
 
 __all__ = [
@@ -264,8 +265,6 @@ class LocalProvider:
     # -- request -------------------------------------------------------------------------------
 
     def _bounded(self, schema: dict[str, Any], what: str) -> dict[str, Any]:
-        import warnings
-
         bounded, unbounded = bound_schema(
             schema, max_items=self.max_items, max_length=self.max_length
         )
@@ -475,7 +474,7 @@ def _continue_prefix(llama: Any, plan: Plan) -> Any:
     """A raw completion over the chat template with the assistant's reply begun by
     ``plan.prefix``: the model continues it; chunks in chat-completion form (the
     continuation only)."""
-    from llama_cpp import llama_chat_format
+    from llama_cpp import llama_chat_format  # lazy: llama_cpp, an optional extra (~150 ms)
 
     formatter = getattr(llama, "_lion_formatter", None)
     if formatter is None:

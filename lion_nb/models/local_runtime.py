@@ -12,6 +12,7 @@ which the streamed chunks do not report.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,8 @@ from typing import Any
 
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.base import DeltaKind, DeltaSink
+from lion_nb.models.logprobs import TokenDecoder
+from lion_nb.tokens import encode_tokens_delta
 
 __all__ = [
     "Job",
@@ -166,8 +169,6 @@ class Job:
     def add_token(self, piece: bytes, logprob: float, top: list[tuple[bytes, float]]) -> None:
         """One sampled token (worker thread): decoded, kept, and streamed."""
         if self.token_decoder is None:
-            from lion_nb.tokens import TokenDecoder
-
             self.token_decoder = TokenDecoder()
         self._keep(self.token_decoder.feed(piece, logprob, top))
 
@@ -183,8 +184,6 @@ class Job:
             return
         self.tokens.extend(new)
         if self.token_sink is not None:
-            from lion_nb.tokens import encode_tokens_delta
-
             self.token_sink("tokens", encode_tokens_delta(new))
 
 
@@ -200,7 +199,7 @@ class TokenReader:
     __slots__ = ("_buf", "_ctx", "_model", "_n_vocab", "_np", "_pieces", "k")
 
     def __init__(self, llama: Any, k: int) -> None:
-        import numpy as np
+        import numpy as np  # lazy: numpy (~90 ms) comes with llama_cpp, an optional extra
 
         self._np = np
         self._ctx = llama._ctx
@@ -244,8 +243,8 @@ class TokenReader:
 @cache
 def _llama_class() -> type:
     """``llama_cpp.Llama`` plus stop checks and token counting (llama_cpp imported lazily)."""
-    import llama_cpp
-    from llama_cpp import llama_cpp as capi
+    import llama_cpp  # lazy: llama_cpp, an optional extra (~150 ms)
+    from llama_cpp import llama_cpp as capi  # lazy: llama_cpp, an optional extra (~150 ms)
 
     no_abort = capi.ggml_abort_callback(0)
 
@@ -303,9 +302,7 @@ def _llama_class() -> type:
 
 def _token_bytes(vocab: Any, token: int, special: bool) -> bytes:
     """A token's bytes (llama.cpp's ``llama_token_to_piece``, sized by what it returns)."""
-    import ctypes
-
-    from llama_cpp import llama_cpp as capi
+    from llama_cpp import llama_cpp as capi  # lazy: llama_cpp, an optional extra (~150 ms)
 
     size = 64
     while True:

@@ -42,10 +42,10 @@ from lion_nb.models.http_api import (
     stream_cut,
 )
 from lion_nb.models.http_errors import event_error
+from lion_nb.models.logprobs import check_logprobs
 from lion_nb.models.probe import refuses_json_schema
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS
 from lion_nb.models.sse import SSEDecoder, SSEError, SSEEvent
-from lion_nb.tokens import check_logprobs
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider"]
 

@@ -39,6 +39,7 @@ Translated both ways:
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.errors import ConfigurationError, ProviderError
@@ -46,9 +47,10 @@ from lion_nb.models.base import DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.chat_format import format_tool, logprob_tokens, response_format
 from lion_nb.models.http_errors import event_error
 from lion_nb.models.http_stream import HTTPStreamProvider, StreamAccumulator
+from lion_nb.models.logprobs import TokenDecoder, check_logprobs
 from lion_nb.models.registry import COMMON_LOCAL_OPTIONS, PROVIDERS, RESPONSES_OPTIONS
 from lion_nb.models.sse import SSEEvent
-from lion_nb.tokens import TokenDecoder, check_logprobs, encode_tokens_delta
+from lion_nb.tokens import encode_tokens_delta
 from lion_nb.usage import Usage
 
 if TYPE_CHECKING:
@@ -147,8 +149,6 @@ class OpenAIResponsesProvider(HTTPStreamProvider):
 
 
 def _schema_name(name: str | None) -> str:
-    import re
-
     return re.sub(r"[^A-Za-z0-9_-]", "_", name or "")[:64] or "response"
 
 

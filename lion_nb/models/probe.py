@@ -24,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ProviderError
 from lion_nb.models.capabilities import Capabilities, remember, remembered, server_root
 
@@ -113,9 +114,7 @@ def _probeable(model: Probed, url: str | None) -> bool:
 
 
 def _cassette_in_force() -> bool:
-    from lion_nb.cassettes.active import current
-
-    tape = current()
+    tape = current_cassette()
     return tape is not None and getattr(tape, "mode", None) != "off"
 
 

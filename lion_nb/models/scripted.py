@@ -46,7 +46,8 @@ from lion_nb.models.base import (
     ModelResponse,
     ToolCall,
 )
-from lion_nb.tokens import check_logprobs, encode_tokens_delta, token_choice
+from lion_nb.models.logprobs import check_logprobs
+from lion_nb.tokens import encode_tokens_delta, token_choice
 from lion_nb.usage import Usage
 
 _WORDS = re.compile(r"\S+\s*|\s+")

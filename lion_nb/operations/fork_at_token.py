@@ -28,11 +28,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.messages import AssistantResponse, TokenChoice
+from lion_nb.models.logprobs import check_logprobs
 from lion_nb.operations.chat import continue_reply
 from lion_nb.operations.types import ChatParam, check_on_stop
 from lion_nb.port.branch_port import BranchPort
 from lion_nb.port.lifecycle import observed_run
-from lion_nb.tokens import check_logprobs, token_choice
+from lion_nb.tokens import token_choice
 
 if TYPE_CHECKING:
     from lion_nb.models.imodel import iModel

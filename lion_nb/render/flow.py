@@ -30,7 +30,7 @@ from lion_nb.render.html import streaming_html, transcript_html
 from lion_nb.render.text import format_usage, unpriced_note
 
 if TYPE_CHECKING:
-    from lion_nb.flow.view_model import FlowSnapshot, NodeRow
+    from lion_nb.viewmodels.flow import FlowSnapshot, NodeRow
 
 __all__ = [
     "detail_frame_html",

@@ -120,7 +120,7 @@ def _detector_md() -> Any:
     """markdown-it with raw HTML on and link validation off, to see what other renderers see."""
     global _detector
     if _detector is None:
-        from lion_nb.render.markdown import build_markdown
+        from lion_nb.render.markdown import build_markdown  # lazy: markdown-it costs ~40 ms
 
         md = build_markdown(html_enabled=True)
         # Report every link (we judge the scheme ourselves) as written, entity-decoded.

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.messages import Instruction, RoledMessage
 from lion_nb.provenance import Provenance, RunRecord
 from lion_nb.render.escape import escape
-from lion_nb.render.html import message_html, replayed_badge_html
+from lion_nb.render.html import message_html, replayed_badge_html, transcript_html
 from lion_nb.render.preview import plain_preview
 from lion_nb.render.text import format_time, format_usage, label, unpriced_note
 from lion_nb.render.turns import next_turn_html, payload_json, turn_payload
@@ -282,8 +283,6 @@ def runs_frame_html(runs: int, untracked: int = 0) -> str:
 
 
 def _dt(epoch: float) -> Any:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(epoch, UTC)
 
 
@@ -300,8 +299,6 @@ def static_html(
     """The inspector without a kernel (saved notebooks): summary, next turn, run log and the
     messages of the current page as cards (``untracked``: messages from before run tracking
     started, as ``runs_title`` says)."""
-    from lion_nb.render.html import transcript_html
-
     total = len(messages)
     runs = len(provenance.runs) if provenance is not None else 0
     totals = totals if totals is not None else branch_totals(messages)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -132,7 +133,7 @@ class TokenView:
 
 
 def samples_html(samples: Any) -> str:
-    """A sample set (``lion_nb.tokens.Samples``) as a list: its label, then each reply with
+    """A sample set (``lion_nb.samples.Samples``) as a list: its label, then each reply with
     the prefix all of them share marked and, where it has tokens, its tokens tinted."""
     shared = samples.shared
     rows = []
@@ -161,6 +162,4 @@ def samples_html(samples: Any) -> str:
 
 
 def _words(text: str) -> list[str]:
-    import re
-
     return re.findall(r"\S+\s*|\s+", text)

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 from lion_nb.messages import AssistantResponse, Instruction, RoledMessage
 from lion_nb.operations.verbs import SENDS_HISTORY, TAKES_INSTRUCTION, VERBS, Verb, warm_up
 from lion_nb.operations.window import max_tokens_of, plan_context
+from lion_nb.samples import Samples, sampling_label
 from lion_nb.signals import MessageAdded, Signal
-from lion_nb.tokens import Samples, sampling_label
 from lion_nb.turns import CONTINUE_PROMPT, continuations, is_truncated, open_truncated
 
 if TYPE_CHECKING:

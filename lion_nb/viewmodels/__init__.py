@@ -11,4 +11,5 @@ the widgets in ``lion_nb.widgets`` only map that state to widgets, through the H
 - ``parse_tree.tree_rows``: a structured value as rows
 - ``timeline``: the inspector's pages, rows and totals
 - ``compare``: two branches aligned, with per-side figures
+- ``flow.FlowViewModel``: a flow's rows, totals and the open node's transcript (``FlowView``)
 """

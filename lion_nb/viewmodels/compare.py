@@ -16,6 +16,7 @@ from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.messages import AssistantResponse, RoledMessage
+from lion_nb.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from lion_nb.provenance import Provenance
@@ -93,8 +94,6 @@ def side_stats(
     provenance: Provenance | None = None,
 ) -> SideStats:
     """Totals for one side's own (non-shared) messages."""
-    from lion_nb.tokens import estimate_tokens
-
     stats = SideStats(messages=len(messages))
     texts = []
     for m in messages:

@@ -32,10 +32,10 @@ from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.shown_branch import WARM, greedy, same_reply_note, shown_words
 
 if TYPE_CHECKING:
+    from lion_nb.samples import Samples
     from lion_nb.session.branch import Branch
     from lion_nb.session.conversation import Conversation
     from lion_nb.signals import Signal
-    from lion_nb.tokens import Samples
     from lion_nb.widgets.compare_view import CompareView
     from lion_nb.widgets.transcript import Transcript
 

@@ -15,7 +15,7 @@ channel: the heading, one part per row, the strip and the transcript of the sele
 cards are nested parts and whose reply being written streams as the chat view's does
 (``widgets.live.LiveMessage``). A part is re-sent only when it changed, at most
 ``1 / refresh_interval`` times a second; run times of running nodes (and the strip) tick every
-``tick`` seconds while the flow runs. The state is ``lion_nb.flow.view_model.FlowViewModel``;
+``tick`` seconds while the flow runs. The state is ``lion_nb.viewmodels.flow.FlowViewModel``;
 every piece of HTML comes from ``lion_nb.render.flow`` and ``render.html``.
 """
 
@@ -26,7 +26,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from lion_nb.flow.view_model import FlowSnapshot, FlowViewModel, NodeRow
 from lion_nb.render.flow import (
     detail_frame_html,
     detail_title_html,
@@ -40,6 +39,7 @@ from lion_nb.render.flow import (
 )
 from lion_nb.render.html import assistant_parts, transcript_cards
 from lion_nb.turns import continuations
+from lion_nb.viewmodels.flow import FlowSnapshot, FlowViewModel, NodeRow
 from lion_nb.viewmodels.stream import GrowingText
 from lion_nb.widgets.channel import Op, in_order
 from lion_nb.widgets.front import Front

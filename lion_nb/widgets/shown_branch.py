@@ -80,7 +80,7 @@ def sampling(branch: Branch) -> str:
     "temperature 0.8")."""
     sample = branch.metadata.get("sample")
     if isinstance(sample, dict) and "n" in sample:
-        from lion_nb.tokens import sampling_label
+        from lion_nb.samples import sampling_label
 
         label = sampling_label(sample.get("temperature"), sample.get("top_p"))
         return f"sample {sample['n']}/{sample.get('of', '?')} · {label}"

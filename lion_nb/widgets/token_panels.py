@@ -35,9 +35,9 @@ from lion_nb.signals import StreamDelta
 from lion_nb.widgets.protocol import TOP_CHUNK
 
 if TYPE_CHECKING:
+    from lion_nb.samples import Samples
     from lion_nb.session.branch import Branch
     from lion_nb.session.conversation import Conversation
-    from lion_nb.tokens import Samples
     from lion_nb.widgets.channel import Channel
     from lion_nb.widgets.transcript import Transcript
 

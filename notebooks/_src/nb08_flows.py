@@ -21,8 +21,8 @@ CELLS = [
     (a function), so they are the same in this kernel and on a Ray worker.
     """),
     code("""
-    from lion_nb import Session, iModel
-    from lion_nb.flow import Flow, FlowView
+    from lion_nb import FlowView, Session, iModel
+    from lion_nb.flow import Flow
 
 
     def reply(request):

@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 SETUP = """
 import asyncio
-from lion_nb import Session, iModel
-from lion_nb.flow import Flow, FlowView
+from lion_nb import FlowView, Session, iModel
+from lion_nb.flow import Flow
 
 def reply(request):
     prompt = request.messages[-1]["content"]

@@ -30,13 +30,13 @@ CELLS = [
     """
 import json
 from pydantic import BaseModel, Field, ValidationError
-from lion_nb import Branch, BranchView, Session, iModel
+from lion_nb import Branch, BranchView, FlowView, Session, iModel
 from lion_nb.messages import ActionRequest, ActionResponse, AssistantResponse, Instruction
 from lion_nb.widgets.inspector import ProgressionInspector
 from lion_nb.widgets.rounds_view import ReActRoundsView
 from lion_nb.widgets.parse_view import ParseView
 from lion_nb.widgets.compare_view import CompareView
-from lion_nb.flow import Flow, FlowView
+from lion_nb.flow import Flow
 
 session = Session()
 REPLY = ("A reply with **bold**, a [link](https://example.org), `inline code` and\\n\\n"

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from lion_nb import Branch, iModel
-from lion_nb.flow import Flow, FlowView
+from lion_nb import Branch, FlowView, iModel
+from lion_nb.flow import Flow
 from lion_nb.models.cost import cost_usd
 from lion_nb.provenance import provenance_of
 from lion_nb.render.text import format_usage

@@ -17,10 +17,10 @@ from lion_nb import Branch, iModel
 from lion_nb.flow import Flow
 from lion_nb.flow.errors import DependencyFailed, EngineUnavailable, NotTransferable
 from lion_nb.flow.node import Status
-from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.models.cli_process import group_alive
 from lion_nb.session.session import Session
 from lion_nb.signals import MessageAdded, RunEnd, RunStart
+from lion_nb.viewmodels.flow import FlowViewModel
 from tests.support.fake_cli import make_fake_cli, recording
 from tests.support.scripted import scripted
 from tests.support.waiting import until

@@ -9,10 +9,10 @@ import pytest
 from lion_nb import Branch, iModel
 from lion_nb.flow import Flow, payload
 from lion_nb.flow.node import Status
-from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.models.cost import cost_usd
 from lion_nb.signals import RunEnd
 from lion_nb.usage import Usage
+from lion_nb.viewmodels.flow import FlowViewModel
 from tests.servers.anthropic_server import Message, start_anthropic_server
 
 pytestmark = pytest.mark.usefixtures("ray_local")

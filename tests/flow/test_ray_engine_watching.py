@@ -15,9 +15,9 @@ from lion_nb import Branch
 from lion_nb.flow import Flow
 from lion_nb.flow.node import Status
 from lion_nb.flow.ray_engine import _NodeLink
-from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.session.session import Session
 from lion_nb.signals import MessageAdded, RunStart, StreamDelta
+from lion_nb.viewmodels.flow import FlowViewModel
 from tests.support.scripted import scripted
 from tests.support.waiting import until
 

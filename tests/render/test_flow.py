@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-from lion_nb.flow.view_model import FlowSnapshot, NodeRow
 from lion_nb.messages import Instruction
 from lion_nb.render.flow import (
     flow_html,
@@ -13,6 +12,7 @@ from lion_nb.render.flow import (
     node_detail_html,
     row_html,
 )
+from lion_nb.viewmodels.flow import FlowSnapshot, NodeRow
 
 EVIL = '<img src=x onerror="alert(1)">'
 

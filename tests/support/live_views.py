@@ -61,8 +61,8 @@ view = ParseView(Order, branch=branch)
 """
 
 FLOW = """
-from lion_nb import Session, iModel
-from lion_nb.flow import Flow, FlowView
+from lion_nb import FlowView, Session, iModel
+from lion_nb.flow import Flow
 def reply(request):
     if request.messages[-1]["content"].startswith("Outline"):
         return {"text": "1. Tides and the Moon", "delay": 0.05}

@@ -8,8 +8,8 @@ import pytest
 
 from lion_nb import Branch
 from lion_nb.flow import Flow
-from lion_nb.flow.view_model import FlowViewModel
 from lion_nb.session.session import Session
+from lion_nb.viewmodels.flow import FlowViewModel
 from tests.support.scripted import scripted
 from tests.support.waiting import until
 
@@ -146,7 +146,7 @@ async def test_a_stopped_flow_reads_stopped_and_cancelled_never_failed_and_stop_
 
 
 def test_an_error_with_an_empty_message_reads_as_its_type_alone():
-    from lion_nb.flow.view_model import error_text
+    from lion_nb.viewmodels.flow import error_text
 
     assert error_text(None) is None
     assert error_text(TimeoutError()) == "TimeoutError"

@@ -8,8 +8,8 @@ import contextlib
 import json
 import time
 
-from lion_nb import Branch
-from lion_nb.flow import Flow, FlowView
+from lion_nb import Branch, FlowView
+from lion_nb.flow import Flow
 from lion_nb.flow.node import Status
 from lion_nb.render.flow import flow_html
 from lion_nb.session.session import Session
