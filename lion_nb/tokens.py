@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lion_nb.sampling import sample_distribution
+
 if TYPE_CHECKING:
     from lion_nb.messages import TokenChoice
     from lion_nb.render.tokens_html import TokenView
@@ -36,6 +38,7 @@ __all__ = [
     "encode_tokens_delta",
     "estimate_tokens",
     "fit_tokens",
+    "sample_distribution",
     "sampling_label",
     "shared_units",
     "token_choice",
