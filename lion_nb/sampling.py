@@ -97,9 +97,7 @@ def _read(top: Iterable[Any]) -> tuple[list[str], list[float]]:
     return texts, logprobs
 
 
-def _check(
-    temperature: float, top_k: int | None, top_p: float | None, min_p: float | None
-) -> None:
+def _check(temperature: float, top_k: int | None, top_p: float | None, min_p: float | None) -> None:
     problems = []
     if not (isinstance(temperature, int | float) and 0 <= temperature < math.inf):
         problems.append(f"temperature={temperature!r} (0 or more; 0 keeps the most likely)")
