@@ -83,7 +83,7 @@ def pieces(llama: Any, prompt: str, add_bos: bool) -> list[Piece]:
     for token in ids:
         special = control.get(token)
         if special is None:
-            special = control[token] = bool(llama_cpp.llama_token_get_attr(vocab, token) & _CONTROL)
+            special = control[token] = bool(llama_cpp.llama_vocab_get_attr(vocab, token) & _CONTROL)
         out.append((token, reader.piece(token, special=True), special))
     return out
 
