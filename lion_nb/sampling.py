@@ -71,9 +71,12 @@ def sample_distribution(
     probs = _softmax(logprobs, alive, 1.0)
     if temperature_first:
         probs = _temperature(logprobs, alive, order, temperature)
-    for cut, setting in ((_top_k, top_k), (_top_p, top_p), (_min_p, min_p)):
-        if setting is not None and cut(probs, alive, order, setting):
-            probs = _renormalised(probs, alive)
+    if top_k is not None and _top_k(alive, order, top_k):
+        probs = _renormalised(probs, alive)
+    if top_p is not None and _top_p(probs, alive, order, top_p):
+        probs = _renormalised(probs, alive)
+    if min_p is not None and _min_p(probs, alive, order, min_p):
+        probs = _renormalised(probs, alive)
     if not temperature_first:
         probs = _temperature(logprobs, alive, order, temperature)
     return [TokenProbability(t, p) for t, p in zip(texts, probs, strict=True)]
@@ -138,7 +141,7 @@ def _temperature(
     return _softmax(logprobs, alive, float(temperature))
 
 
-def _top_k(probs: Sequence[float], alive: list[bool], order: Sequence[int], k: int) -> bool:
+def _top_k(alive: list[bool], order: Sequence[int], k: int) -> bool:
     """Keep the ``k`` most likely survivors; True when something was cut."""
     if k <= 0:
         return False

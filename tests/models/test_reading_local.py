@@ -52,9 +52,7 @@ async def test_tokenize_is_the_templated_prompt_with_its_markers() -> None:
         "<|im_start|>system\n<|im_end|>\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"
     )
     llama = m.provider.loaded().llama  # the ids its chat handler evaluates
-    assert [t.id for t in tokens] == llama.tokenize(
-        TEMPLATED.encode(), add_bos=False, special=True
-    )
+    assert [t.id for t in tokens] == llama.tokenize(TEMPLATED.encode(), add_bos=False, special=True)
     # " " holds the emoji's first bytes too; the token that completes it spells it
     assert [t.text for t in tokens if t.message == 1][-2:] == [" ", "😀"]
 
