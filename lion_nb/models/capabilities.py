@@ -39,8 +39,8 @@ class Capabilities:
     native_tools: bool | None = None
     slots: int | None = None
     slot_window: int | None = None
-    server: str | None = None
     probed: bool = False  # the server was asked (``/props``) once already
+    server: str | None = None
 
 
 _lock = threading.Lock()

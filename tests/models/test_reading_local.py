@@ -3,13 +3,16 @@ for real: the prompt its chat handler feeds it, and the distribution its sampler
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from lion_nb.cassettes import cassette
+from lion_nb.errors import ContextWindowError
 from lion_nb.models.base import ModelRequest
 from lion_nb.models.imodel import iModel, local_model_available
 from lion_nb.sampling import TokenProbability
@@ -112,3 +115,27 @@ async def test_reads_are_recorded_and_replayed_without_the_model(tmp_path: Path)
             (t, pytest.approx(p)) for t, p in top
         ]
     assert fresh.provider_or_none is None  # nothing was loaded or even constructed
+
+
+LONG = [{"role": "user", "content": "The lighthouse keeper counted the waves. " * 150}]
+
+
+async def test_a_prompt_beyond_the_window_says_so() -> None:
+    m = model()
+    tokens = await m.tokenize(LONG * 3)  # reading the prompt needs no window
+    assert len(tokens) > 2048
+    with pytest.raises(ContextWindowError, match="n_ctx=2048") as caught:
+        await m.next_tokens(LONG * 3)
+    assert caught.value.window == 2048 and caught.value.tokens == len(tokens)
+
+
+async def test_a_cancelled_read_lets_the_model_go_at_once() -> None:
+    m = model()
+    task = asyncio.create_task(m.next_tokens(LONG))  # ~1,300 tokens to evaluate: seconds
+    await asyncio.sleep(0.3)
+    start = time.perf_counter()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.perf_counter() - start < 2.5  # generous: the worker stops between graph nodes
+    assert (await m.next_tokens("Hi", k=2))[0].text  # the model is free and right again
