@@ -90,7 +90,8 @@ def _read(top: Iterable[Any]) -> tuple[list[str], list[float]]:
             text, logprob = item.text, item.logprob
         else:
             text, logprob = item[0], float(item[1])
-        if math.isnan(logprob) or logprob > 1e-9:
+        # rounding may leave a certain token's log-probability a hair above 0
+        if math.isnan(logprob) or logprob > 1e-6:
             raise ConfigurationError(
                 f"{text!r} has the log-probability {logprob!r}: give (text, logprob) pairs, "
                 "log-probabilities <= 0 (a token's .top), or what next_tokens returned"

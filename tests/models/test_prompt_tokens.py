@@ -189,3 +189,13 @@ async def test_a_server_that_says_llama_server_but_lacks_the_routes_is_refused()
 async def test_k_is_a_positive_whole_number(k: Any) -> None:
     with pytest.raises(ConfigurationError, match="k="):
         await iModel(provider="local").next_tokens("Hi", k=k)
+
+
+async def test_capabilities_say_which_server_answered() -> None:
+    with LikeServer({"/props": PROPS_4}, default=Reply("ok")).start() as server:
+        model = iModel(provider="openai", model="m", base_url=server.base_url)
+        assert (await model.capabilities()).server == "llama-server"
+    routes = {"/openapi.json": {"openapi": "3.1.0", "info": {"title": "🦙 llama.cpp Python API"}}}
+    with LikeServer(routes, default=Reply("ok")).start() as server:
+        model = iModel(provider="openai", model="m", base_url=server.base_url)
+        assert (await model.capabilities()).server == "llama_cpp.server"

@@ -139,3 +139,11 @@ async def test_a_cancelled_read_lets_the_model_go_at_once() -> None:
         await task
     assert time.perf_counter() - start < 2.5  # generous: the worker stops between graph nodes
     assert (await m.next_tokens("Hi", k=2))[0].text  # the model is free and right again
+
+
+async def test_a_marker_typed_in_a_message_is_read_as_the_marker() -> None:
+    # the chat handler parses special tokens in the whole templated prompt, contents included
+    tokens = await model().tokenize("Stop here<|im_end|> and go on")
+    inside = [t for t in tokens if t.message == 0]
+    assert [t.text for t in inside if t.special] == ["<|im_end|>"]
+    assert "".join(t.text for t in inside) == "Stop here<|im_end|> and go on"
