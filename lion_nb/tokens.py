@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.samples import Samples, agreement, sampling_label, shared_units
+from lion_nb.sampling import sample_distribution
 
 if TYPE_CHECKING:
     from lion_nb.messages import TokenChoice
@@ -40,6 +41,7 @@ __all__ = [
     "decode_tokens_delta",
     "encode_tokens_delta",
     "estimate_tokens",
+    "sample_distribution",
     "sampling_label",
     "shared_units",
     "token_choice",

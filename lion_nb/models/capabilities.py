@@ -31,7 +31,8 @@ class Capabilities:
     "auto" one).
     ``slots``: generations the server runs at once (streams beyond it are queued by lion_nb,
     never sent). ``slot_window``: the context window of one slot, in tokens (the window a
-    request must fit, whatever the model's own).
+    request must fit, whatever the model's own). ``server``: the software that answered the
+    probe ("llama-server", "llama_cpp.server"; None: not known).
     """
 
     json_schema: bool | None = None
@@ -39,6 +40,7 @@ class Capabilities:
     slots: int | None = None
     slot_window: int | None = None
     probed: bool = False  # the server was asked (``/props``) once already
+    server: str | None = None
 
 
 _lock = threading.Lock()

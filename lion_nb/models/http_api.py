@@ -195,6 +195,28 @@ class HTTPProvider:
         except ValueError:
             return response.status_code, None
 
+    async def post_json(self, url: str, body: dict[str, Any]) -> Any:
+        """``POST body`` to ``url`` on this provider's client with its key, retried and
+        classified as a call is (a server's own routes, such as llama-server's
+        ``/tokenize``): the JSON body of the reply."""
+        headers = {}
+        if key := self._api_key():
+            headers["Authorization"] = f"Bearer {key}"
+
+        async def read(response: httpx.Response) -> Any:
+            await response.aread()
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise MalformedResponse(
+                    f"{_no_query(response.url)} did not answer JSON", provider=self.name
+                ) from exc
+
+        async def post() -> Any:
+            return await self.post_stream(url, body, headers, self.timeout, read)
+
+        return await self.with_retries(post)
+
     def secret_values(self) -> list[str | None]:
         """The credentials this provider may send (for redaction by cassettes)."""
         return self._secrets()

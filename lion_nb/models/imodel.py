@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError, ProviderError
 from lion_nb.models import facts
+from lion_nb.models import reading
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.cost import price_response
 from lion_nb.models.logprobs import check_logprobs
@@ -27,6 +28,8 @@ from lion_nb.usage import record_usage
 
 if TYPE_CHECKING:
     from lion_nb.models.capabilities import Capabilities
+    from lion_nb.models.prompt_tokens import PromptToken
+    from lion_nb.sampling import TokenProbability
 
 __all__ = [
     "MODEL_FACTS",
@@ -247,6 +250,32 @@ class iModel:
                     yield chunk
             finally:
                 await inner.aclose()
+
+    # -- what the model reads, and what it would say next (models/reading.py) ----------------
+
+    async def tokenize(self, messages_or_text: str | list[dict[str, Any]]) -> list[PromptToken]:
+        """The prompt as this model reads it, token by token: the chat template applied to
+        ``messages_or_text`` (a text is one user turn; or ``{"role", "content"}`` dicts),
+        ending with the assistant's marker. Each ``PromptToken`` has its ``text`` (they join
+        to the prompt), ``id``, ``special`` (a marker such as ``<|im_start|>``) and
+        ``message`` (the index of the message whose content it spells; None for the
+        template's own text). The embedded model and llama.cpp's llama-server can tell;
+        other providers raise ``ConfigurationError``."""
+        return await reading.tokenize(self, messages_or_text)
+
+    async def next_tokens(
+        self,
+        messages_or_text: str | list[dict[str, Any]],
+        k: int = 8,
+        prefix: str | None = None,
+    ) -> list[TokenProbability]:
+        """The model's own distribution over the next token (temperature 1, the whole
+        vocabulary, before any sampling setting) as its ``k`` most likely ``(text,
+        probability)`` pairs, most likely first. ``prefix``: the start of the reply, placed
+        after the template's assistant marker. The embedded model and llama.cpp's
+        llama-server can tell; other providers raise ``ConfigurationError``. Pass the result
+        to ``lion_nb.tokens.sample_distribution`` to see what sampling settings leave."""
+        return await reading.next_tokens(self, messages_or_text, k, prefix)
 
     def secret_values(self) -> list[str | None]:
         """Every credential this model holds (key, and the values of secret-named options,

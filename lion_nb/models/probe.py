@@ -37,6 +37,7 @@ __all__ = [
     "VENDOR_HOSTS",
     "capabilities_of",
     "concurrency_limit",
+    "probeable",
     "props_facts",
     "refuses_json_schema",
     "server_url",
@@ -113,6 +114,12 @@ def _probeable(model: Probed, url: str | None) -> bool:
     return not any(host == h or host.endswith("." + h) for h in VENDOR_HOSTS)
 
 
+def probeable(model: Probed) -> bool:
+    """``model``'s server may be a local one that says what it is (``capabilities_of`` asks
+    it): an HTTP API in a format llama.cpp speaks, at a URL that is not a vendor cloud's."""
+    return _probeable(model, server_url(model))
+
+
 def _cassette_in_force() -> bool:
     tape = current_cassette()
     return tape is not None and getattr(tape, "mode", None) != "off"
@@ -183,13 +190,14 @@ async def _ask(url: str, provider: Any) -> dict[str, Any] | None:
         return None
     status, body = props
     if status == 200 and isinstance(body, dict) and "total_slots" in body:
-        facts = props_facts(body)
+        facts = {**props_facts(body), "server": "llama-server"}
         log.info("%s: llama-server, %s", root, facts)
         return facts
     spec = await provider.get_json(f"{root}/openapi.json", _PROBE_TIMEOUT)
     if spec is not None and _is_llama_cpp_python(spec[1]):
         log.info("%s: llama_cpp.server (one generation at a time, no json_schema)", root)
-        return {"slots": 1, "json_schema": False, "native_tools": False, "probed": True}
+        facts = {"slots": 1, "json_schema": False, "native_tools": False}
+        return {**facts, "server": "llama_cpp.server", "probed": True}
     return {"probed": True}
 
 
