@@ -18,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from lion_nb.widgets.protocol import message
 
 __all__ = ["Channel", "fingerprint", "in_order"]
 
-Op = dict[str, Any]
-Producer = Callable[[], list[Op]]
+Op = dict[str, Any]  # an op as queued (a copy: the channel merges queued chrome ops)
+# what views hand in: a ``protocol`` op (its constructors build them, typed) or a plain mapping
+AnyOp = Mapping[str, Any]
+Producer = Callable[[], Sequence[AnyOp]]
 V = TypeVar("V")
 
 
@@ -86,7 +88,7 @@ class Channel:
         # that HTML names the template instead (a live card's empty shell, ~480 bytes)
         self.templates: dict[str, str] = {}
 
-    def push(self, *ops: Op, now: bool = True, hold: float = 0.0) -> None:
+    def push(self, *ops: AnyOp, now: bool = True, hold: float = 0.0) -> None:
         """Queue ``ops``; ``now``: send them with the next turn of the event loop (so the ops
         of one burst of signals - a prompt and its reply recorded back to back - share one
         message), else with the next throttled update. ``hold``: send them within ``hold``
@@ -100,7 +102,7 @@ class Channel:
         else:
             self._schedule()
 
-    def queue(self, *ops: Op) -> None:
+    def queue(self, *ops: AnyOp) -> None:
         """Queue ``ops`` without scheduling a message (``before_flush`` adds to the one being
         made). A ``chrome`` op joins one queued already (later values win)."""
         for op in ops:
@@ -108,7 +110,7 @@ class Channel:
             if op.get("op") == "chrome" and last is not None:
                 last["values"] = {**last["values"], **op["values"]}
             else:
-                self._ops.append(op)
+                self._ops.append(dict(op))
 
     def stream(self, key: str, producer: Producer, *, now: bool = False) -> None:
         """``now``: a part's first text goes out at once (the first token on screen within a
@@ -187,7 +189,7 @@ class Channel:
         ops, self._ops = self._ops, []
         dirty, self._dirty = self._dirty, {}
         for producer in dirty.values():
-            ops.extend(producer())
+            ops.extend(dict(op) for op in producer())
         if not ops or self.closed:
             return
         if self.templates:

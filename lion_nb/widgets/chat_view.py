@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes import active as cassettes
@@ -62,15 +62,20 @@ from lion_nb.signals import (
 )
 from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.cassette_badge import at_rest, badge_html
+from lion_nb.widgets.chat_host import Action
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.protocol import draft_op
 from lion_nb.widgets.send_failure import view_advice
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
+    from lion_nb.session.conversation import Conversation
+    from lion_nb.tokens import Samples
+    from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["VERBS", "BranchView", "view"]
 
@@ -118,13 +123,13 @@ class _Prompt:
     @value.setter
     def value(self, text: str) -> None:
         self._value = text
-        self._view.channel.push({"op": "draft", "text": text})
+        self._view.channel.push(draft_op(text))
 
     def give_back(self, text: str) -> None:
         """Put ``text`` back into the box unless the user has typed something since (a
         ``draft`` op with ``restore``)."""
         self._value = text
-        self._view.channel.push({"op": "draft", "text": text, "restore": True})
+        self._view.channel.push(draft_op(text, restore=True))
 
 
 class _Button:
@@ -143,7 +148,7 @@ class _Button:
         self._action()
 
 
-class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[misc]
+class BranchView(Front):
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
     ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
@@ -204,7 +209,6 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         if context_window is not None:
             self.verb_kwargs.setdefault("context_window", context_window)
         self.context_window = context_window
-        self.base_title = shown_title
         self.config = config or LiveConfig()
         self.channel.interval = self.config.interval
         self.transcript = Transcript(
@@ -215,16 +219,25 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             reset=lambda: self.sync_state(send=True),
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
-        self.token_panels = TokenPanels(self, follow=tokens)
+        # the panels: each knows this view as a ChatHost and brings its page actions
+        self.conversation_controls = ConversationControls(
+            self,
+            verb=verb,
+            verb_kwargs=self.verb_kwargs,
+            on_show=self._rebind,
+            base_title=shown_title,
+        )
+        self.token_controls = TokenControls(self, follow=tokens)
+        self.token_panels: TokenPanels = self.token_controls.panels
+        for panel in (self.conversation_controls, self.token_controls):
+            self.actions.update_from(panel.actions())
         self._shown_errors: set[int] = set()
-        self.last_status: tuple[str, str] | None = None  # what the status line said last
         self.last_error: BaseException | None = None
         self.prompt = _Prompt(self)
         self.send_button = _Button(self, lambda: self.send(), "send")
         self.stop_button = _Button(self, self.stop, "stop")
         self.status = _Value(self, "status_line")
         self._error = _Value(self, "error_box")
-        self._signals = _SIGNALS
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self.cassette_badge = _Value(self, "cassette")
         self._unwatch_cassette = cassettes.watch(self._follow_cassette)
@@ -239,7 +252,10 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def copy_text(self, key: str) -> str | None:
         return self.transcript.text_of(key)
 
-    # ----- page actions ----------------------------------------------------------------------
+    # ----- page actions (the panels register theirs: ``conversation_controls``, ...) ---------
+    def page_actions(self) -> dict[str, Action]:
+        return {**super().page_actions(), "send": self._action_send, "stop": self._action_stop}
+
     def _action_send(self, content: dict[str, Any]) -> None:
         text = content.get("text")
         if isinstance(text, str):
@@ -252,8 +268,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     @property
     def running(self) -> bool:
         """A run is active on the branch (started here or elsewhere)."""
-        control = self._control_task
-        return self.runs.running or (control is not None and not control.done())
+        return self.runs.running or self.conversation_controls.control_running
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
@@ -281,13 +296,13 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         text = self.prompt.value if text is None else text
         if not text.strip():
             return None
-        if self._control_task is not None and not self._control_task.done():
+        if self.conversation_controls.control_running:
             return None  # a regenerate / edit / continue of this view is running
         claim = self.runs.claim(stop_others=stop_others)
         if claim.verdict == "busy":
             return None  # this view's run, or one started elsewhere (awaited in a cell)
         if claim.verdict == "taken":
-            self._show_error(
+            self.show_error(
                 RuntimeError(
                     "another view is running on this branch; stop it (or wait) before sending"
                 )
@@ -326,8 +341,107 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def stop(self) -> None:
         """Cancel the run started from this view. A streamed ``run`` closes its CLI process
         group and records the partial text; the view marks the reply "stopped"."""
-        if not self.stop_control():
+        if not self.conversation_controls.stop_control():
             self.runs.stop()
+
+    # ----- the panels' verbs (``ConversationControls``, ``TokenControls``) --------------------
+    @property
+    def conversation(self) -> Conversation:
+        """The conversation the view's turns run through (``session.conversation``)."""
+        return self.conversation_controls.conversation
+
+    async def aregenerate(
+        self, index: int | None = None, *, temperature: float | None = None
+    ) -> Branch:
+        """See ``ConversationControls.aregenerate``."""
+        return await self.conversation_controls.aregenerate(index, temperature=temperature)
+
+    async def aedit(self, index: int, text: str) -> Branch:
+        """See ``ConversationControls.aedit``."""
+        return await self.conversation_controls.aedit(index, text)
+
+    async def acontinue(self, index: int | None = None) -> Branch:
+        """See ``ConversationControls.acontinue``."""
+        return await self.conversation_controls.acontinue(index)
+
+    async def asample(
+        self,
+        n: int = 5,
+        *,
+        index: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        **kwargs: Any,
+    ) -> Samples:
+        """See ``ConversationControls.asample``."""
+        return await self.conversation_controls.asample(
+            n, index=index, temperature=temperature, top_p=top_p, **kwargs
+        )
+
+    def alternatives(self, k: int) -> list[Branch]:
+        return self.conversation_controls.alternatives(k)
+
+    def show(self, branch: Branch) -> Branch:
+        """Show ``branch`` in this view (an alternative, or any branch)."""
+        return self.conversation_controls.show(branch)
+
+    def clear(self, *, said: str = "cleared") -> Branch:
+        """See ``ConversationControls.clear``."""
+        return self.conversation_controls.clear(said=said)
+
+    def compare(self, index: int | None = None) -> CompareView:
+        """See ``ConversationControls.compare``."""
+        return self.conversation_controls.compare(index)
+
+    @property
+    def compare_view(self) -> CompareView | None:
+        """The comparison shown under the view, if any."""
+        return self.conversation_controls.compare_view
+
+    def close_compare(self) -> None:
+        """Close what is shown under the view: the comparison or the sample set."""
+        self.conversation_controls.close_compare()
+        self.token_controls.close_samples()
+
+    def context_marks(self) -> dict[str, Any]:
+        return self.conversation_controls.context_marks()
+
+    def stop_control(self) -> bool:
+        """Cancel the turn a control of this view runs (regenerate, edit, ...), if any."""
+        return self.conversation_controls.stop_control()
+
+    async def controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        return await self.conversation_controls.controlled(make)
+
+    @property
+    def last_status(self) -> tuple[str, str] | None:
+        """What the status line said last (state, text)."""
+        return self.conversation_controls.last_status
+
+    def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
+        """See ``TokenControls.show_tokens``."""
+        self.token_controls.show_tokens(index, open=open)
+
+    async def afork_at_token(self, index: int, token: int, text: str) -> Branch:
+        """See ``TokenControls.afork_at_token``."""
+        return await self.token_controls.afork_at_token(index, token, text)
+
+    def show_samples(self, samples: Samples) -> None:
+        """See ``TokenControls.show_samples``."""
+        self.token_controls.show_samples(samples)
+
+    def sync_alternatives(self) -> None:
+        """The marks the page draws: the panels' (switchers, continue, context, tokens)."""
+        self.conversation_controls.sync_marks()
+        self.token_controls.sync_marks()
+
+    def _rebind(self, branch: Branch) -> None:
+        """Show ``branch``: its runs, its transcript and its signals from now on."""
+        self._unsubscribe()
+        self.branch = branch
+        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
+        self.transcript.rebind(branch)
+        self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
 
     def _show_stopping(self) -> None:
         if not self.closed:
@@ -348,7 +462,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         self._unsubscribe()
         self._unwatch_cassette()
         self.close_compare()
-        self.stop_control()
+        self.conversation_controls.stop_control()
         task = self.runs.task
         if task is not None and not task.done():
             task.cancel()  # a run started here
@@ -399,7 +513,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             if given_back:
                 self.prompt.give_back(text)
                 self._shown_errors.discard(id(exc))  # shown from RunFailed: say it's back
-            self._show_error(exc, given_back=given_back)
+            self.show_error(exc, given_back=given_back)
             return None
         finally:
             self.runs.ended()
@@ -439,7 +553,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def _follow(self, signal: Signal) -> None:
         status = self.runs.on_signal(signal)
         if status is not None:
-            self.last_status = status
+            self.conversation_controls.last_status = status
             self.set_chrome(status_line=_status_line(*status))
         if isinstance(signal, StreamDelta):
             if signal.kind == "tokens":  # the same text arrives as "text" deltas
@@ -465,7 +579,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             self._on_run_end(signal)
         elif isinstance(signal, RunFailed):
             self.transcript.finish_live()
-            self._show_error(signal.error)
+            self.show_error(signal.error)
             self._set_running()
             self.refresh_static()
 
@@ -489,7 +603,8 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         self._show_cassette(cassettes.current() if self.running else at_rest())
 
     # ----- errors ----------------------------------------------------------------------------
-    def _show_error(self, error: BaseException, *, given_back: bool = False) -> None:
+    def show_error(self, error: BaseException, *, given_back: bool = False) -> None:
+        """Show ``error`` in the view's error box (once), with what to do about it."""
         if id(error) in self._shown_errors:
             return
         self._shown_errors.add(id(error))

@@ -22,8 +22,9 @@ import ipywidgets
 
 from lion_nb.render import timeline as tl
 from lion_nb.render.chrome import fork_note_html
-from lion_nb.widgets.channel import Op, in_order
+from lion_nb.widgets.channel import AnyOp, Op, in_order
 from lion_nb.widgets.front import Front
+from lion_nb.widgets.protocol import chrome_op
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -88,13 +89,13 @@ class TimelineFront(Front):
         """Send what changed with the next throttled update (messages arriving in a run)."""
         self.channel.stream("timeline", self.ops)
 
-    def ops(self) -> list[Op]:
+    def ops(self) -> list[AnyOp]:
         """The ops that bring the page from what it shows to ``page()``: the parts that
         changed, the pager's state with them."""
         if self.closed:
             return []
         page = self._page()
-        ops: list[Op] = self._pager_ops(page.pager)
+        ops: list[AnyOp] = self._pager_ops(page.pager)
         top = {
             "head": page.head,
             "next": page.next_turn,
@@ -127,13 +128,12 @@ class TimelineFront(Front):
         self._run_rows = in_order(self._run_rows, keys)
         return ops
 
-    def _pager_ops(self, pager: dict[str, Any]) -> list[Op]:
+    def _pager_ops(self, pager: dict[str, Any]) -> list[AnyOp]:
         """The pager's new state, in the message of the rows it pages (not one of its own)."""
         if pager == self.pager:
             return []
-        with self._lock_property(pager=pager):  # ipywidgets' echo lock: no update message
-            self.pager = pager
-        return [{"op": "chrome", "values": {"pager": pager}}]
+        self.set_quietly(pager=pager)  # the pages get it as this op
+        return [chrome_op({"pager": pager})]
 
     def _row_ops(self, rows: list[tuple[int, str, str | None]]) -> list[Op]:
         keys = [f"r{index}" for index, _, _ in rows]
