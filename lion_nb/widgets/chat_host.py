@@ -1,9 +1,9 @@
 """What a panel of the chat view may ask of its view (``ChatHost``), and the one table the
 view's page actions go through (``ActionTable``).
 
-``BranchView`` holds its panels — the conversation controls (``widgets.conversation_controls``),
-the token views (``widgets.token_panels``), and the panels later issues add — as objects it
-composes. A panel knows its view only as a ``ChatHost``: the branch shown, its conversation and
+``BranchView`` holds its panels — Send and Stop (``widgets.send_controls``), the conversation
+controls (``widgets.conversation_controls``), the token views (``widgets.token_panels``), and
+the panels later issues add — as objects it composes. A panel knows its view only as a ``ChatHost``: the branch shown, its conversation and
 transcript, the delta channel, the chrome, and a few verbs (run a turn under the view's Stop,
 show an error, refresh). It registers its page actions in the view's ``ActionTable``, keyed by
 ``protocol.ACTIONS`` (the page's action names): one handler per name, and the view dispatches a
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lion_nb.widgets.protocol import ACTIONS
@@ -51,16 +52,33 @@ class ChatHost(Protocol):
     def runs(self) -> ChatRuns: ...
 
     @property
-    def running(self) -> bool: ...
+    def running(self) -> bool:
+        """A run is active on the branch shown, or a turn a control started."""
+        ...
+
+    @property
+    def control_running(self) -> bool:
+        """A turn a control of the view started (regenerate, edit, ...) is running."""
+        ...
 
     @property
     def closed(self) -> bool: ...
 
+    def hold_sync(self) -> AbstractContextManager[None]:
+        """ipywidgets' ``hold_sync``: trait changes in one update message."""
+        ...
+
     def set_chrome(self, **values: Any) -> None: ...
+
+    def set_running(self) -> None:
+        """Send/Stop, the cassette badge and the synced state follow the runs."""
+        ...
 
     def refresh_static(self) -> bool: ...
 
-    def show_error(self, error: BaseException) -> None: ...
+    def show_error(self, error: BaseException, *, given_back: bool = False) -> None: ...
+
+    def clear_error(self) -> None: ...
 
     def stop(self) -> None: ...
 

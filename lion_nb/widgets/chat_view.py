@@ -35,14 +35,13 @@ view, never while they type in it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes import active as cassettes
 from lion_nb.render.chrome import error_html, status_html
-from lion_nb.render.html import Status, transcript_html
+from lion_nb.render.html import transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
 from lion_nb.session.conversation import SENDS_HISTORY, VERBS, warm_up
@@ -62,11 +61,10 @@ from lion_nb.signals import (
 )
 from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.cassette_badge import at_rest, badge_html
-from lion_nb.widgets.chat_host import Action
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
-from lion_nb.widgets.protocol import draft_op
+from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.send_failure import view_advice
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
@@ -106,30 +104,6 @@ class _Value:
     @property
     def value(self) -> Any:
         return self._view.chrome_value(self._trait)
-
-
-class _Prompt:
-    """The prompt box as the kernel knows it: the page owns the draft while the user types
-    (never overwritten by an update); text set here is put into the box (a ``draft`` op)."""
-
-    def __init__(self, view: BranchView) -> None:
-        self._view = view
-        self._value = ""
-
-    @property
-    def value(self) -> str:
-        return self._value
-
-    @value.setter
-    def value(self, text: str) -> None:
-        self._value = text
-        self._view.channel.push(draft_op(text))
-
-    def give_back(self, text: str) -> None:
-        """Put ``text`` back into the box unless the user has typed something since (a
-        ``draft`` op with ``restore``)."""
-        self._value = text
-        self._view.channel.push(draft_op(text, restore=True))
 
 
 class _Button:
@@ -220,6 +194,7 @@ class BranchView(Front):
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
         # the panels: each knows this view as a ChatHost and brings its page actions
+        self.send_controls = SendControls(self)
         self.conversation_controls = ConversationControls(
             self,
             verb=verb,
@@ -229,11 +204,11 @@ class BranchView(Front):
         )
         self.token_controls = TokenControls(self, follow=tokens)
         self.token_panels: TokenPanels = self.token_controls.panels
-        for panel in (self.conversation_controls, self.token_controls):
+        for panel in (self.send_controls, self.conversation_controls, self.token_controls):
             self.actions.update_from(panel.actions())
         self._shown_errors: set[int] = set()
         self.last_error: BaseException | None = None
-        self.prompt = _Prompt(self)
+        self.prompt = self.send_controls.prompt
         self.send_button = _Button(self, lambda: self.send(), "send")
         self.stop_button = _Button(self, self.stop, "stop")
         self.status = _Value(self, "status_line")
@@ -252,23 +227,16 @@ class BranchView(Front):
     def copy_text(self, key: str) -> str | None:
         return self.transcript.text_of(key)
 
-    # ----- page actions (the panels register theirs: ``conversation_controls``, ...) ---------
-    def page_actions(self) -> dict[str, Action]:
-        return {**super().page_actions(), "send": self._action_send, "stop": self._action_stop}
-
-    def _action_send(self, content: dict[str, Any]) -> None:
-        text = content.get("text")
-        if isinstance(text, str):
-            self._start(text, give_back=True)  # the page emptied its box: a failure refills it
-
-    def _action_stop(self, _content: dict[str, Any]) -> None:
-        self.stop()
-
     # ----- public --------------------------------------------------------------------------
     @property
     def running(self) -> bool:
         """A run is active on the branch (started here or elsewhere)."""
-        return self.runs.running or self.conversation_controls.control_running
+        return self.runs.running or self.control_running
+
+    @property
+    def control_running(self) -> bool:
+        """A turn a control of this view started (regenerate, edit, ...) is running."""
+        return self.conversation_controls.control_running
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
@@ -284,52 +252,11 @@ class BranchView(Front):
         same branch, Send is refused (shown in the view) unless ``stop_others=True``, which
         stops that run and starts this one once it has ended (the ``%%lion`` magic does this
         when its cell is run again)."""
-        self._start(text, stop_others=stop_others)
-
-    def _start(
-        self, text: str | None, *, stop_others: bool = False, give_back: bool = False
-    ) -> asyncio.Task[Any] | None:
-        if self.closed:
-            raise RuntimeError("this view is closed")
-        from_box = text is None
-        give_back = give_back or from_box
-        text = self.prompt.value if text is None else text
-        if not text.strip():
-            return None
-        if self.conversation_controls.control_running:
-            return None  # a regenerate / edit / continue of this view is running
-        claim = self.runs.claim(stop_others=stop_others)
-        if claim.verdict == "busy":
-            return None  # this view's run, or one started elsewhere (awaited in a cell)
-        if claim.verdict == "taken":
-            self.show_error(
-                RuntimeError(
-                    "another view is running on this branch; stop it (or wait) before sending"
-                )
-            )
-            return None
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise RuntimeError(
-                "BranchView.send needs a running event loop (a Jupyter kernel "
-                "has one); in a script use `await view.asend(text)`"
-            ) from None
-        # the task first: its first step (the run's start) comes before the prompt card and the
-        # Send/Stop state go out, so all three share one message
-        task = loop.create_task(self._drive(text, after=claim.after, give_back=give_back))
-        self.runs.started(task)
-        if from_box:
-            self.prompt.value = ""
-        self._clear_error()
-        self.transcript.show_prompt(text)
-        with self.hold_sync():
-            self._set_running()
-        return task
+        self.send_controls.start(text, stop_others=stop_others)
 
     async def asend(self, text: str) -> Any:
         """Send ``text`` and wait until the run ends (Stop still works meanwhile)."""
-        task = self._start(text)
+        task = self.send_controls.start(text)
         if task is None:
             raise RuntimeError("nothing was sent (empty text, or a run is active)")
         return await task
@@ -489,55 +416,8 @@ class BranchView(Front):
         return f"{self.title}\n\n{body}" if self.title else body
 
     # ----- running -------------------------------------------------------------------------
-    async def _drive(
-        self, text: str, after: ChatRuns | None = None, *, give_back: bool = False
-    ) -> Any:
-        outcome: Status = "done"
-        held = len(self.branch.messages)
-        try:
-            if after is not None:  # runs on one branch never overlap
-                after.stop()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await after.wait()
-            # through the view model: a stop records what was shown, the context cut applies
-            return await self.conversation.asend(text)
-        except asyncio.CancelledError:
-            outcome = "stopped"
-            if not self.runs.stop_requested:
-                raise  # cancelled by someone else (view closed, kernel shutdown)
-            return None
-        except Exception as exc:  # shown in the view, not lost as a task traceback
-            outcome = "failed"
-            # nothing recorded: what the user typed goes back into the prompt box
-            given_back = give_back and len(self.branch.messages) == held and not self.closed
-            if given_back:
-                self.prompt.give_back(text)
-                self._shown_errors.discard(id(exc))  # shown from RunFailed: say it's back
-            self.show_error(exc, given_back=given_back)
-            return None
-        finally:
-            self.runs.ended()
-            if not self.closed:
-                with self.hold_sync():
-                    self._settle(outcome)
-                    self._set_running()
-
-    def _settle(self, outcome: Status) -> None:
-        """After the task: what was not recorded stays marked "not recorded" until the next
-        turn begins."""
-        self.transcript.finish_live()
-        self.transcript.release_prompt()
-        self.sync_alternatives()  # a stopped turn was recorded after its run ended
-        if not self.runs.run_began:
-            # no run lifecycle ended (a custom verb recording without one, a failure before
-            # the run began): nothing else replaces the saved output
-            self.refresh_static()
-        if outcome == "stopped" and not self.runs.run_began:
-            self.set_chrome(status_line=_status_line("stopped", "stopped"))
-        elif outcome == "failed" and not self.runs.runs:
-            self.set_chrome(status_line=_status_line("failed", "failed"))
-
-    def _set_running(self) -> None:
+    def set_running(self) -> None:
+        """Send/Stop, the cassette badge and the synced state follow the runs."""
         self.set_chrome(busy=self.runs.running, can_stop=self.runs.driving)
         if not self.runs.running:
             self._show_cassette(at_rest())
@@ -574,13 +454,13 @@ class BranchView(Front):
         elif isinstance(signal, RunStart):
             self.transcript.drop_unrecorded()
             self._show_cassette(cassettes.current())  # where the run runs: a block's, if any
-            self._set_running()
+            self.set_running()
         elif isinstance(signal, RunEnd):
             self._on_run_end(signal)
         elif isinstance(signal, RunFailed):
             self.transcript.finish_live()
             self.show_error(signal.error)
-            self._set_running()
+            self.set_running()
             self.refresh_static()
 
     def _on_run_end(self, signal: RunEnd) -> None:
@@ -589,7 +469,7 @@ class BranchView(Front):
         else:
             self.transcript.drop_unfinished()
             self.transcript.check()  # the branch may have changed without signals
-        self._set_running()
+        self.set_running()
         self.sync_alternatives()
         self.refresh_static()  # a notebook saved from now on holds this run's messages
 
@@ -604,8 +484,9 @@ class BranchView(Front):
 
     # ----- errors ----------------------------------------------------------------------------
     def show_error(self, error: BaseException, *, given_back: bool = False) -> None:
-        """Show ``error`` in the view's error box (once), with what to do about it."""
-        if id(error) in self._shown_errors:
+        """Show ``error`` in the view's error box (once; again when ``given_back``: the text
+        sent is back in the prompt box), with what to do about it."""
+        if id(error) in self._shown_errors and not given_back:
             return
         self._shown_errors.add(id(error))
         self.last_error = error
@@ -613,7 +494,7 @@ class BranchView(Front):
             error_box=error_html(error, advice=view_advice(error, given_back=given_back))
         )
 
-    def _clear_error(self) -> None:
+    def clear_error(self) -> None:
         self._shown_errors.clear()
         if self.chrome_value("error_box"):
             self.set_chrome(error_box="")
