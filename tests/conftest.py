@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.servers.fixtures", "tests.servers.real"]
+pytest_plugins = [
+    "tests.servers.fixtures",
+    "tests.servers.real",
+    "tests.support.chat_view_doubles",
+]
 
 # Ray reads its authentication mode once, when imported: token authentication (Ray's default for
 # a new cluster) is said before any test imports Ray, so the test process can join the shared

@@ -95,33 +95,6 @@ _SIGNALS = (
 )
 
 
-class _Value:
-    """``.value`` of one synced trait of the view (``view.status.value``, ...)."""
-
-    def __init__(self, view: BranchView, trait: str) -> None:
-        self._view, self._trait = view, trait
-
-    @property
-    def value(self) -> Any:
-        return self._view.chrome_value(self._trait)
-
-
-class _Button:
-    """Send / Stop as the kernel sees them: ``disabled`` (from the view's state), ``click()``."""
-
-    def __init__(self, view: BranchView, action: Callable[[], None], enabled: str) -> None:
-        self._view, self._action, self._enabled = view, action, enabled
-
-    @property
-    def disabled(self) -> bool:
-        if self._enabled == "send":
-            return self._view.running
-        return not self._view.runs.driving
-
-    def click(self) -> None:
-        self._action()
-
-
 class BranchView(Front):
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
@@ -209,12 +182,7 @@ class BranchView(Front):
         self._shown_errors: set[int] = set()
         self.last_error: BaseException | None = None
         self.prompt = self.send_controls.prompt
-        self.send_button = _Button(self, lambda: self.send(), "send")
-        self.stop_button = _Button(self, self.stop, "stop")
-        self.status = _Value(self, "status_line")
-        self._error = _Value(self, "error_box")
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
-        self.cassette_badge = _Value(self, "cassette")
         self._unwatch_cassette = cassettes.watch(self._follow_cassette)
         self.transcript.rebuild()
         self.sync_alternatives()
