@@ -21,13 +21,21 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from lion_nb.widgets import protocol
 from lion_nb.widgets.protocol import message
 
-__all__ = ["Channel", "fingerprint", "in_order"]
+__all__ = ["MAX_RATE", "Channel", "fingerprint", "in_order"]
 
-Op = dict[str, Any]  # an op as queued (a copy: the channel merges queued chrome ops)
-# what views hand in: a ``protocol`` op (its constructors build them, typed) or a plain mapping
+# The one throttle default: a view's streamed updates go out at most this many times a second
+# (the first at once). 15 a second reads as smooth text and keeps a streamed reply's traffic
+# within the budget (``protocol.BYTES_BUDGET_PER_S``). A view that needs another rate says why.
+MAX_RATE = 15.0
+
+# an op, as the views build them (``protocol``'s constructors)
+Op = protocol.Op
+# what the channel takes: any op (a plain mapping too: the tests' ops)
 AnyOp = Mapping[str, Any]
+_Queued = dict[str, Any]  # an op as queued (a copy: the channel merges queued chrome ops)
 Producer = Callable[[], Sequence[AnyOp]]
 V = TypeVar("V")
 
@@ -63,7 +71,7 @@ class Channel:
         self,
         send: Callable[[dict[str, Any]], None],
         *,
-        max_rate: float = 15.0,
+        max_rate: float = MAX_RATE,
         clock: Callable[[], float] = time.monotonic,
         call_later: Callable[[float, Callable[[], None]], Any] | None = None,
     ) -> None:
@@ -72,7 +80,7 @@ class Channel:
         self._clock = clock
         self._call_later = call_later
         self.seq = 0
-        self._ops: list[Op] = []
+        self._ops: list[_Queued] = []
         self._dirty: dict[str, Producer] = {}
         self._timer: Any = None
         self._timer_soon = False  # the pending timer is a call_soon, not the throttle
@@ -201,7 +209,7 @@ class Channel:
         self.sent_bytes += len(json.dumps(content, separators=(",", ":")))
         self._send(content)
 
-    def _by_template(self, op: Op) -> Op:
+    def _by_template(self, op: _Queued) -> _Queued:
         name = self.templates.get(op["html"]) if op.get("op") == "put" else None
         if name is None:
             return op

@@ -47,7 +47,6 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 __all__ = [
     "ACTIONS",
-    "AT_END",
     "BYTES_BUDGET_PER_S",
     "BYTES_BUDGET_RATIO",
     "CHROME",
@@ -235,36 +234,34 @@ OPS: dict[str, type] = {
 
 
 # ----- op constructors: every op the kernel sends is built here, typed -----------------------------
-class _AtEnd:
-    """``put_op(..., before=AT_END)``: ``"before": None`` (at the end), which differs from no
-    ``before`` at all (in place of the part's old self)."""
+class _Omitted:
+    """A field left out of an op (``put_op``'s ``before``: None says "at the end", a field left
+    out says "in the part's old place")."""
 
     def __repr__(self) -> str:
-        return "AT_END"
+        return "<omitted>"
 
 
-AT_END: Final = _AtEnd()
+_OMITTED: Final = _Omitted()
 
 
 def put_op(
     key: str,
-    *,
     html: str | None = None,
+    *,
     tpl: str | None = None,
-    before: str | _AtEnd | None = None,
+    before: str | _Omitted | None = _OMITTED,
     replace: str | None = None,
     parent: str | None = None,
 ) -> PutOp:
-    """A ``put``: ``before=AT_END`` puts the part at the end; ``before=None`` leaves the field
-    out (the part takes its old place)."""
+    """A ``put``: ``before=None`` puts the part at the end; no ``before`` leaves it in its old
+    place (or at the end when new)."""
     op: PutOp = {"op": "put", "key": key}
     if html is not None:
         op["html"] = html
     if tpl is not None:
         op["tpl"] = tpl
-    if isinstance(before, _AtEnd):
-        op["before"] = None
-    elif before is not None:
+    if not isinstance(before, _Omitted):
         op["before"] = before
     if replace is not None:
         op["replace"] = replace
