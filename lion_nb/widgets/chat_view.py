@@ -44,6 +44,7 @@ from lion_nb.render.chrome import error_html, status_html
 from lion_nb.render.html import transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
+from lion_nb.session.branch import Branch
 from lion_nb.session.conversation import SENDS_HISTORY, VERBS, warm_up
 from lion_nb.signals import (
     CallEnd,
@@ -70,7 +71,6 @@ from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
     from lion_nb.session.conversation import Conversation
     from lion_nb.tokens import Samples
     from lion_nb.widgets.compare_view import CompareView
@@ -496,7 +496,5 @@ def view(branch: Branch | None = None, **kwargs: Any) -> BranchView:
     """A live chat view over ``branch`` (a new Branch when None). Keyword arguments go to
     ``BranchView``: ``verb``, ``height``, ``title``, ``verb_kwargs``."""
     if branch is None:
-        from lion_nb.session.branch import Branch
-
         branch = Branch()
     return BranchView(branch, **kwargs)

@@ -23,6 +23,8 @@ import ipywidgets
 from lion_nb.render import timeline as tl
 from lion_nb.render.chrome import fork_note_html
 from lion_nb.widgets.channel import AnyOp, Op, in_order
+from lion_nb.widgets.chat_view import BranchView
+from lion_nb.widgets.compare_view import CompareView
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.protocol import PutOp, attrs_op, chrome_op, drop_op, put_op
 
@@ -219,8 +221,6 @@ class TimelineFront(Front):
 def fork_panel(origin: Branch, forked: Branch) -> Any:
     """A fork, shown to be continued: its chat view, and a button to compare it with its
     origin side by side."""
-    from lion_nb.widgets.chat_view import BranchView
-
     w = ipywidgets
     compare = w.Button(
         description="Compare with origin",
@@ -240,8 +240,6 @@ def fork_panel(origin: Branch, forked: Branch) -> Any:
     )
 
     def show_compare(_b: Any) -> None:
-        from lion_nb.widgets.compare_view import CompareView
-
         compare.disabled = True
         panel.children = (*panel.children, CompareView(origin, forked))
 

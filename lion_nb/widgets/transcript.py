@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.html import assistant_parts, message_html, pending_prompt_html
 from lion_nb.render.marks import context_cut_html
+from lion_nb.render.text import message_copy_text
 from lion_nb.signals import CallEnd, CallStart, StreamDelta
 from lion_nb.turns import continuations, last_cut
 from lion_nb.viewmodels.transcript import Key, TranscriptModel, is_live
@@ -132,8 +133,6 @@ class Transcript:
                 live = self.live.get(k[1])
                 return live.text() if live is not None else ""
             if isinstance(k, uuid.UUID) and k in self.branch.messages:
-                from lion_nb.render.text import message_copy_text
-
                 return message_copy_text(self.branch.messages[k])
             return None
         return None
