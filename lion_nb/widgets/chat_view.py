@@ -39,6 +39,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+import ipywidgets
+
 from lion_nb.cassettes import active as cassettes
 from lion_nb.render.chrome import error_html, status_html
 from lion_nb.render.html import transcript_html
@@ -211,7 +213,13 @@ class BranchView(Front):
         """The background task of the last run started from this view."""
         return self.runs.task
 
-    def send(self, text: str | None = None, *, stop_others: bool = False) -> None:
+    def send(
+        self,
+        text: str | dict[str, Any] | None = None,
+        buffers: list[bytes] | None = None,
+        *,
+        stop_others: bool = False,
+    ) -> None:
         """Start the view's verb on ``text`` (default: the prompt box) as a background task
         (``view.task``) and return at once. Nothing starts for an empty prompt or while a run
         is active. ``await view.asend(text)`` starts and waits.
@@ -219,7 +227,14 @@ class BranchView(Front):
         One view-started run per branch at a time: while another view's run is active on the
         same branch, Send is refused (shown in the view) unless ``stop_others=True``, which
         stops that run and starts this one once it has ended (the ``%%lion`` magic does this
-        when its cell is run again)."""
+        when its cell is run again).
+
+        The name is also ipywidgets' ``Widget.send(content, buffers)``, and that keeps working
+        on the view: a ``dict`` is a custom comm message, sent as ipywidgets sends it (never a
+        chat text), so code written for any widget can still message this one."""
+        if isinstance(text, dict):
+            ipywidgets.Widget.send(self, text, buffers)
+            return
         self.send_controls.start(text, stop_others=stop_others)
 
     async def asend(self, text: str) -> Any:
