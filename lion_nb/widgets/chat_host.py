@@ -52,6 +52,11 @@ class ChatHost(Protocol):
     def runs(self) -> ChatRuns: ...
 
     @property
+    def last_status(self) -> tuple[str, str] | None:
+        """What the status line said last (a run's state and words)."""
+        ...
+
+    @property
     def running(self) -> bool:
         """A run is active on the branch shown, or a turn a control started."""
         ...

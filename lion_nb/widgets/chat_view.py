@@ -30,6 +30,11 @@ transcript is synced widget state too, so a reload or a second view shows everyt
 other views (``viewbase.StaticFallback``) the view saves the transcript as ``text/html`` /
 ``text/plain`` beside the widget, refreshed at the end of a cell or when the user leaves the
 view, never while they type in it.
+
+The view is composed of panels it holds (``status_panel``, ``send_controls``,
+``conversation_controls``, ``token_controls``): each knows it as a ``widgets.chat_host.ChatHost``
+and registers its page actions in the view's one ``ActionTable`` (``view.actions``). The view
+follows the branch's signals, owns the chrome, and offers the panels' verbs as its own.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 
 from lion_nb.cassettes import active as cassettes
-from lion_nb.render.chrome import error_html, status_html
+from lion_nb.render.chrome import status_html
 from lion_nb.render.html import transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
@@ -64,11 +69,11 @@ from lion_nb.signals import (
 )
 from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.cassette_badge import at_rest, badge_html
+from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
 from lion_nb.widgets.send_controls import SendControls
-from lion_nb.widgets.send_failure import view_advice
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
@@ -143,7 +148,7 @@ class BranchView(Front):
             "(Shift+Enter: new line, Esc: stop).",
             height=f"{height}px" if isinstance(height, int) else height,
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
-            status_line=_status_line("idle", "ready"),
+            status_line=status_html("idle", "ready"),
             templates={"live": live_shell(model_label(branch))},
             # in the state the page is first given (a chrome op sent before it draws is lost)
             token_marks=[str(m.id) for m in branch.messages if history and has_tokens(m)],
@@ -169,6 +174,7 @@ class BranchView(Front):
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
         # the panels: each knows this view as a ChatHost and brings its page actions
+        self.status_panel = ChatStatus(self)
         self.send_controls = SendControls(self)
         self.conversation_controls = ConversationControls(
             self,
@@ -181,11 +187,8 @@ class BranchView(Front):
         self.token_panels: TokenPanels = self.token_controls.panels
         for panel in (self.send_controls, self.conversation_controls, self.token_controls):
             self.actions.update_from(panel.actions())
-        self._shown_errors: set[int] = set()
-        self.last_error: BaseException | None = None
         self.prompt = self.send_controls.prompt
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
-        self._unwatch_cassette = cassettes.watch(self._follow_cassette)
         self.transcript.rebuild()
         self.sync_alternatives()
         _warm_up_turn(verb, branch.chat_model_or_none)
@@ -323,11 +326,6 @@ class BranchView(Front):
     async def controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
         return await self.conversation_controls.controlled(make)
 
-    @property
-    def last_status(self) -> tuple[str, str] | None:
-        """What the status line said last (state, text)."""
-        return self.conversation_controls.last_status
-
     def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
         """See ``TokenControls.show_tokens``."""
         self.token_controls.show_tokens(index, open=open)
@@ -355,7 +353,7 @@ class BranchView(Front):
 
     def _show_stopping(self) -> None:
         if not self.closed:
-            self.set_chrome(status_line=_status_line("stopping", "stopping…"))
+            self.status_panel.say("stopping", "stopping…")
 
     def rendered_html(self) -> str:
         """The transcript's HTML as the page shows it, in order, with its marks (truncated,
@@ -370,7 +368,7 @@ class BranchView(Front):
 
     def _release(self) -> None:
         self._unsubscribe()
-        self._unwatch_cassette()
+        self.status_panel.close()
         self.close_compare()
         self.conversation_controls.stop_control()
         task = self.runs.task
@@ -403,7 +401,7 @@ class BranchView(Front):
         """Send/Stop, the cassette badge and the synced state follow the runs."""
         self.set_chrome(busy=self.runs.running, can_stop=self.runs.driving)
         if not self.runs.running:
-            self._show_cassette(at_rest())
+            self.status_panel.show_cassette(at_rest())
             self.sync_state()  # at rest: a reload or a second view shows everything
 
     # ----- signals -------------------------------------------------------------------------
@@ -416,8 +414,7 @@ class BranchView(Front):
     def _follow(self, signal: Signal) -> None:
         status = self.runs.on_signal(signal)
         if status is not None:
-            self.conversation_controls.last_status = status
-            self.set_chrome(status_line=_status_line(*status))
+            self.status_panel.say(*status, remember=True)
         if isinstance(signal, StreamDelta):
             if signal.kind == "tokens":  # the same text arrives as "text" deltas
                 self.token_panels.on_delta(signal)
@@ -436,7 +433,9 @@ class BranchView(Front):
             self.refresh()  # rare (a Ray attempt that died): rebuilding from the branch is enough
         elif isinstance(signal, RunStart):
             self.transcript.drop_unrecorded()
-            self._show_cassette(cassettes.current())  # where the run runs: a block's, if any
+            self.status_panel.show_cassette(
+                cassettes.current()
+            )  # where the run runs: a block's, if any
             self.set_running()
         elif isinstance(signal, RunEnd):
             self._on_run_end(signal)
@@ -456,40 +455,26 @@ class BranchView(Front):
         self.sync_alternatives()
         self.refresh_static()  # a notebook saved from now on holds this run's messages
 
-    # ----- the cassette badge ----------------------------------------------------------------
-    def _show_cassette(self, tape: Any) -> None:
-        if not self.closed:
-            self.set_chrome(cassette=badge_html(tape, self.branch.chat_model_or_none))
+    # ----- the status line, the error box (``ChatStatus``) ----------------------------------
+    @property
+    def last_status(self) -> tuple[str, str] | None:
+        """What the status line said last (state, text)."""
+        return self.status_panel.last_status
 
-    def _follow_cassette(self) -> None:
-        """``use_cassette`` / ``%lion_cassette`` changed the default: the badge follows now."""
-        self._show_cassette(cassettes.current() if self.running else at_rest())
+    @property
+    def last_error(self) -> BaseException | None:
+        """The error the view showed last."""
+        return self.status_panel.last_error
 
-    # ----- errors ----------------------------------------------------------------------------
     def show_error(self, error: BaseException, *, given_back: bool = False) -> None:
-        """Show ``error`` in the view's error box (once; again when ``given_back``: the text
-        sent is back in the prompt box), with what to do about it."""
-        if id(error) in self._shown_errors and not given_back:
-            return
-        self._shown_errors.add(id(error))
-        self.last_error = error
-        self.set_chrome(
-            error_box=error_html(error, advice=view_advice(error, given_back=given_back))
-        )
+        """See ``ChatStatus.show_error``."""
+        self.status_panel.show_error(error, given_back=given_back)
 
     def clear_error(self) -> None:
-        self._shown_errors.clear()
-        if self.chrome_value("error_box"):
-            self.set_chrome(error_box="")
+        self.status_panel.clear_error(bool(self.chrome_value("error_box")))
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"
-
-
-def _status_line(state: str, text: str) -> str:
-    """The status line (the cassette in force is its own chrome trait, ``cassette``, drawn
-    after it by the page)."""
-    return status_html(state, text)
 
 
 def _warm_up_turn(verb: str | Callable[..., Awaitable[Any]], model: Any) -> None:

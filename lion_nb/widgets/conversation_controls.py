@@ -62,7 +62,6 @@ class ConversationControls:
         self.verb_kwargs = verb_kwargs  # the view's dict: changes on the view reach the turns
         self._rebind = on_show  # the view follows the branch shown (subscription, runs)
         self.base_title = base_title
-        self.last_status: tuple[str, str] | None = None  # what the status line said last
         self.control_task: asyncio.Task[Any] | None = None
         self._conversation: Conversation | None = None
         self.compare_view: CompareView | None = None  # the comparison shown under the view
@@ -324,7 +323,7 @@ class ConversationControls:
     def _name_shown(self, note: str = "") -> None:
         """The title and status line say which alternative the view shows (``view.branch``),
         as its ``‹ n/of ›`` switcher counts them (``widgets.shown_branch``); ``note`` after."""
-        title, line = shown_words(self.conversation, self.base_title, self.last_status, note)
+        title, line = shown_words(self.conversation, self.base_title, self._host.last_status, note)
         self._host.title = title
         if line is not None:
             self._host.set_chrome(status_line=line)

@@ -15,6 +15,7 @@ import pytest
 from lion_nb import Branch, iModel
 from lion_nb.widgets import protocol
 from lion_nb.widgets.chat_host import ActionTable
+from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.chat_view import BranchView
 from lion_nb.widgets.compare_view import CompareView
 from lion_nb.widgets.conversation_controls import ConversationControls
@@ -92,7 +93,7 @@ def test_a_panels_action_reaches_the_panel() -> None:
 
 
 def test_panels_are_held_not_inherited() -> None:
-    panels = (SendControls, ConversationControls, TokenControls)
+    panels = (ChatStatus, SendControls, ConversationControls, TokenControls)
     assert not any(issubclass(BranchView, panel) for panel in panels)
     for panel in panels:
         assert panel.__mro__ == (panel, object)  # no mixin base, no widget
