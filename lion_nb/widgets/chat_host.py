@@ -35,6 +35,8 @@ class ChatHost(Protocol):
     """What a chat view panel may ask of its view (``BranchView`` is the one)."""
 
     title: str  # the view's title (a panel names the alternative shown)
+    verb: str | Callable[..., Awaitable[Any]]  # what Send does (``BranchView(verb=)``)
+    verb_kwargs: dict[str, Any]  # passed to it: the view's dict, changes reach the next turn
 
     @property
     def branch(self) -> Branch: ...

@@ -178,8 +178,6 @@ class BranchView(Front):
         self.send_controls = SendControls(self)
         self.conversation_controls = ConversationControls(
             self,
-            verb=verb,
-            verb_kwargs=self.verb_kwargs,
             on_show=self._rebind,
             base_title=shown_title,
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import status_html
@@ -52,14 +52,10 @@ class ConversationControls:
         self,
         host: ChatHost,
         *,
-        verb: str | Callable[..., Awaitable[Any]],
-        verb_kwargs: dict[str, Any],
         on_show: Callable[[Branch], None],
         base_title: str = "",
     ) -> None:
         self._host = host
-        self.verb = verb
-        self.verb_kwargs = verb_kwargs  # the view's dict: changes on the view reach the turns
         self._rebind = on_show  # the view follows the branch shown (subscription, runs)
         self.base_title = base_title
         self.control_task: asyncio.Task[Any] | None = None
@@ -93,12 +89,12 @@ class ConversationControls:
         if self._conversation is None:
             self._conversation = Conversation(
                 self.branch,
-                verb=self.verb,
-                verb_kwargs=self.verb_kwargs,
+                verb=self._host.verb,
+                verb_kwargs=self._host.verb_kwargs,
                 on_show=self._on_show,
             )
             # one dict: verb_kwargs changed on the view reach the turns it starts
-            self._conversation.verb_kwargs = self.verb_kwargs
+            self._conversation.verb_kwargs = self._host.verb_kwargs
         return self._conversation
 
     # ----- the Python API -------------------------------------------------------------------
@@ -113,7 +109,7 @@ class ConversationControls:
         fork: Branch = await self.controlled(
             lambda: self.conversation.aregenerate(index, temperature=temperature)
         )
-        at_zero = greedy(self.verb_kwargs, self.branch)
+        at_zero = greedy(self._host.verb_kwargs, self.branch)
         same = same_reply_note(self.conversation, at_zero)
         if same:
             self._name_shown(note=same)
@@ -360,7 +356,7 @@ class ConversationControls:
         page draws, by message id."""
         had = self._conversation is not None
         self._host.set_chrome(ctx=self.context_marks())
-        at_zero = greedy(self.verb_kwargs, self.branch)
+        at_zero = greedy(self._host.verb_kwargs, self.branch)
         warm = {"t": 0, "warm": WARM} if at_zero else {}
         self._host.set_chrome(sampling=warm)
         messages = self.branch.messages

@@ -33,9 +33,11 @@ are held a moment to share a message, and the traffic of a streamed reply stays 
 (``benchmarks/bench_widget_traffic.py`` measures it).
 
 **Actions, page -> kernel.** ``{"action": name, ...}``, with ``"key"`` (a part's key) for
-per-message actions; the widget handles ``name`` with its ``_action_<name>`` method (``Front``:
-resync, copy, leave; the flow view open and stop; the inspector open, fork, page, goto, filter
-and collapse; the chat view the rest). ``ACTIONS`` names them.
+per-message actions; the widget dispatches ``name`` through its one action table
+(``chat_host.ActionTable``, keyed by ``ACTIONS``), which holds its ``_action_<name>`` methods
+(``Front``: resync, copy, leave; the flow view open and stop; the inspector open, fork, page,
+goto, filter and collapse) and, for the chat view, its panels' (the rest). ``ACTIONS`` names
+them.
 
 **What the page is given.** The synced trait ``protocol`` (``Front.protocol``) is ``PAGE``:
 the op names, the action names and the chrome trait names, so the module holds no second list.
