@@ -24,15 +24,15 @@ import json
 import sys
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from lion_nb.messages import MESSAGE
+from lion_nb.provenance import provenance_of
+from lion_nb.render.text import safe_markdown_source, transcript_markdown
 from lion_nb.secrets import redact
-
-if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
+from lion_nb.session.branch import Branch
 
 __all__ = ["FORMAT", "export_html", "export_json", "export_markdown", "import_json"]
 
@@ -107,8 +107,6 @@ def _message_dict(message: Any) -> dict[str, Any]:
 # ----- JSON ----------------------------------------------------------------------------------------
 def export_json(branch: Branch, *, indent: int | None = 1) -> str:
     """The branch as JSON text; ``import_json`` restores it."""
-    from lion_nb.provenance import provenance_of
-
     snapshot = branch.to_dict()
     snapshot["messages"] = [_message_dict(m) for m in branch.messages]
     snapshot["metadata"] = _encode(branch.metadata)
@@ -129,9 +127,6 @@ def import_json(text: str | bytes, **overrides: Any) -> Branch:
     """A branch equal to the exported one (ids, messages, metadata, lineage, provenance).
     ``overrides`` go to ``Branch.from_dict`` (e.g. ``chat_model=`` — a scripted model's
     replies are code and are not exported, and keys never are)."""
-    from lion_nb.provenance import provenance_of
-    from lion_nb.session.branch import Branch
-
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -171,8 +166,6 @@ def _lineage_note(branch: Branch) -> str:
 
 def export_markdown(branch: Branch) -> str:
     """The transcript as Markdown (safe to render anywhere: no raw HTML, safe links only)."""
-    from lion_nb.render.text import safe_markdown_source, transcript_markdown
-
     text = transcript_markdown(list(branch.messages), title=_title(branch))
     note = _lineage_note(branch)
     if note:
@@ -184,6 +177,7 @@ def export_markdown(branch: Branch) -> str:
 
 def export_html(branch: Branch) -> str:
     """One self-contained HTML page (stylesheet inlined, no scripts, a CSP forbidding them)."""
+    # lazy: markdown-it and nh3 (~65 ms), for an HTML export only
     from lion_nb.render.html import transcript_html
 
     return redact(transcript_html(list(branch.messages), title=_title(branch), standalone=True))

@@ -23,9 +23,18 @@ The run is a background task owned by the view, so the cell returns at once and 
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
+from contextlib import nullcontext
 from typing import Any
+
+from lion_nb.cassettes import active
+from lion_nb.cassettes.cassette import MODES, Cassette, use_cassette
+from lion_nb.models.imodel import iModel
+from lion_nb.session.branch import Branch
+from lion_nb.sync import run_sync
+from lion_nb.tracebacks import mark_stopped
 
 __all__ = ["DEFAULT_BRANCH", "interpolate", "lion_cassette", "register"]
 
@@ -71,8 +80,6 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
 
 
 def _parser() -> Any:
-    import argparse
-
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:  # raise instead of exiting the kernel
             raise MagicUsageError(f"%%lion: {message}\n{self.format_usage()}")
@@ -124,10 +131,6 @@ def _parser() -> Any:
 
 
 def _cassette_parser() -> Any:
-    import argparse
-
-    from lion_nb.cassettes.cassette import MODES
-
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:
             raise MagicUsageError(f"%lion_cassette: {message}\n{self.format_usage()}")
@@ -166,9 +169,6 @@ def _speed(text: str) -> float | None:
 def lion_cassette(line: str) -> Any:
     """The line magic's body, independent of IPython: installs (or removes) the notebook-wide
     cassette and returns it (None when switched off)."""
-    from lion_nb.cassettes import active
-    from lion_nb.cassettes.cassette import use_cassette
-
     args = _cassette_parser().parse_args(shlex.split(line))
     if args.off:
         if args.path:
@@ -180,9 +180,6 @@ def lion_cassette(line: str) -> Any:
 
 
 def _branch_for(ns: dict[str, Any], args: Any) -> Any:
-    from lion_nb.models.imodel import iModel
-    from lion_nb.session.branch import Branch
-
     if not args.branch.isidentifier():
         raise MagicUsageError(f"%%lion: --branch must be a variable name, not {args.branch!r}")
     model = iModel.from_spec(args.model) if args.model else None
@@ -215,6 +212,7 @@ def _prepare(line: str, cell: str, ns: dict[str, Any]) -> Any:
     if not text:
         raise MagicUsageError("%%lion: the cell is empty; write the prompt below the magic line")
     branch, model = _branch_for(ns, args)
+    # lazy: the chat view, ipywidgets and anywidget (~300 ms), not needed by %lion_cassette
     from lion_nb.widgets.chat_view import BranchView
 
     kwargs = {"chat_model": model} if model is not None else {}
@@ -229,16 +227,11 @@ WAIT_INTERRUPTED = "stopped waiting — the reply goes on in the view (its Stop 
 def register(ipython: Any) -> None:
     """Register ``%%lion`` and ``%lion_cassette`` on an IPython shell (``%load_ext lion_nb``
     calls this)."""
+    # lazy: IPython (~45 ms in a plain process): the magics' bodies run without it (tests)
     from IPython.core.error import UsageError
-    from IPython.display import display
-
-    from lion_nb.sync import run_sync
+    from IPython.display import display  # lazy: as the line above
 
     def lion_magic(line: str, cell: str) -> None:
-        from contextlib import nullcontext
-
-        from lion_nb.cassettes.cassette import Cassette
-
         try:
             view, text, args = _prepare(line, cell, ipython.user_ns)
         except MagicUsageError as exc:
@@ -258,8 +251,6 @@ def register(ipython: Any) -> None:
                 try:
                     run_sync(view.wait())
                 except KeyboardInterrupt as stop:  # the wait ends; the view's run goes on
-                    from lion_nb.tracebacks import mark_stopped
-
                     mark_stopped(stop, WAIT_INTERRUPTED)
                     raise
 

@@ -25,6 +25,10 @@ import threading
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import nest_asyncio2
+
+from lion_nb.tracebacks import carry_stop
+
 if TYPE_CHECKING:
     from lion_nb.messages import RoledMessage
     from lion_nb.session.branch import Branch
@@ -68,8 +72,6 @@ def _close_runners() -> None:
 def _make_reentrant(loop: asyncio.AbstractEventLoop) -> None:
     if id(loop) in _patched_loops:
         return
-    import nest_asyncio2
-
     nest_asyncio2.apply(loop)
     _patched_loops.add(id(loop))
 
@@ -123,8 +125,6 @@ def _stop_and_settle(
 
 
 def _say_stopped(cancelled: BaseException | None, stop: BaseException) -> None:
-    from lion_nb.tracebacks import carry_stop
-
     carry_stop(cancelled, stop)
 
 

@@ -17,7 +17,11 @@ import pytest
 from tests.support.fake_cli import FakeCLI, make_fake_cli
 from tests.support.ray_clusters import shared_ray_head
 
-pytest_plugins = ["tests.servers.fixtures", "tests.servers.real"]
+pytest_plugins = [
+    "tests.servers.fixtures",
+    "tests.servers.real",
+    "tests.support.chat_view_doubles",
+]
 
 # Ray reads its authentication mode once, when imported: token authentication (Ray's default for
 # a new cluster) is said before any test imports Ray, so the test process can join the shared

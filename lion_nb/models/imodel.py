@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.cassettes.active import current as current_cassette
 from lion_nb.errors import ConfigurationError, ProviderError
-from lion_nb.models import facts
-from lion_nb.models import reading
+from lion_nb.models import facts, reading
 from lion_nb.models.base import Chunk, CLIRequest, DeltaSink, ModelRequest, ModelResponse
 from lion_nb.models.cost import price_response
 from lion_nb.models.logprobs import check_logprobs

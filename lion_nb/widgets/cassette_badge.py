@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from lion_nb.cassettes import active as cassettes
+from lion_nb.models.imodel import local_model_available
 from lion_nb.render.chrome import cassette_badge_html
 
 if TYPE_CHECKING:
@@ -51,8 +52,6 @@ def why_cannot_record(model: Any) -> str | None:
 
 
 def _local_missing(model: Any) -> str | None:
-    from lion_nb.models.imodel import local_model_available
-
     path = model.request_defaults.get("model_path")
     if path is not None:
         return None if Path(path).is_file() else f"the model file {Path(path).name} is not here"
@@ -62,7 +61,7 @@ def _local_missing(model: Any) -> str | None:
 
 
 def _loopback(url: str | None) -> bool:
-    from lion_nb.models.http_api import is_loopback
+    from lion_nb.models.http_api import is_loopback  # lazy: httpx (~200 ms), for one URL
 
     return bool(url) and is_loopback(urlparse(str(url)).hostname)
 

@@ -18,15 +18,25 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from lion_nb.widgets import protocol
 from lion_nb.widgets.protocol import message
 
-__all__ = ["Channel", "fingerprint", "in_order"]
+__all__ = ["MAX_RATE", "Channel", "fingerprint", "in_order"]
 
-Op = dict[str, Any]
-Producer = Callable[[], list[Op]]
+# The one throttle default: a view's streamed updates go out at most this many times a second
+# (the first at once). 15 a second reads as smooth text and keeps a streamed reply's traffic
+# within the budget (``protocol.BYTES_BUDGET_PER_S``). A view that needs another rate says why.
+MAX_RATE = 15.0
+
+# an op, as the views build them (``protocol``'s constructors)
+Op = protocol.Op
+# what the channel takes: any op (a plain mapping too: the tests' ops)
+AnyOp = Mapping[str, Any]
+_Queued = dict[str, Any]  # an op as queued (a copy: the channel merges queued chrome ops)
+Producer = Callable[[], Sequence[AnyOp]]
 V = TypeVar("V")
 
 
@@ -61,7 +71,7 @@ class Channel:
         self,
         send: Callable[[dict[str, Any]], None],
         *,
-        max_rate: float = 15.0,
+        max_rate: float = MAX_RATE,
         clock: Callable[[], float] = time.monotonic,
         call_later: Callable[[float, Callable[[], None]], Any] | None = None,
     ) -> None:
@@ -70,7 +80,7 @@ class Channel:
         self._clock = clock
         self._call_later = call_later
         self.seq = 0
-        self._ops: list[Op] = []
+        self._ops: list[_Queued] = []
         self._dirty: dict[str, Producer] = {}
         self._timer: Any = None
         self._timer_soon = False  # the pending timer is a call_soon, not the throttle
@@ -86,7 +96,7 @@ class Channel:
         # that HTML names the template instead (a live card's empty shell, ~480 bytes)
         self.templates: dict[str, str] = {}
 
-    def push(self, *ops: Op, now: bool = True, hold: float = 0.0) -> None:
+    def push(self, *ops: AnyOp, now: bool = True, hold: float = 0.0) -> None:
         """Queue ``ops``; ``now``: send them with the next turn of the event loop (so the ops
         of one burst of signals - a prompt and its reply recorded back to back - share one
         message), else with the next throttled update. ``hold``: send them within ``hold``
@@ -100,7 +110,7 @@ class Channel:
         else:
             self._schedule()
 
-    def queue(self, *ops: Op) -> None:
+    def queue(self, *ops: AnyOp) -> None:
         """Queue ``ops`` without scheduling a message (``before_flush`` adds to the one being
         made). A ``chrome`` op joins one queued already (later values win)."""
         for op in ops:
@@ -108,7 +118,7 @@ class Channel:
             if op.get("op") == "chrome" and last is not None:
                 last["values"] = {**last["values"], **op["values"]}
             else:
-                self._ops.append(op)
+                self._ops.append(dict(op))
 
     def stream(self, key: str, producer: Producer, *, now: bool = False) -> None:
         """``now``: a part's first text goes out at once (the first token on screen within a
@@ -187,7 +197,7 @@ class Channel:
         ops, self._ops = self._ops, []
         dirty, self._dirty = self._dirty, {}
         for producer in dirty.values():
-            ops.extend(producer())
+            ops.extend(dict(op) for op in producer())
         if not ops or self.closed:
             return
         if self.templates:
@@ -199,7 +209,7 @@ class Channel:
         self.sent_bytes += len(json.dumps(content, separators=(",", ":")))
         self._send(content)
 
-    def _by_template(self, op: Op) -> Op:
+    def _by_template(self, op: _Queued) -> _Queued:
         name = self.templates.get(op["html"]) if op.get("op") == "put" else None
         if name is None:
             return op

@@ -30,22 +30,29 @@ transcript is synced widget state too, so a reload or a second view shows everyt
 other views (``viewbase.StaticFallback``) the view saves the transcript as ``text/html`` /
 ``text/plain`` beside the widget, refreshed at the end of a cell or when the user leaves the
 view, never while they type in it.
+
+The view is composed of panels it holds (``status_panel``, ``send_controls``,
+``conversation_controls``, ``token_controls``): each knows it as a ``widgets.chat_host.ChatHost``
+and registers its page actions in the view's one ``ActionTable`` (``view.actions``). The view
+follows the branch's signals, owns the chrome, and offers the panels' verbs as its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
+
+import ipywidgets
 
 from lion_nb.cassettes import active as cassettes
 from lion_nb.operations.verbs import SENDS_HISTORY, VERBS, warm_up
-from lion_nb.render.chrome import error_html, status_html
-from lion_nb.render.html import Status, transcript_html
+from lion_nb.render.chrome import status_html
+from lion_nb.render.html import transcript_html
 from lion_nb.render.marks import gauge_html
 from lion_nb.render.text import transcript_plain
+from lion_nb.session.branch import Branch
 from lion_nb.signals import (
     CallEnd,
     CallStart,
@@ -62,15 +69,18 @@ from lion_nb.signals import (
 )
 from lion_nb.viewmodels.chat import ChatRuns
 from lion_nb.widgets.cassette_badge import at_rest, badge_html
+from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
-from lion_nb.widgets.send_failure import view_advice
+from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
-    from lion_nb.session.branch import Branch
+    from lion_nb.session.conversation import Conversation
+    from lion_nb.samples import Samples
+    from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["VERBS", "BranchView", "view"]
 
@@ -92,58 +102,7 @@ _SIGNALS = (
 )
 
 
-class _Value:
-    """``.value`` of one synced trait of the view (``view.status.value``, ...)."""
-
-    def __init__(self, view: BranchView, trait: str) -> None:
-        self._view, self._trait = view, trait
-
-    @property
-    def value(self) -> Any:
-        return self._view.chrome_value(self._trait)
-
-
-class _Prompt:
-    """The prompt box as the kernel knows it: the page owns the draft while the user types
-    (never overwritten by an update); text set here is put into the box (a ``draft`` op)."""
-
-    def __init__(self, view: BranchView) -> None:
-        self._view = view
-        self._value = ""
-
-    @property
-    def value(self) -> str:
-        return self._value
-
-    @value.setter
-    def value(self, text: str) -> None:
-        self._value = text
-        self._view.channel.push({"op": "draft", "text": text})
-
-    def give_back(self, text: str) -> None:
-        """Put ``text`` back into the box unless the user has typed something since (a
-        ``draft`` op with ``restore``)."""
-        self._value = text
-        self._view.channel.push({"op": "draft", "text": text, "restore": True})
-
-
-class _Button:
-    """Send / Stop as the kernel sees them: ``disabled`` (from the view's state), ``click()``."""
-
-    def __init__(self, view: BranchView, action: Callable[[], None], enabled: str) -> None:
-        self._view, self._action, self._enabled = view, action, enabled
-
-    @property
-    def disabled(self) -> bool:
-        if self._enabled == "send":
-            return self._view.running
-        return not self._view.runs.driving
-
-    def click(self) -> None:
-        self._action()
-
-
-class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[misc]
+class BranchView(Front):
     """A chat view over ``branch``: transcript, prompt box, Send and Stop.
 
     ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
@@ -189,7 +148,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             "(Shift+Enter: new line, Esc: stop).",
             height=f"{height}px" if isinstance(height, int) else height,
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
-            status_line=_status_line("idle", "ready"),
+            status_line=status_html("idle", "ready"),
             templates={"live": live_shell(model_label(branch))},
             # in the state the page is first given (a chrome op sent before it draws is lost)
             token_marks=[str(m.id) for m in branch.messages if history and has_tokens(m)],
@@ -204,7 +163,6 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         if context_window is not None:
             self.verb_kwargs.setdefault("context_window", context_window)
         self.context_window = context_window
-        self.base_title = shown_title
         self.config = config or LiveConfig()
         self.channel.interval = self.config.interval
         self.transcript = Transcript(
@@ -215,19 +173,20 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             reset=lambda: self.sync_state(send=True),
         )
         self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
-        self.token_panels = TokenPanels(self, follow=tokens)
-        self._shown_errors: set[int] = set()
-        self.last_status: tuple[str, str] | None = None  # what the status line said last
-        self.last_error: BaseException | None = None
-        self.prompt = _Prompt(self)
-        self.send_button = _Button(self, lambda: self.send(), "send")
-        self.stop_button = _Button(self, self.stop, "stop")
-        self.status = _Value(self, "status_line")
-        self._error = _Value(self, "error_box")
-        self._signals = _SIGNALS
+        # the panels: each knows this view as a ChatHost and brings its page actions
+        self.status_panel = ChatStatus(self)
+        self.send_controls = SendControls(self)
+        self.conversation_controls = ConversationControls(
+            self,
+            on_show=self._rebind,
+            base_title=shown_title,
+        )
+        self.token_controls = TokenControls(self, follow=tokens)
+        self.token_panels: TokenPanels = self.token_controls.panels
+        for panel in (self.send_controls, self.conversation_controls, self.token_controls):
+            self.actions.update_from(panel.actions())
+        self.prompt = self.send_controls.prompt
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
-        self.cassette_badge = _Value(self, "cassette")
-        self._unwatch_cassette = cassettes.watch(self._follow_cassette)
         self.transcript.rebuild()
         self.sync_alternatives()
         _warm_up_turn(verb, branch.chat_model_or_none)
@@ -239,28 +198,29 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def copy_text(self, key: str) -> str | None:
         return self.transcript.text_of(key)
 
-    # ----- page actions ----------------------------------------------------------------------
-    def _action_send(self, content: dict[str, Any]) -> None:
-        text = content.get("text")
-        if isinstance(text, str):
-            self._start(text, give_back=True)  # the page emptied its box: a failure refills it
-
-    def _action_stop(self, _content: dict[str, Any]) -> None:
-        self.stop()
-
     # ----- public --------------------------------------------------------------------------
     @property
     def running(self) -> bool:
         """A run is active on the branch (started here or elsewhere)."""
-        control = self._control_task
-        return self.runs.running or (control is not None and not control.done())
+        return self.runs.running or self.control_running
+
+    @property
+    def control_running(self) -> bool:
+        """A turn a control of this view started (regenerate, edit, ...) is running."""
+        return self.conversation_controls.control_running
 
     @property
     def task(self) -> asyncio.Task[Any] | None:
         """The background task of the last run started from this view."""
         return self.runs.task
 
-    def send(self, text: str | None = None, *, stop_others: bool = False) -> None:
+    def send(
+        self,
+        text: str | dict[str, Any] | None = None,
+        buffers: list[bytes] | None = None,
+        *,
+        stop_others: bool = False,
+    ) -> None:
         """Start the view's verb on ``text`` (default: the prompt box) as a background task
         (``view.task``) and return at once. Nothing starts for an empty prompt or while a run
         is active. ``await view.asend(text)`` starts and waits.
@@ -268,53 +228,19 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         One view-started run per branch at a time: while another view's run is active on the
         same branch, Send is refused (shown in the view) unless ``stop_others=True``, which
         stops that run and starts this one once it has ended (the ``%%lion`` magic does this
-        when its cell is run again)."""
-        self._start(text, stop_others=stop_others)
+        when its cell is run again).
 
-    def _start(
-        self, text: str | None, *, stop_others: bool = False, give_back: bool = False
-    ) -> asyncio.Task[Any] | None:
-        if self.closed:
-            raise RuntimeError("this view is closed")
-        from_box = text is None
-        give_back = give_back or from_box
-        text = self.prompt.value if text is None else text
-        if not text.strip():
-            return None
-        if self._control_task is not None and not self._control_task.done():
-            return None  # a regenerate / edit / continue of this view is running
-        claim = self.runs.claim(stop_others=stop_others)
-        if claim.verdict == "busy":
-            return None  # this view's run, or one started elsewhere (awaited in a cell)
-        if claim.verdict == "taken":
-            self._show_error(
-                RuntimeError(
-                    "another view is running on this branch; stop it (or wait) before sending"
-                )
-            )
-            return None
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise RuntimeError(
-                "BranchView.send needs a running event loop (a Jupyter kernel "
-                "has one); in a script use `await view.asend(text)`"
-            ) from None
-        # the task first: its first step (the run's start) comes before the prompt card and the
-        # Send/Stop state go out, so all three share one message
-        task = loop.create_task(self._drive(text, after=claim.after, give_back=give_back))
-        self.runs.started(task)
-        if from_box:
-            self.prompt.value = ""
-        self._clear_error()
-        self.transcript.show_prompt(text)
-        with self.hold_sync():
-            self._set_running()
-        return task
+        The name is also ipywidgets' ``Widget.send(content, buffers)``, and that keeps working
+        on the view: a ``dict`` is a custom comm message, sent as ipywidgets sends it (never a
+        chat text), so code written for any widget can still message this one."""
+        if isinstance(text, dict):
+            ipywidgets.Widget.send(self, text, buffers)
+            return
+        self.send_controls.start(text, stop_others=stop_others)
 
     async def asend(self, text: str) -> Any:
         """Send ``text`` and wait until the run ends (Stop still works meanwhile)."""
-        task = self._start(text)
+        task = self.send_controls.start(text)
         if task is None:
             raise RuntimeError("nothing was sent (empty text, or a run is active)")
         return await task
@@ -326,12 +252,106 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def stop(self) -> None:
         """Cancel the run started from this view. A streamed ``run`` closes its CLI process
         group and records the partial text; the view marks the reply "stopped"."""
-        if not self.stop_control():
+        if not self.conversation_controls.stop_control():
             self.runs.stop()
+
+    # ----- the panels' verbs (``ConversationControls``, ``TokenControls``) --------------------
+    @property
+    def conversation(self) -> Conversation:
+        """The conversation the view's turns run through (``session.conversation``)."""
+        return self.conversation_controls.conversation
+
+    async def aregenerate(
+        self, index: int | None = None, *, temperature: float | None = None
+    ) -> Branch:
+        """See ``ConversationControls.aregenerate``."""
+        return await self.conversation_controls.aregenerate(index, temperature=temperature)
+
+    async def aedit(self, index: int, text: str) -> Branch:
+        """See ``ConversationControls.aedit``."""
+        return await self.conversation_controls.aedit(index, text)
+
+    async def acontinue(self, index: int | None = None) -> Branch:
+        """See ``ConversationControls.acontinue``."""
+        return await self.conversation_controls.acontinue(index)
+
+    async def asample(
+        self,
+        n: int = 5,
+        *,
+        index: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        **kwargs: Any,
+    ) -> Samples:
+        """See ``ConversationControls.asample``."""
+        return await self.conversation_controls.asample(
+            n, index=index, temperature=temperature, top_p=top_p, **kwargs
+        )
+
+    def alternatives(self, k: int) -> list[Branch]:
+        return self.conversation_controls.alternatives(k)
+
+    def show(self, branch: Branch) -> Branch:
+        """Show ``branch`` in this view (an alternative, or any branch)."""
+        return self.conversation_controls.show(branch)
+
+    def clear(self, *, said: str = "cleared") -> Branch:
+        """See ``ConversationControls.clear``."""
+        return self.conversation_controls.clear(said=said)
+
+    def compare(self, index: int | None = None) -> CompareView:
+        """See ``ConversationControls.compare``."""
+        return self.conversation_controls.compare(index)
+
+    @property
+    def compare_view(self) -> CompareView | None:
+        """The comparison shown under the view, if any."""
+        return self.conversation_controls.compare_view
+
+    def close_compare(self) -> None:
+        """Close what is shown under the view: the comparison or the sample set."""
+        self.conversation_controls.close_compare()
+        self.token_controls.close_samples()
+
+    def context_marks(self) -> dict[str, Any]:
+        return self.conversation_controls.context_marks()
+
+    def stop_control(self) -> bool:
+        """Cancel the turn a control of this view runs (regenerate, edit, ...), if any."""
+        return self.conversation_controls.stop_control()
+
+    async def controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        return await self.conversation_controls.controlled(make)
+
+    def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
+        """See ``TokenControls.show_tokens``."""
+        self.token_controls.show_tokens(index, open=open)
+
+    async def afork_at_token(self, index: int, token: int, text: str) -> Branch:
+        """See ``TokenControls.afork_at_token``."""
+        return await self.token_controls.afork_at_token(index, token, text)
+
+    def show_samples(self, samples: Samples) -> None:
+        """See ``TokenControls.show_samples``."""
+        self.token_controls.show_samples(samples)
+
+    def sync_alternatives(self) -> None:
+        """The marks the page draws: the panels' (switchers, continue, context, tokens)."""
+        self.conversation_controls.sync_marks()
+        self.token_controls.sync_marks()
+
+    def _rebind(self, branch: Branch) -> None:
+        """Show ``branch``: its runs, its transcript and its signals from now on."""
+        self._unsubscribe()
+        self.branch = branch
+        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
+        self.transcript.rebind(branch)
+        self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
 
     def _show_stopping(self) -> None:
         if not self.closed:
-            self.set_chrome(status_line=_status_line("stopping", "stopping…"))
+            self.status_panel.say("stopping", "stopping…")
 
     def rendered_html(self) -> str:
         """The transcript's HTML as the page shows it, in order, with its marks (truncated,
@@ -346,9 +366,9 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
 
     def _release(self) -> None:
         self._unsubscribe()
-        self._unwatch_cassette()
+        self.status_panel.close()
         self.close_compare()
-        self.stop_control()
+        self.conversation_controls.stop_control()
         task = self.runs.task
         if task is not None and not task.done():
             task.cancel()  # a run started here
@@ -375,58 +395,11 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         return f"{self.title}\n\n{body}" if self.title else body
 
     # ----- running -------------------------------------------------------------------------
-    async def _drive(
-        self, text: str, after: ChatRuns | None = None, *, give_back: bool = False
-    ) -> Any:
-        outcome: Status = "done"
-        held = len(self.branch.messages)
-        try:
-            if after is not None:  # runs on one branch never overlap
-                after.stop()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await after.wait()
-            # through the view model: a stop records what was shown, the context cut applies
-            return await self.conversation.asend(text)
-        except asyncio.CancelledError:
-            outcome = "stopped"
-            if not self.runs.stop_requested:
-                raise  # cancelled by someone else (view closed, kernel shutdown)
-            return None
-        except Exception as exc:  # shown in the view, not lost as a task traceback
-            outcome = "failed"
-            # nothing recorded: what the user typed goes back into the prompt box
-            given_back = give_back and len(self.branch.messages) == held and not self.closed
-            if given_back:
-                self.prompt.give_back(text)
-                self._shown_errors.discard(id(exc))  # shown from RunFailed: say it's back
-            self._show_error(exc, given_back=given_back)
-            return None
-        finally:
-            self.runs.ended()
-            if not self.closed:
-                with self.hold_sync():
-                    self._settle(outcome)
-                    self._set_running()
-
-    def _settle(self, outcome: Status) -> None:
-        """After the task: what was not recorded stays marked "not recorded" until the next
-        turn begins."""
-        self.transcript.finish_live()
-        self.transcript.release_prompt()
-        self.sync_alternatives()  # a stopped turn was recorded after its run ended
-        if not self.runs.run_began:
-            # no run lifecycle ended (a custom verb recording without one, a failure before
-            # the run began): nothing else replaces the saved output
-            self.refresh_static()
-        if outcome == "stopped" and not self.runs.run_began:
-            self.set_chrome(status_line=_status_line("stopped", "stopped"))
-        elif outcome == "failed" and not self.runs.runs:
-            self.set_chrome(status_line=_status_line("failed", "failed"))
-
-    def _set_running(self) -> None:
+    def set_running(self) -> None:
+        """Send/Stop, the cassette badge and the synced state follow the runs."""
         self.set_chrome(busy=self.runs.running, can_stop=self.runs.driving)
         if not self.runs.running:
-            self._show_cassette(at_rest())
+            self.status_panel.show_cassette(at_rest())
             self.sync_state()  # at rest: a reload or a second view shows everything
 
     # ----- signals -------------------------------------------------------------------------
@@ -439,8 +412,7 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
     def _follow(self, signal: Signal) -> None:
         status = self.runs.on_signal(signal)
         if status is not None:
-            self.last_status = status
-            self.set_chrome(status_line=_status_line(*status))
+            self.status_panel.say(*status, remember=True)
         if isinstance(signal, StreamDelta):
             if signal.kind == "tokens":  # the same text arrives as "text" deltas
                 self.token_panels.on_delta(signal)
@@ -459,14 +431,16 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
             self.refresh()  # rare (a Ray attempt that died): rebuilding from the branch is enough
         elif isinstance(signal, RunStart):
             self.transcript.drop_unrecorded()
-            self._show_cassette(cassettes.current())  # where the run runs: a block's, if any
-            self._set_running()
+            self.status_panel.show_cassette(
+                cassettes.current()
+            )  # where the run runs: a block's, if any
+            self.set_running()
         elif isinstance(signal, RunEnd):
             self._on_run_end(signal)
         elif isinstance(signal, RunFailed):
             self.transcript.finish_live()
-            self._show_error(signal.error)
-            self._set_running()
+            self.show_error(signal.error)
+            self.set_running()
             self.refresh_static()
 
     def _on_run_end(self, signal: RunEnd) -> None:
@@ -475,42 +449,30 @@ class BranchView(TokenControls, ConversationControls, Front):  # type: ignore[mi
         else:
             self.transcript.drop_unfinished()
             self.transcript.check()  # the branch may have changed without signals
-        self._set_running()
+        self.set_running()
         self.sync_alternatives()
         self.refresh_static()  # a notebook saved from now on holds this run's messages
 
-    # ----- the cassette badge ----------------------------------------------------------------
-    def _show_cassette(self, tape: Any) -> None:
-        if not self.closed:
-            self.set_chrome(cassette=badge_html(tape, self.branch.chat_model_or_none))
+    # ----- the status line, the error box (``ChatStatus``) ----------------------------------
+    @property
+    def last_status(self) -> tuple[str, str] | None:
+        """What the status line said last (state, text)."""
+        return self.status_panel.last_status
 
-    def _follow_cassette(self) -> None:
-        """``use_cassette`` / ``%lion_cassette`` changed the default: the badge follows now."""
-        self._show_cassette(cassettes.current() if self.running else at_rest())
+    @property
+    def last_error(self) -> BaseException | None:
+        """The error the view showed last."""
+        return self.status_panel.last_error
 
-    # ----- errors ----------------------------------------------------------------------------
-    def _show_error(self, error: BaseException, *, given_back: bool = False) -> None:
-        if id(error) in self._shown_errors:
-            return
-        self._shown_errors.add(id(error))
-        self.last_error = error
-        self.set_chrome(
-            error_box=error_html(error, advice=view_advice(error, given_back=given_back))
-        )
+    def show_error(self, error: BaseException, *, given_back: bool = False) -> None:
+        """See ``ChatStatus.show_error``."""
+        self.status_panel.show_error(error, given_back=given_back)
 
-    def _clear_error(self) -> None:
-        self._shown_errors.clear()
-        if self.chrome_value("error_box"):
-            self.set_chrome(error_box="")
+    def clear_error(self) -> None:
+        self.status_panel.clear_error(bool(self.chrome_value("error_box")))
 
     def __repr__(self) -> str:
         return f"<BranchView of {self.branch!r} verb={self.verb!r}>"
-
-
-def _status_line(state: str, text: str) -> str:
-    """The status line (the cassette in force is its own chrome trait, ``cassette``, drawn
-    after it by the page)."""
-    return status_html(state, text)
 
 
 def _warm_up_turn(verb: str | Callable[..., Awaitable[Any]], model: Any) -> None:
@@ -532,7 +494,5 @@ def view(branch: Branch | None = None, **kwargs: Any) -> BranchView:
     """A live chat view over ``branch`` (a new Branch when None). Keyword arguments go to
     ``BranchView``: ``verb``, ``height``, ``title``, ``verb_kwargs``."""
     if branch is None:
-        from lion_nb.session.branch import Branch
-
         branch = Branch()
     return BranchView(branch, **kwargs)

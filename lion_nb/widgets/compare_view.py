@@ -23,6 +23,7 @@ from lion_nb.signals import MessageAdded, RunEnd, RunFailed, Signal
 from lion_nb.viewmodels.compare import Alignment, align, message_content, side_stats
 from lion_nb.widgets.channel import Op
 from lion_nb.widgets.front import Front
+from lion_nb.widgets.protocol import put_op
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -42,6 +43,8 @@ class CompareView(Front):
         branch_a: Branch,
         branch_b: Branch,
         *,
+        # 4 a second, not MAX_RATE: each update re-renders and re-aligns the whole
+        # comparison, and it changes only when a message is recorded (it does not stream)
         refresh_interval: float = 0.25,
         titles: tuple[str, str] | None = None,
     ) -> None:
@@ -110,7 +113,7 @@ class CompareView(Front):
         self._shown = html_
         for handler in self._redraw:
             handler(html_)
-        return [{"op": "put", "key": "compare", "html": html_}]
+        return [put_op("compare", html_)]
 
     def state_parts(self) -> list[list[str]]:
         return [["compare", self._shown]]

@@ -1,7 +1,8 @@
 """The chat view's per-message controls: regenerate a reply, edit a prompt in place, switch
 between the alternatives of a turn (``‹ 2/3 ›``), continue a reply cut off by the token limit,
-clear — gestures on ``session.conversation.Conversation``, which does the same from code. Mixed
-into ``BranchView``.
+clear — gestures on ``session.conversation.Conversation``, which does the same from code. A
+panel ``BranchView`` holds: it knows the view as a ``widgets.chat_host.ChatHost`` and registers
+its page actions in the view's table (``actions()``).
 
 When the view shows another branch (a fork, an alternative), its title and status line name
 it, so ``view.branch`` is never a surprise, and an open comparison follows (or closes).
@@ -22,22 +23,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import status_html
 from lion_nb.render.marks import gauge_text
+from lion_nb.session.conversation import Conversation
 from lion_nb.turns import open_truncated
-from lion_nb.viewmodels.chat import ChatRuns
+from lion_nb.widgets.chat_host import Action, ChatHost, in_background, index_of
+from lion_nb.widgets.compare_view import CompareView
 from lion_nb.widgets.shown_branch import WARM, greedy, same_reply_note, shown_words
 
 if TYPE_CHECKING:
     from lion_nb.samples import Samples
     from lion_nb.session.branch import Branch
-    from lion_nb.session.conversation import Conversation
-    from lion_nb.signals import Signal
-    from lion_nb.widgets.compare_view import CompareView
-    from lion_nb.widgets.transcript import Transcript
 
 __all__ = ["ConversationControls"]
 
@@ -45,47 +44,57 @@ _ELSEWHERE = "cleared (the reply a cell is running goes on in the conversation k
 
 
 class ConversationControls:
-    """What ``BranchView`` adds for the conversation controls (it provides ``branch``, ``verb``, ``transcript``,
-    ``runs``, ``set_chrome``, ``sync_state`` and the signal wiring)."""
+    """The conversation controls of a chat view: a panel ``BranchView`` holds (it knows the view
+    only as a ``ChatHost``). Holds the conversation (``session.conversation.Conversation``), the
+    turn a control runs (``controlled``: Stop reaches it) and the comparison under the view."""
 
-    branch: Branch
-    _control_task: asyncio.Task[Any] | None = None
-    _conversation: Conversation | None = None
-    context_window: int | None = None
-    compare_view: CompareView | None = None  # the comparison shown under the view
-    _compare_at: int | None = None  # the message index the comparison is at
-    title: str
+    def __init__(
+        self,
+        host: ChatHost,
+        *,
+        on_show: Callable[[Branch], None],
+        base_title: str = "",
+    ) -> None:
+        self._host = host
+        self._rebind = on_show  # the view follows the branch shown (subscription, runs)
+        self.base_title = base_title
+        self.control_task: asyncio.Task[Any] | None = None
+        self._conversation: Conversation | None = None
+        self.compare_view: CompareView | None = None  # the comparison shown under the view
+        self._compare_at: int | None = None  # the message index the comparison is at
 
-    if TYPE_CHECKING:  # what BranchView and Front provide; declared for the type checker only
-        verb: str | Callable[..., Awaitable[Any]]
-        verb_kwargs: dict[str, Any]
-        transcript: Transcript
-        runs: ChatRuns
-        closed: bool
-        _signals: tuple[type[Signal], ...]
-        _unsubscribe: Callable[[], None]
+    def actions(self) -> dict[str, Action]:
+        """This panel's page actions (the view's ``ActionTable``)."""
+        return {
+            "regenerate": self._action_regenerate,
+            "edit": self._action_edit,
+            "continue": self._action_continue,
+            "switch": self._action_switch,
+            "compare": self._action_compare,
+            "compare_close": self._action_compare_close,
+            "clear": self._action_clear,
+        }
 
-        @property
-        def running(self) -> bool: ...
-        def stop(self) -> None: ...
-        def set_chrome(self, **values: Any) -> None: ...
-        def _show_error(self, error: BaseException, *, given_back: bool = False) -> None: ...
-        def _show_stopping(self) -> None: ...
-        def _on_signal(self, signal: Signal) -> None: ...
+    @property
+    def branch(self) -> Branch:
+        return self._host.branch
+
+    @property
+    def control_running(self) -> bool:
+        """A regenerate / edit / continue / token fork of this view is running."""
+        return self.control_task is not None and not self.control_task.done()
 
     @property
     def conversation(self) -> Conversation:
         if self._conversation is None:
-            from lion_nb.session.conversation import Conversation
-
             self._conversation = Conversation(
                 self.branch,
-                verb=self.verb,
-                verb_kwargs=self.verb_kwargs,
+                verb=self._host.verb,
+                verb_kwargs=self._host.verb_kwargs,
                 on_show=self._on_show,
             )
             # one dict: verb_kwargs changed on the view reach the turns it starts
-            self._conversation.verb_kwargs = self.verb_kwargs
+            self._conversation.verb_kwargs = self._host.verb_kwargs
         return self._conversation
 
     # ----- the Python API -------------------------------------------------------------------
@@ -97,10 +106,10 @@ class ConversationControls:
         page's "Regenerate at temperature 0.8" while the model is at temperature 0, where
         Regenerate gives the same reply again; ``Conversation.aregenerate``). A reply that
         says the same as another alternative is said so in the status line, and why."""
-        fork: Branch = await self._controlled(
+        fork: Branch = await self.controlled(
             lambda: self.conversation.aregenerate(index, temperature=temperature)
         )
-        at_zero = greedy(self.verb_kwargs, self.branch)
+        at_zero = greedy(self._host.verb_kwargs, self.branch)
         same = same_reply_note(self.conversation, at_zero)
         if same:
             self._name_shown(note=same)
@@ -109,11 +118,11 @@ class ConversationControls:
     async def aedit(self, index: int, text: str) -> Branch:
         """User message ``index`` rewritten as ``text`` and sent again, on a fork the view
         shows; returns the fork."""
-        return await self._controlled(lambda: self.conversation.aedit(index, text))
+        return await self.controlled(lambda: self.conversation.aedit(index, text))
 
     async def acontinue(self, index: int | None = None) -> Branch:
         """The rest of a reply cut off by the token limit."""
-        return await self._controlled(lambda: self.conversation.acontinue(index))
+        return await self.controlled(lambda: self.conversation.acontinue(index))
 
     async def asample(
         self,
@@ -128,7 +137,7 @@ class ConversationControls:
         forks named by their settings (``"sample 2/5 · temperature 0.8"``: the view's title
         says which one is shown, ``‹ n/of ›`` steps through them); returns ``Samples`` (where
         they agree and diverge). See ``Conversation.asample``."""
-        return await self._controlled(
+        return await self.controlled(
             lambda: self.conversation.asample(
                 n, index=index, temperature=temperature, top_p=top_p, **kwargs
             )
@@ -147,7 +156,7 @@ class ConversationControls:
         shown = self.branch
         fresh = self.conversation.clear()
         if fresh is not shown:  # the last run's status no longer describes what is shown
-            self.set_chrome(
+            self._host.set_chrome(
                 status_line=status_html(
                     "idle", f"{said}: the conversation so far is kept (‹ › on your next message)"
                 )
@@ -158,8 +167,6 @@ class ConversationControls:
         """Open ``CompareView`` on the previous alternative (left) and the shown branch
         (right) at message ``index`` (default: the last message that has alternatives); the
         page shows it under the chat view until closed. Returns the CompareView."""
-        from lion_nb.widgets.compare_view import CompareView
-
         if index is None:
             index = next(
                 (k for k in range(len(self.branch.messages) - 1, -1, -1) if self._alts(k) > 1),
@@ -168,7 +175,7 @@ class ConversationControls:
         other = self.conversation.previous_alternative(index) if index >= 0 else None
         if other is None:
             raise ValueError("there is no alternative to compare with")
-        self.close_compare()
+        self._host.close_compare()  # or the sample set shown there
         alts = self.alternatives(index)  # the columns named as the switcher counts them
         n_other, n_shown = (
             next(i for i, b in enumerate(alts) if b is x) for x in (other, self.branch)
@@ -178,7 +185,7 @@ class ConversationControls:
         view.on_redraw(self._on_compare_html)
         self.compare_view = view
         self._compare_at = index
-        self.set_chrome(compare_html=view.html())
+        self._host.set_chrome(compare_html=view.html())
         return view
 
     def close_compare(self) -> None:
@@ -186,11 +193,11 @@ class ConversationControls:
         view, self.compare_view = self.compare_view, None
         if view is not None:
             view.close()
-            self.set_chrome(compare_html="")
+            self._host.set_chrome(compare_html="")
 
     def _on_compare_html(self, html: str) -> None:
         if self.compare_view is not None:
-            self.set_chrome(compare_html=html)
+            self._host.set_chrome(compare_html=html)
 
     def _alts(self, k: int) -> int:
         try:
@@ -199,44 +206,28 @@ class ConversationControls:
             return 0
 
     # ----- page actions ---------------------------------------------------------------------
-    def _index_of(self, content: dict[str, Any]) -> int | None:
-        key = str(content.get("key", ""))
-        for i, message in enumerate(self.branch.messages):
-            if str(message.id) == key:
-                return i
-        return None
-
-    def _background(self, make: Callable[[], Awaitable[Any]]) -> None:
-        async def go() -> None:
-            try:
-                await make()
-            except asyncio.CancelledError:
-                pass
-            except Exception as exc:  # shown in the view
-                self._show_error(exc)
-
-        asyncio.get_running_loop().create_task(go())
-
     def _action_regenerate(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)
+        index = index_of(self.branch, content)
         t = content.get("temperature")
         temperature = float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
         if index is not None:
-            self._background(lambda: self.aregenerate(index, temperature=temperature))
+            in_background(
+                self._host.show_error, lambda: self.aregenerate(index, temperature=temperature)
+            )
 
     def _action_edit(self, content: dict[str, Any]) -> None:
-        index, text = self._index_of(content), content.get("text")
+        index, text = index_of(self.branch, content), content.get("text")
         if index is not None and isinstance(text, str) and text.strip():
-            self._background(lambda: self.aedit(index, text))
+            in_background(self._host.show_error, lambda: self.aedit(index, text))
 
     def _action_continue(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)
+        index = index_of(self.branch, content)
         if index is not None:
-            self._background(lambda: self.acontinue(index))
+            in_background(self._host.show_error, lambda: self.acontinue(index))
 
     def _action_switch(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)
-        if index is None or self.running:
+        index = index_of(self.branch, content)
+        if index is None or self._host.running:
             return
         alts = self.alternatives(index)
         at = next((i for i, b in enumerate(alts) if b is self.branch), 0)
@@ -245,99 +236,93 @@ class ConversationControls:
             self.show(alts[(at + step) % len(alts)])
 
     def _action_compare(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)
+        index = index_of(self.branch, content)
         if index is not None:
             try:
                 self.compare(index)
             except ValueError as exc:
-                self._show_error(exc)
+                self._host.show_error(exc)
 
     def _action_compare_close(self, _content: dict[str, Any]) -> None:
-        self.close_compare()
+        self._host.close_compare()
 
     def _action_clear(self, _content: dict[str, Any]) -> None:
         """Clear; while a reply streams: stop it first, then clear, and say so. A reply a cell
         started (``await branch.communicate(...)``) cannot be stopped from the view (only its
         cell can: Kernel → Interrupt): the view clears at once and says the reply goes on in
         the conversation it keeps."""
-        if not self.running:
+        if not self._host.running:
             self.clear()
             return
-        running = (self._control_task, self.runs.task)
+        running = (self.control_task, self._host.runs.task)
         tasks = [t for t in running if t is not None and not t.done()]
         if not tasks:
             self.clear(said=_ELSEWHERE)
             return
-        self.stop()
+        self._host.stop()
         said = status_html("stopping", "stopping the reply, then clearing…")
-        self.set_chrome(status_line=said)
+        self._host.set_chrome(status_line=said)
         asyncio.get_running_loop().create_task(self._clear_after(tasks))
 
     async def _clear_after(self, tasks: list[asyncio.Task[Any]]) -> None:
         """Clear once the stopped reply's run has ended (its RunEnd may follow its task)."""
         await asyncio.wait(tasks, timeout=10.0)
         for _ in range(100):
-            if not self.running:
+            if not self._host.running:
                 break
             await asyncio.sleep(0.02)
-        if self.closed:
+        if self._host.closed:
             return
-        stopped = not self.running
+        stopped = not self._host.running
         self.clear(said="stopped the reply, then cleared" if stopped else _ELSEWHERE)
 
     # ----- machinery ------------------------------------------------------------------------
-    async def _controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-        if self.running:
+    async def controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        if self._host.running:
             raise RuntimeError("a run is active on this view's branch; stop it or wait")
         task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(make())
-        self._control_task = task
-        self.set_chrome(busy=True, can_stop=True)
+        self.control_task = task
+        self._host.set_chrome(busy=True, can_stop=True)
         shown = self.branch
         try:
             return await task
         finally:
-            self._control_task = None
+            self.control_task = None
             if self.branch is not shown:
                 self._name_shown()  # after the run's own status: say which branch this is
                 if self.compare_view is not None:
                     self._follow_compare()
-            self.transcript.finish_live()
-            self.set_chrome(busy=self.runs.running, can_stop=False)
-            self.sync_alternatives()
+            self._host.transcript.finish_live()
+            self._host.set_chrome(busy=self._host.runs.running, can_stop=False)
+            self._host.sync_alternatives()
 
     def stop_control(self) -> bool:
-        task = self._control_task
+        task = self.control_task
         if task is None or task.done():
             return False
         task.cancel()
         return True
 
     def _on_show(self, branch: Branch) -> None:
-        """The conversation shows another branch: follow it, say so, and let an open
-        comparison follow (or close when the new branch has nothing to compare there)."""
+        """The conversation shows another branch: the view follows it, says so, and an open
+        comparison follows (or closes when the new branch has nothing to compare there)."""
         if branch is self.branch:
             return
-        self._unsubscribe()
-        self.branch = branch
-        self.runs = ChatRuns(branch.id, on_stopping=self._show_stopping)
-        self.transcript.rebind(branch)
-        self._unsubscribe = branch.subscribe(self._signals, self._on_signal)
+        self._rebind(branch)
         # Send and Stop follow the branch shown (a cell's reply on the one left runs on there)
-        control = self._control_task is not None and not self._control_task.done()
-        self.set_chrome(busy=self.running, can_stop=control)
+        self._host.set_chrome(busy=self._host.running, can_stop=self.control_running)
         self._name_shown()
-        self.sync_alternatives()
-        if self.compare_view is not None and self._control_task is None:
+        self._host.sync_alternatives()
+        if self.compare_view is not None and self.control_task is None:
             self._follow_compare()  # a switch: at once (a regenerate: once its reply is in)
 
     def _name_shown(self, note: str = "") -> None:
         """The title and status line say which alternative the view shows (``view.branch``),
         as its ``‹ n/of ›`` switcher counts them (``widgets.shown_branch``); ``note`` after."""
-        base = getattr(self, "base_title", "") or ""
-        last = getattr(self, "last_status", None)
-        self.title, line = shown_words(self.conversation, base, last, note)
+        title, line = shown_words(self.conversation, self.base_title, self._host.last_status, note)
+        self._host.title = title
         if line is not None:
-            self.set_chrome(status_line=line)
+            self._host.set_chrome(status_line=line)
 
     def _follow_compare(self) -> None:
         at = self._compare_at
@@ -346,7 +331,7 @@ class ConversationControls:
                 raise ValueError("nothing to compare")
             self.compare(at)
         except (ValueError, IndexError, StopIteration):
-            self.close_compare()
+            self._host.close_compare()
 
     def context_marks(self) -> dict[str, Any]:
         """What the page draws for the context window: the gauge of the next turn against the
@@ -361,22 +346,22 @@ class ConversationControls:
             out["text"] = gauge_text(plan.tokens, plan.window, exact=plan.exact, cuts=cuts)
             if cuts:
                 out["next"] = True
-        mark = self.transcript.cut_mark()
+        mark = self._host.transcript.cut_mark()
         if mark is not None:
             out.update(cut=str(mark[0]), note=mark[1], n=mark[2])
         return out
 
-    def sync_alternatives(self) -> None:
+    def sync_marks(self) -> None:
         """The ``‹ n/of ›`` switchers, "continue" marks and the context gauge and notice the
         page draws, by message id."""
         had = self._conversation is not None
-        self.set_chrome(ctx=self.context_marks())
-        at_zero = greedy(self.verb_kwargs, self.branch)
+        self._host.set_chrome(ctx=self.context_marks())
+        at_zero = greedy(self._host.verb_kwargs, self.branch)
         warm = {"t": 0, "warm": WARM} if at_zero else {}
-        self.set_chrome(sampling=warm)
+        self._host.set_chrome(sampling=warm)
         messages = self.branch.messages
         cut = [str(i) for i in open_truncated(list(messages))]
-        self.set_chrome(cut_marks=cut)
+        self._host.set_chrome(cut_marks=cut)
         if not had:
             return  # no alternatives before a turn from this view
         marks: dict[str, list[int]] = {}
@@ -387,4 +372,4 @@ class ConversationControls:
                 n, of = self.conversation.position(k)
                 if of > 1:
                     marks[str(message.id)] = [n, of]
-        self.set_chrome(alt_marks=marks)
+        self._host.set_chrome(alt_marks=marks)

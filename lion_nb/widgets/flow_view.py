@@ -44,6 +44,7 @@ from lion_nb.viewmodels.stream import GrowingText
 from lion_nb.widgets.channel import Op, in_order
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveMessage
+from lion_nb.widgets.protocol import PutOp, drop_op, put_op
 
 if TYPE_CHECKING:
     from lion_nb.flow.graph import Flow
@@ -57,6 +58,8 @@ def _settled_part(row: NodeRow) -> tuple[Any, ...]:
 
 
 class FlowView(Front):
+    # 10 updates a second, not MAX_RATE: an update re-renders every changed row of a flow of
+    # hundreds of nodes, and a node's row changes at most with its status and run time
     def __init__(self, flow: Flow, *, refresh_interval: float = 0.1, tick: float = 0.5) -> None:
         super().__init__(kind="flow-view")
         self.channel.interval = refresh_interval  # one throttle: the channel's
@@ -152,7 +155,7 @@ class FlowView(Front):
             reframe = key == "detail" and selected != self._detail_of
             if self._shown.get(key) == value and not reframe:
                 continue
-            op: Op = {"op": "put", "key": key, "html": value}
+            op: PutOp = put_op(key, value)
             later = next((k for k in keys[at + 1 :] if k in self._shown), None)
             if key not in self._shown and later is not None:
                 op["before"] = later
@@ -161,7 +164,7 @@ class FlowView(Front):
         strip = strip_html(snapshot)
         if strip != self._strip:
             self._strip = strip
-            ops.append({"op": "put", "key": "ss", "html": strip, "parent": "strip"})
+            ops.append(put_op("ss", strip, parent="strip"))
         return ops
 
     # ----- the selected node's transcript ----------------------------------------------------
@@ -194,12 +197,12 @@ class FlowView(Front):
             elif name in self._lives and (op := self._sealed(name, value, messages)):
                 ops.append(op)
             elif self._pieces.get(name) != value:
-                ops.append(self._placed({"op": "put", "key": name, "html": value}, names[at + 1 :]))
+                ops.append(self._placed(put_op(name, value), names[at + 1 :]))
                 self._pieces[name] = value
         self._pieces = in_order(self._pieces, names)
         return ops
 
-    def _placed(self, op: Op, later: list[str]) -> Op:
+    def _placed(self, op: PutOp, later: list[str]) -> PutOp:
         """``op`` puts a piece: a new one in the transcript's box, before the first of
         ``later`` the page shows."""
         if op["key"] in self._pieces:
@@ -216,7 +219,7 @@ class FlowView(Front):
         if name not in self._lives:
             self._lives[name] = self._live(name, mid)
             html_ = self._lives[name].shell_html()
-            ops.append(self._placed({"op": "put", "key": name, "html": html_}, later))
+            ops.append(self._placed(put_op(name, html_), later))
             self._pieces[name] = None
         return ops + self._lives[name].collect()
 
@@ -236,7 +239,7 @@ class FlowView(Front):
         stale = self._lives.pop(name, None)
         if stale is not None:
             stale.cancel()
-        return [{"op": "drop", "key": name}]
+        return [drop_op(name)]
 
     def _cards(self, messages: list[Any]) -> list[tuple[str, str | None]]:
         """The recorded cards, rendered again only when the messages changed."""

@@ -8,8 +8,13 @@ scroll. Model text reaches the DOM only as HTML sanitized here or as ``textConte
 
 The ops, the page actions, the synced trait names and the sequence rule are defined once, in
 ``widgets.protocol``; the page is given the names it needs as the synced trait ``protocol``.
-Built in here: the ``resync``, ``copy`` and ``leave`` actions; a view handles its own with
-``_action_<name>`` methods (each one named in ``protocol.ACTIONS``).
+Built in here: the ``resync``, ``copy`` and ``leave`` actions. A page action goes through one
+table per view (``chat_host.ActionTable``, keyed by ``protocol.ACTIONS``): ``page_actions()``
+fills it, by default with the view's ``_action_<name>`` methods; the chat view adds its panels'.
+
+The kernel sets some synced traits without an update message of their own (the pages get the
+values as ops on the channel): ``set_quietly`` holds them back from ``send_state`` (a public
+ipywidgets method, extended here) until they change again or the whole state is sent.
 
 The static fallback (``viewbase.StaticFallback``) is refreshed only at the end of a cell (the
 one that ran, or the next one the user runs) or when the user leaves the view: never by a timer
@@ -34,7 +39,8 @@ import traitlets
 from lion_nb.render.html import lion_css
 from lion_nb.render.markdown import warm_up
 from lion_nb.widgets.channel import Channel
-from lion_nb.widgets.protocol import ACTIONS, CHROME, PAGE
+from lion_nb.widgets.chat_host import Action, ActionTable
+from lion_nb.widgets.protocol import ACTIONS, CHROME, PAGE, chrome_op, clip_op
 from lion_nb.widgets.viewbase import StaticFallback
 
 __all__ = ["CHROME", "Front", "front_module"]
@@ -125,12 +131,15 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
     _leave_pending = False
 
     def __init__(self, **kwargs: Any) -> None:
+        self._quiet: dict[str, Any] = {}  # set_quietly: trait -> the value the pages have as ops
         super().__init__(uid=uuid.uuid4().hex, **kwargs)
         self._chrome_pending: dict[str, Any] = {}
         self._chrome_handle: asyncio.Handle | None = None
         self.channel = Channel(self._send_ops)
         self.channel.before_flush = self._chrome_now
         self.channel.templates = dict(zip(self.templates.values(), self.templates, strict=True))
+        self.actions = ActionTable()
+        self.actions.update_from(self.page_actions())
         self.on_msg(self._on_page)
         _warm_up_soon()  # the first code block of a reply renders without the lexer's load
 
@@ -152,11 +161,10 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
         self.channel.flush()
         parts, seq = self.state_parts(), self.channel.seq
         if parts != self.parts or seq != self.seq:
-            # ipywidgets' echo lock: the new values are the kernel's without an update message
-            with self._lock_property(parts=parts, seq=seq):
-                self.parts = parts
-                self.seq = seq
+            # the new values are the kernel's without an update message
+            self.set_quietly(parts=parts, seq=seq)
         if send:
+            self._quiet.clear()  # everything goes now
             self.send_state(["parts", "seq", *CHROME])
 
     def set_chrome(self, **values: Any) -> None:
@@ -197,26 +205,61 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
                 changed[name] = value
         if not changed:
             return
-        with self._lock_property(**changed):  # ipywidgets' echo lock: no update message
-            for name, value in changed.items():
-                setattr(self, name, value)
-        op = {"op": "chrome", "values": changed}
+        self.set_quietly(**changed)
+        op = chrome_op(changed)
         if push:
             self.channel.push(op)
         else:
             self.channel.queue(op)  # into the message being made
 
+    def set_quietly(self, **values: Any) -> None:
+        """Set synced traits without an update message: the pages have (or get) the values
+        otherwise (a ``chrome`` op, the deltas ``parts`` sums up). A later change of one of them
+        is sent as usual, and so is the whole state (``sync_state(send=True)``, a page's
+        request)."""
+        self._quiet.update(values)
+        with self.hold_sync():  # one pass through send_state, which holds these back
+            for name, value in values.items():
+                setattr(self, name, value)
+
+    def send_state(self, key: str | list[str] | None = None) -> None:
+        """``ipywidgets.Widget.send_state``, but a trait set by ``set_quietly`` (and not changed
+        since) is not sent on its own."""
+        if key is not None and self._quiet:
+            names = [key] if isinstance(key, str) else list(key)
+            names = [n for n in names if not self._is_quiet(n)]
+            if not names:
+                return
+            key = names
+        super().send_state(key)
+
+    def _is_quiet(self, name: str) -> bool:
+        if name not in self._quiet:
+            return False
+        if self._quiet[name] == getattr(self, name):
+            return True
+        del self._quiet[name]  # changed since: sent as usual from now on
+        return False
+
     def _send_ops(self, content: dict[str, Any]) -> None:
-        if not self.closed:  # the comm's custom send (``BranchView.send`` is the chat verb)
+        if not self.closed:  # the comm's custom message (``BranchView.send`` is the chat verb)
             ipywidgets.Widget.send(self, content)
 
     # ----- page actions ----------------------------------------------------------------------
+    def page_actions(self) -> dict[str, Action]:
+        """The view's page actions, for its ``ActionTable``: its ``_action_<name>`` methods
+        (a view made of panels adds theirs)."""
+        out: dict[str, Action] = {}
+        for name in ACTIONS:
+            handler = getattr(self, "_action_" + name, None)
+            if handler is not None:
+                out[name] = handler
+        return out
+
     def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict) or not isinstance(content.get("action"), str):
             return
-        if content["action"] not in ACTIONS:
-            return
-        handler = getattr(self, f"_action_{content['action']}", None)
+        handler = self.actions.get(content["action"])
         if handler is None:
             return
         try:
@@ -231,7 +274,7 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
         key = str(content.get("key", ""))
         text = self.copy_text(key)
         if text is not None:
-            self.channel.push({"op": "clip", "key": key, "text": text})
+            self.channel.push(clip_op(key, text))
 
     def _action_leave(self, _content: dict[str, Any]) -> None:
         if self._leave_pending and not self.chrome_value("busy"):

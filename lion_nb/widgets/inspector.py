@@ -70,6 +70,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         title: str | None = None,
         follow: bool = True,
         on_fork: Callable[[Branch], Any] | None = None,
+        # 4 a second, not MAX_RATE: it shows recorded messages (rows, its heading), never a
+        # streamed reply; each update re-renders the changed rows of the page
         refresh_interval: float = 0.25,
     ) -> None:
         self.timeline = TimelineModel(branch, page_size=page_size, follow=follow)

@@ -22,8 +22,11 @@ import ipywidgets
 
 from lion_nb.render import timeline as tl
 from lion_nb.render.chrome import fork_note_html
-from lion_nb.widgets.channel import Op, in_order
+from lion_nb.widgets.channel import AnyOp, Op, in_order
+from lion_nb.widgets.chat_view import BranchView
+from lion_nb.widgets.compare_view import CompareView
 from lion_nb.widgets.front import Front
+from lion_nb.widgets.protocol import PutOp, attrs_op, chrome_op, drop_op, put_op
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -88,28 +91,24 @@ class TimelineFront(Front):
         """Send what changed with the next throttled update (messages arriving in a run)."""
         self.channel.stream("timeline", self.ops)
 
-    def ops(self) -> list[Op]:
+    def ops(self) -> list[AnyOp]:
         """The ops that bring the page from what it shows to ``page()``: the parts that
         changed, the pager's state with them."""
         if self.closed:
             return []
         page = self._page()
-        ops: list[Op] = self._pager_ops(page.pager)
+        ops: list[AnyOp] = self._pager_ops(page.pager)
         top = {
             "head": page.head,
             "next": page.next_turn,
             "runs": tl.RUNS_FRAME_HTML,
             "rows": tl.ROWS_FRAME_HTML,
         }
-        ops += [
-            {"op": "put", "key": key, "html": value}
-            for key, value in top.items()
-            if self._top.get(key) != value
-        ]
+        ops += [put_op(key, value) for key, value in top.items() if self._top.get(key) != value]
         self._top = top
         for key, value in (("runs.t", page.runs_title), ("runs.b", page.runs_body)):
             if self._runs.get(key) != value:
-                ops.append({"op": "put", "key": key, "html": value, "parent": "runs"})
+                ops.append(put_op(key, value, parent="runs"))
                 self._runs[key] = value
                 if key == "runs.b":
                     self._run_rows = {}  # they went with the body they were in
@@ -119,21 +118,20 @@ class TimelineFront(Front):
         """The run log's rows that changed: a new run appended, a run that ended re-put."""
         keys = [f"u:{run_id}" for run_id, _ in runs]
         wanted = set(keys)
-        ops: list[Op] = [{"op": "drop", "key": k} for k in self._run_rows if k not in wanted]
+        ops: list[Op] = [drop_op(k) for k in self._run_rows if k not in wanted]
         for key, (_, value) in zip(keys, runs, strict=True):
             if self._run_rows.get(key) != value:
-                ops.append({"op": "put", "key": key, "html": value, "parent": "runs.b"})
+                ops.append(put_op(key, value, parent="runs.b"))
                 self._run_rows[key] = value
         self._run_rows = in_order(self._run_rows, keys)
         return ops
 
-    def _pager_ops(self, pager: dict[str, Any]) -> list[Op]:
+    def _pager_ops(self, pager: dict[str, Any]) -> list[AnyOp]:
         """The pager's new state, in the message of the rows it pages (not one of its own)."""
         if pager == self.pager:
             return []
-        with self._lock_property(pager=pager):  # ipywidgets' echo lock: no update message
-            self.pager = pager
-        return [{"op": "chrome", "values": {"pager": pager}}]
+        self.set_quietly(pager=pager)  # the pages get it as this op
+        return [chrome_op({"pager": pager})]
 
     def _row_ops(self, rows: list[tuple[int, str, str | None]]) -> list[Op]:
         keys = [f"r{index}" for index, _, _ in rows]
@@ -141,28 +139,28 @@ class TimelineFront(Front):
         gone = [k for k in self._rows if k not in wanted]
         for k in gone:
             del self._rows[k]
-        ops: list[Op] = [{"op": "drop", "key": k} for k in gone]
+        ops: list[Op] = [drop_op(k) for k in gone]
         for at, (index, summary, detail) in enumerate(rows):
             key = keys[at]
             row = self._rows.get(key)
             expanded = detail is not None
             if row is None or row.summary != summary:
                 html_ = tl.row_item_html(index, summary, expanded=expanded)
-                op: Op = {"op": "put", "key": key, "html": html_, "parent": "rows"}
+                op: PutOp = put_op(key, html_, parent="rows")
                 later = next((k for k in keys[at + 1 :] if k in self._rows), None)
                 if row is None and later is not None:
                     op["before"] = later
                 ops.append(op)
                 row = self._rows[key] = _Row(summary, expanded)  # its detail went with it
             elif row.expanded != expanded:
-                ops.append({"op": "attrs", "key": key, "cls": tl.row_classes(expanded)})
+                ops.append(attrs_op(key, tl.row_classes(expanded)))
                 row.expanded = expanded
             if detail != row.detail:
                 dkey = f"d{index}"
                 if detail is None:
-                    ops.append({"op": "drop", "key": dkey})
+                    ops.append(drop_op(dkey))
                 else:
-                    ops.append({"op": "put", "key": dkey, "html": detail, "parent": key})
+                    ops.append(put_op(dkey, detail, parent=key))
                 row.detail = detail
         self._rows = in_order(self._rows, keys)
         return ops
@@ -223,8 +221,6 @@ class TimelineFront(Front):
 def fork_panel(origin: Branch, forked: Branch) -> Any:
     """A fork, shown to be continued: its chat view, and a button to compare it with its
     origin side by side."""
-    from lion_nb.widgets.chat_view import BranchView
-
     w = ipywidgets
     compare = w.Button(
         description="Compare with origin",
@@ -244,8 +240,6 @@ def fork_panel(origin: Branch, forked: Branch) -> Any:
     )
 
     def show_compare(_b: Any) -> None:
-        from lion_nb.widgets.compare_view import CompareView
-
         compare.disabled = True
         panel.children = (*panel.children, CompareView(origin, forked))
 

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from lion_nb.render.html import (
     CardParts,
@@ -39,7 +40,8 @@ from lion_nb.render.html import (
 from lion_nb.render.markdown import MarkdownStream
 from lion_nb.signals import StreamDelta
 from lion_nb.viewmodels.stream import GrowingText, StreamText
-from lion_nb.widgets.channel import Channel, Op, fingerprint
+from lion_nb.widgets.channel import MAX_RATE, Channel, Op, fingerprint
+from lion_nb.widgets.protocol import AddOp, TailOp, add_op, put_op, seal_op, slot_op, tail_op
 
 __all__ = ["LiveConfig", "LiveMessage", "live_shell"]
 
@@ -51,7 +53,7 @@ def live_shell(model: str | None, status: Status = "streaming") -> str:
 
 @dataclass(frozen=True, slots=True)
 class LiveConfig:
-    max_rate: float = 15.0  # updates per second after the first
+    max_rate: float = MAX_RATE  # updates per second after the first
     preview_chars: int = 1500  # thinking / tool-argument previews show this many last chars
     tail_html_chars: int = 160  # a tail this short is re-rendered as HTML; longer: new text
     # a Send's prompt card waits this long for the reply's first text, to share its message
@@ -151,7 +153,7 @@ class LiveMessage:
         self._take_text()
         ops: list[Op] = []
         if self._new_blocks:
-            add: Op = {"op": "add", "key": self.key, "html": "".join(self._new_blocks)}
+            add: AddOp = add_op(self.key, "".join(self._new_blocks))
             self._new_blocks = []
             shown, kept = self._kept_tail()
             if kept:  # the page keeps the text it shows of the next block
@@ -188,7 +190,7 @@ class LiveMessage:
                 self.first_update = self._clock()
         return ops
 
-    def _grow_in(self, add: Op) -> None:
+    def _grow_in(self, add: AddOp) -> None:
         """Put the tail's new text in ``add`` (the page appends it after what it kept)."""
         for op in self._tail_ops():
             if "text" in op and op.get("add"):
@@ -209,7 +211,7 @@ class LiveMessage:
         kept = old[-n:]
         return True, (kept if new.startswith(kept) else "")
 
-    def _tail_ops(self) -> list[Op]:
+    def _tail_ops(self) -> list[TailOp]:
         """The growing last block: re-rendered while short; past ``tail_html_chars``, only
         the text that arrived since (the page shows it as text after the rendered start,
         until the block is finished and sent rendered)."""
@@ -220,22 +222,22 @@ class LiveMessage:
             if not self._tail_is_text:  # the page's tail: the rendered start, then text
                 self._text_at = len(self._tail_src)
             self._tail_src, self._tail_is_text = src, True
-            return [{"op": "tail", "key": self.key, "text": new, "add": True}] if new else []
+            return [tail_op(self.key, text=new, add=True)] if new else []
         if self._tail_is_text:  # the block was rewritten (rare): its text, whole
             self._tail_src, self._text_at = src, 0
-            return [{"op": "tail", "key": self.key, "text": src, "add": False}]
+            return [tail_op(self.key, text=src, add=False)]
         html_ = self._md.tail_html() if src else ""
         self._tail_src = src
         if html_ == self._tail_shown:
             return []
         self._tail_shown = html_
-        return [{"op": "tail", "key": self.key, "html": html_}]
+        return [tail_op(self.key, html=html_)]
 
-    def _slot(self, name: str, html_: str) -> list[Op]:
+    def _slot(self, name: Literal["thinking", "tools"], html_: str) -> list[Op]:
         if self._slots.get(name) == html_:
             return []
         self._slots[name] = html_
-        return [{"op": "slot", "key": self.key, "slot": name, "html": html_}]
+        return [slot_op(self.key, name, html_)]
 
     def _thinking_html(self) -> str:
         text = self._thinking.text() if self._thinking is not None else ""
@@ -273,13 +275,12 @@ class LiveMessage:
         self._frozen.extend(rest)
         self.done = True
         self._channel.forget(self.key)
-        op = {
-            "op": "seal",
-            "key": self.key,
-            "head": self._head(),
-            "add": "".join(self._new_blocks + rest),
-            "cls": " ".join(live_card_classes(status)),
-        }
+        op = seal_op(
+            self.key,
+            head=self._head(),
+            add="".join(self._new_blocks + rest),
+            cls=" ".join(live_card_classes(status)),
+        )
         self._new_blocks = []
         self._channel.push(op)
         return [op]
@@ -299,19 +300,18 @@ class LiveMessage:
         self._channel.forget(self.key)
         html_ = card.html()
         if card.body != "".join(self._frozen):
-            return {"op": "put", "key": new_key, "html": html_, "replace": self.key}
-        return {
-            "op": "seal",
-            "key": self.key,
-            "id": new_key,
-            "cls": " ".join(card.classes),
-            "attrs": card.attrs,
-            "head": card.head,
-            "thinking": card.thinking,
-            "add": rest,
-            "after": card.after,
-            "fp": fingerprint(html_),
-        }
+            return put_op(new_key, html_, replace=self.key)
+        return seal_op(
+            self.key,
+            id=new_key,
+            cls=" ".join(card.classes),
+            attrs=card.attrs,
+            head=card.head,
+            thinking=card.thinking,
+            add=rest,
+            after=card.after,
+            fp=fingerprint(html_),
+        )
 
     def cancel(self) -> None:
         self.done = True

@@ -50,8 +50,9 @@ from lion_nb.render.parse_tree import (
 from lion_nb.signals import MessageAdded, ParseAttempt, RunEnd, RunFailed, Signal, StreamDelta
 from lion_nb.viewmodels.parse import Effect, ParseModel
 from lion_nb.viewmodels.parse_tree import TreeRow
-from lion_nb.widgets.channel import Op, in_order
+from lion_nb.widgets.channel import MAX_RATE, Op, in_order
 from lion_nb.widgets.front import Front
+from lion_nb.widgets.protocol import PutOp, drop_op, put_op
 
 if TYPE_CHECKING:
     from lion_nb.incremental.live_parse import LiveParse
@@ -77,7 +78,7 @@ class ParseView(Front):
         errors: Any = None,
         attempts: list[dict[str, Any]] | None = None,
         title: str | None = None,
-        refresh_interval: float = 1 / 15,
+        refresh_interval: float = 1 / MAX_RATE,
     ) -> None:
         target = result_or_model_type
         is_type = isinstance(target, type) and issubclass(target, BaseModel)
@@ -215,7 +216,7 @@ class ParseView(Front):
             self.title = self.model.title
         pieces = self._pieces()
         ops: list[Op] = [
-            {"op": "put", "key": key, "html": value, "before": None}
+            put_op(key, value, before=None)
             for key, value in pieces.items()
             if self._shown.get(key) != value
         ]
@@ -228,13 +229,13 @@ class ParseView(Front):
             ident = ("more",) if row.kind == "more" else row.path
             key = self._row_keys.setdefault(ident, f"t{len(self._row_keys)}")
             new[key] = tree_row_html(row)
-        ops: list[Op] = [{"op": "drop", "key": key} for key in self._rows if key not in new]
+        ops: list[Op] = [drop_op(key) for key in self._rows if key not in new]
         keys = list(new)
         for at, (key, value) in enumerate(new.items()):
             old = self._rows.get(key)
             if old == value:
                 continue
-            op: Op = {"op": "put", "key": key, "html": value}
+            op: PutOp = put_op(key, value)
             if old is None:
                 op["parent"] = "tree"
                 later = next((k for k in keys[at + 1 :] if k in self._rows), None)

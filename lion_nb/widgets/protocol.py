@@ -33,9 +33,11 @@ are held a moment to share a message, and the traffic of a streamed reply stays 
 (``benchmarks/bench_widget_traffic.py`` measures it).
 
 **Actions, page -> kernel.** ``{"action": name, ...}``, with ``"key"`` (a part's key) for
-per-message actions; the widget handles ``name`` with its ``_action_<name>`` method (``Front``:
-resync, copy, leave; the flow view open and stop; the inspector open, fork, page, goto, filter
-and collapse; the chat view the rest). ``ACTIONS`` names them.
+per-message actions; the widget dispatches ``name`` through its one action table
+(``chat_host.ActionTable``, keyed by ``ACTIONS``), which holds its ``_action_<name>`` methods
+(``Front``: resync, copy, leave; the flow view open and stop; the inspector open, fork, page,
+goto, filter and collapse) and, for the chat view, its panels' (the rest). ``ACTIONS`` names
+them.
 
 **What the page is given.** The synced trait ``protocol`` (``Front.protocol``) is ``PAGE``:
 the op names, the action names and the chrome trait names, so the module holds no second list.
@@ -43,7 +45,7 @@ the op names, the action names and the chrome trait names, so the module holds n
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 __all__ = [
     "ACTIONS",
@@ -54,7 +56,18 @@ __all__ = [
     "OPS",
     "PAGE",
     "TOP_CHUNK",
+    "add_op",
+    "attrs_op",
+    "chrome_op",
+    "clip_op",
+    "draft_op",
+    "drop_op",
     "message",
+    "put_op",
+    "seal_op",
+    "slot_op",
+    "tail_op",
+    "tokens_op",
 ]
 
 ENVELOPE_BYTES = 550  # a comm message's envelope (header, parent header, signature)
@@ -220,6 +233,134 @@ OPS: dict[str, type] = {
     "clip": ClipOp,
     "tokens": TokensOp,
 }
+
+
+# ----- op constructors: every op the kernel sends is built here, typed -----------------------------
+class _Omitted:
+    """A field left out of an op (``put_op``'s ``before``: None says "at the end", a field left
+    out says "in the part's old place")."""
+
+    def __repr__(self) -> str:
+        return "<omitted>"
+
+
+_OMITTED: Final = _Omitted()
+
+
+def put_op(
+    key: str,
+    html: str | None = None,
+    *,
+    tpl: str | None = None,
+    before: str | _Omitted | None = _OMITTED,
+    replace: str | None = None,
+    parent: str | None = None,
+) -> PutOp:
+    """A ``put``: ``before=None`` puts the part at the end; no ``before`` leaves it in its old
+    place (or at the end when new)."""
+    op: PutOp = {"op": "put", "key": key}
+    if html is not None:
+        op["html"] = html
+    if tpl is not None:
+        op["tpl"] = tpl
+    if not isinstance(before, _Omitted):
+        op["before"] = before
+    if replace is not None:
+        op["replace"] = replace
+    if parent is not None:
+        op["parent"] = parent
+    return op
+
+
+def drop_op(key: str) -> DropOp:
+    return {"op": "drop", "key": key}
+
+
+def add_op(key: str, html: str) -> AddOp:
+    return {"op": "add", "key": key, "html": html}
+
+
+def tail_op(
+    key: str, *, html: str | None = None, text: str | None = None, add: bool | None = None
+) -> TailOp:
+    op: TailOp = {"op": "tail", "key": key}
+    if html is not None:
+        op["html"] = html
+    if text is not None:
+        op["text"] = text
+    if add is not None:
+        op["add"] = add
+    return op
+
+
+def slot_op(key: str, slot: Literal["head", "thinking", "tools"], html: str) -> SlotOp:
+    return {"op": "slot", "key": key, "slot": slot, "html": html}
+
+
+def seal_op(
+    key: str,
+    *,
+    cls: str,
+    head: str,
+    add: str,
+    id: str | None = None,
+    attrs: dict[str, str] | None = None,
+    thinking: str | None = None,
+    after: str | None = None,
+    fp: int | None = None,
+) -> SealOp:
+    op: SealOp = {"op": "seal", "key": key, "cls": cls, "head": head, "add": add}
+    if id is not None:
+        op["id"] = id
+    if attrs is not None:
+        op["attrs"] = attrs
+    if thinking is not None:
+        op["thinking"] = thinking
+    if after is not None:
+        op["after"] = after
+    if fp is not None:
+        op["fp"] = fp
+    return op
+
+
+def attrs_op(key: str, cls: str, attrs: dict[str, str] | None = None) -> AttrsOp:
+    op: AttrsOp = {"op": "attrs", "key": key, "cls": cls}
+    if attrs is not None:
+        op["attrs"] = attrs
+    return op
+
+
+def chrome_op(values: dict[str, Any]) -> ChromeOp:
+    return {"op": "chrome", "values": values}
+
+
+def draft_op(text: str, *, restore: bool = False) -> DraftOp:
+    op: DraftOp = {"op": "draft", "text": text}
+    if restore:
+        op["restore"] = True
+    return op
+
+
+def clip_op(key: str, text: str) -> ClipOp:
+    return {"op": "clip", "key": key, "text": text}
+
+
+def tokens_op(
+    key: str,
+    at: int,
+    *,
+    t: list[str] | None = None,
+    s: list[int] | None = None,
+    top: list[list[list[str | float]]] | None = None,
+) -> TokensOp:
+    op: TokensOp = {"op": "tokens", "key": key, "at": at}
+    if t is not None:
+        op["t"] = t
+    if s is not None:
+        op["s"] = s
+    if top is not None:
+        op["top"] = top
+    return op
 
 
 # ----- actions: page -> kernel -------------------------------------------------------------------
@@ -443,6 +584,6 @@ PAGE: dict[str, list[str]] = {
 }
 
 
-def message(seq: int, ops: list[dict[str, Any]]) -> dict[str, Any]:
+def message(seq: int, ops: list[Any]) -> dict[str, Any]:
     """One update as it goes on the comm."""
     return {"seq": seq, "ops": ops}

@@ -54,9 +54,10 @@ from lion_nb.signals import (
 )
 from lion_nb.viewmodels.rounds import LiveReply, Round, RoundsModel, RunGroup, shown
 from lion_nb.viewmodels.stream import GrowingText
-from lion_nb.widgets.channel import Channel, Op, in_order
+from lion_nb.widgets.channel import MAX_RATE, Channel, Op, in_order
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveMessage
+from lion_nb.widgets.protocol import PutOp, attrs_op, drop_op, put_op
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -95,7 +96,7 @@ class _Live:
             return []
         self.text, self.message = self._start()
         parent = self.key.split(".")[0]
-        return [{"op": "put", "key": self.key, "html": self.message.shell_html(), "parent": parent}]
+        return [put_op(self.key, self.message.shell_html(), parent=parent)]
 
     def ops(self) -> list[Op]:
         """The ops of an update."""
@@ -107,9 +108,9 @@ class _Live:
         value = call_preview_html(calls) if calls else None
         if value is None or value == self.calls:
             return []
-        op: Op = {"op": "put", "key": self.calls_key, "html": value}
+        op: PutOp = put_op(self.calls_key, value)
         if self.calls is None:  # new: after the card, at the end of the round's box
-            op = {**op, "parent": self.key.split(".")[0]}
+            op["parent"] = self.key.split(".")[0]
         self.calls = value
         return [op]
 
@@ -118,7 +119,7 @@ class _Live:
         if self.calls is None:
             return []
         self.calls = None
-        return [{"op": "drop", "key": self.calls_key}]
+        return [drop_op(self.calls_key)]
 
     def finish(self, status: Status) -> None:
         """The round ended with the reply unrecorded: its card keeps its text, marked."""
@@ -148,7 +149,7 @@ class ReActRoundsView(Front):
         *,
         history: bool = True,
         title: str | None = None,
-        refresh_interval: float = 1 / 15,
+        refresh_interval: float = 1 / MAX_RATE,
     ) -> None:
         super().__init__(kind="rounds")
         self.channel.interval = refresh_interval  # streamed text: one throttle, the channel's
@@ -216,7 +217,7 @@ class ReActRoundsView(Front):
         header = rounds_header_html(self.title, self.model.all_rounds())
         if header != self._header:
             self._header = header
-            ops.append({"op": "put", "key": "header", "html": header, "before": None})
+            ops.append(put_op("header", header, before=None))
         order = [self._key(obj) for obj in self._ordered()]
         shown_keys = set(self._heads) | set(self._boxes)
         for obj in changed:
@@ -233,7 +234,7 @@ class ReActRoundsView(Front):
                 value = run_head_html(obj)
                 if self._heads.get(key) != value:
                     self._heads[key] = value
-                    ops.append({"op": "put", "key": key, "html": value, "before": before})
+                    ops.append(put_op(key, value, before=before))
             else:
                 ops.extend(self._round_ops(obj, key, before))
             shown_keys.add(key)
@@ -260,10 +261,10 @@ class ReActRoundsView(Front):
         if box is None:
             box = self._boxes[key] = _Box(key, cls, attrs)
             html_ = round_frame_html(rnd, parts=True)
-            ops.append({"op": "put", "key": key, "html": html_, "before": before})
+            ops.append(put_op(key, html_, before=before))
         elif (cls, attrs) != (box.cls, box.attrs):
             box.cls, box.attrs = cls, attrs
-            ops.append({"op": "attrs", "key": key, "cls": cls, "attrs": attrs})
+            ops.append(attrs_op(key, cls, attrs))
         analyses = {self._name(s.analysis.id): s.analysis for s in rnd.steps if s.analysis}
         lives = {self._name(mid): reply for mid, reply in rnd.live.items()}
         pieces = self._pieces(rnd)
@@ -277,7 +278,7 @@ class ReActRoundsView(Front):
             if value is None:  # a reply streaming
                 if pkey not in self._lives:
                     live = self._lives[pkey] = _Live(pkey, lives[name], self.channel)
-                    op = {"op": "put", "key": pkey, "html": live.message.shell_html()}
+                    op = put_op(pkey, live.message.shell_html())
                     ops.append(self._placed(op, box, names[at + 1 :]))
                     box.pieces[name] = None  # the page's card is the live message's
                     continue
@@ -294,17 +295,18 @@ class ReActRoundsView(Front):
                 continue
             if box.pieces.get(name) == value:
                 continue
-            op = {"op": "put", "key": pkey, "html": value}
+            op = put_op(pkey, value)
             ops.append(self._placed(op, box, names[at + 1 :]) if name not in box.pieces else op)
             box.pieces[name] = value
         box.pieces = in_order(box.pieces, names)
         return ops
 
     @staticmethod
-    def _placed(op: Op, box: _Box, later: list[str]) -> Op:
+    def _placed(op: PutOp, box: _Box, later: list[str]) -> PutOp:
         """``op`` puts a new piece in ``box``, before the first of ``later`` it shows."""
         shown = [n for n in later if n in box.pieces]
-        placed = {**op, "parent": box.key}
+        placed = op.copy()
+        placed["parent"] = box.key
         if shown:  # else at the end
             placed["before"] = f"{box.key}.{shown[0]}"
         return placed
@@ -315,7 +317,7 @@ class ReActRoundsView(Front):
         if live is not None:
             live.message.cancel()
         del box.pieces[name]
-        return [{"op": "drop", "key": pkey}, *(live.drop_calls() if live else [])]
+        return [drop_op(pkey), *(live.drop_calls() if live else [])]
 
     def state_parts(self) -> list[list[str]]:
         parts = [["header", self._header]]

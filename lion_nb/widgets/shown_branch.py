@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.chrome import shown_branch_html
+from lion_nb.samples import sampling_label
 
 if TYPE_CHECKING:
     from lion_nb.session.branch import Branch
@@ -80,8 +81,6 @@ def sampling(branch: Branch) -> str:
     "temperature 0.8")."""
     sample = branch.metadata.get("sample")
     if isinstance(sample, dict) and "n" in sample:
-        from lion_nb.samples import sampling_label
-
         label = sampling_label(sample.get("temperature"), sample.get("top_p"))
         return f"sample {sample['n']}/{sample.get('of', '?')} · {label}"
     regenerated = branch.metadata.get("regenerated")

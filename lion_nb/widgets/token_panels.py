@@ -19,25 +19,26 @@ What the page is sent, and when:
 Choosing an alternative forks the conversation there (``fork_token`` ->
 ``Conversation.afork_at_token``): the view shows the fork like a regenerated reply, so the
 ``‹ n/of ›`` switcher and Compare work on token forks, and the fork's reply opens its token
-view as it streams. Mixed into ``BranchView`` (``TokenControls``); the panels know the view
-only as a ``TokenHost`` (below), so ``chat_view`` builds on this module, never the other way
-round.
+view as it streams. ``TokenControls`` is a panel ``BranchView`` holds (it knows the view as a
+``widgets.chat_host.ChatHost``); ``TokenPanels`` knows it only as a ``TokenHost`` (below), so
+``chat_view`` builds on this module, never the other way round.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lion_nb.render.tokens_html import samples_html, tokens_html
 from lion_nb.signals import StreamDelta
-from lion_nb.widgets.protocol import TOP_CHUNK
+from lion_nb.widgets.chat_host import Action, ChatHost, in_background, index_of
+from lion_nb.widgets.protocol import TOP_CHUNK, TokensOp, tokens_op
 
 if TYPE_CHECKING:
     from lion_nb.samples import Samples
     from lion_nb.session.branch import Branch
-    from lion_nb.session.conversation import Conversation
     from lion_nb.widgets.channel import Channel
     from lion_nb.widgets.transcript import Transcript
 
@@ -186,7 +187,7 @@ class TokenPanels:
     def _stream(self, mid: uuid.UUID) -> None:
         self._view.channel.stream(f"tokens:{mid}", lambda: self._delta(mid))
 
-    def _delta(self, mid: uuid.UUID) -> list[dict[str, Any]]:
+    def _delta(self, mid: uuid.UUID) -> list[TokensOp]:
         tokens = self.tokens_of(mid)
         if tokens is None or mid not in self.open:
             return []
@@ -197,15 +198,9 @@ class TokenPanels:
         if not new and at:
             return []
         self._sent[mid] = len(tokens)
-        return [
-            {
-                "op": "tokens",
-                "key": self.key_of(mid),
-                "at": at,
-                "t": [_text(tok) for tok in new],
-                "s": [surprise(getattr(tok, "logprob", None)) for tok in new],
-            }
-        ]
+        texts = [_text(tok) for tok in new]
+        surprises = [surprise(getattr(tok, "logprob", None)) for tok in new]
+        return [tokens_op(self.key_of(mid), at, t=texts, s=surprises)]
 
     # ----- the page's asks --------------------------------------------------------------------
     def set_open(self, key: str, open_: bool) -> None:
@@ -229,15 +224,11 @@ class TokenPanels:
             return
         start = at - at % TOP_CHUNK
         chunk = tokens[start : start + TOP_CHUNK]
-        self._view.channel.push(
-            {"op": "tokens", "key": key, "at": start, "top": [_top(tok) for tok in chunk]}
-        )
+        self._view.channel.push(tokens_op(key, start, top=[_top(tok) for tok in chunk]))
 
     def static_html(self) -> str:
         """The open token views as the saved notebook shows them: each reply's tinted tokens
         (``render.tokens_html``), after the transcript."""
-        from lion_nb.render.tokens_html import tokens_html
-
         out = []
         replies = [m for m in self._view.branch.messages if m.role == "assistant"]
         for n, message in enumerate(replies, 1):
@@ -248,27 +239,28 @@ class TokenPanels:
 
 
 class TokenControls:
-    """What ``BranchView`` adds for the token view: ``show_tokens``, ``afork_at_token``, and the
-    page actions ``tokens``, ``token_top``, ``fork_token``, ``sample``."""
+    """The token views of a chat view: a panel ``BranchView`` holds (it knows the view only as
+    a ``ChatHost``): ``show_tokens``, ``afork_at_token``, the sample set shown under the view,
+    and the page actions ``tokens``, ``token_top``, ``fork_token``, ``sample``."""
 
-    token_panels: TokenPanels
-    branch: Branch
+    def __init__(self, host: ChatHost, *, follow: bool = False) -> None:
+        self._host = host
+        self.panels = TokenPanels(host, follow=follow)
+        self._samples_shown = False
 
-    if TYPE_CHECKING:  # what BranchView and ConversationControls provide; for the type checker
-        conversation: Conversation
-
-        @property
-        def running(self) -> bool: ...
-        def set_chrome(self, **values: Any) -> None: ...
-        def _index_of(self, content: dict[str, Any]) -> int | None: ...
-        def _background(self, make: Callable[[], Awaitable[Any]]) -> None: ...
-        async def _controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any: ...
-        async def asample(self, n: int = 5, *, index: int | None = None) -> Samples: ...
+    def actions(self) -> dict[str, Action]:
+        """This panel's page actions (the view's ``ActionTable``)."""
+        return {
+            "tokens": self._action_tokens,
+            "token_top": self._action_token_top,
+            "fork_token": self._action_fork_token,
+            "sample": self._action_sample,
+        }
 
     def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
         """Open (or close) the token view of the reply at ``index`` of the shown branch (the
         last reply when None) in the pages showing this view."""
-        messages = list(self.branch.messages)
+        messages = list(self._host.branch.messages)
         if index is None:
             index = next(
                 (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"),
@@ -279,68 +271,66 @@ class TokenControls:
         message = messages[index]
         if getattr(message, "tokens", None) is None:
             raise ValueError(f"message {index} has no tokens (ask the model with logprobs=K)")
-        self.token_panels.set_open(str(message.id), open)
+        self.panels.set_open(str(message.id), open)
 
     async def afork_at_token(self, index: int, token: int, text: str) -> Branch:
         """A fork whose reply at ``index`` keeps its first ``token`` tokens, then ``text``, and
         lets the model continue (``Conversation.afork_at_token``); the view shows it, its reply
         streaming with its token view open. Returns the fork."""
-        conversation = self.conversation
-        self.token_panels.open_next = True
+        conversation = self._host.conversation
+        self.panels.open_next = True
         try:
-            return await self._controlled(lambda: conversation.afork_at_token(index, token, text))
+            fork: Branch = await self._host.controlled(
+                lambda: conversation.afork_at_token(index, token, text)
+            )
+            return fork
         finally:
-            self.token_panels.open_next = False
+            self.panels.open_next = False
 
-    def sync_alternatives(self) -> None:
-        """The marks the page draws (``ConversationControls``), and which replies have tokens."""
-        super().sync_alternatives()  # type: ignore[misc]
-        if not self.running:
-            self.token_panels.prune()
-        self.set_chrome(
-            token_marks=self.token_panels.marks(), token_open=self.token_panels.open_keys()
-        )
+    def sync_marks(self) -> None:
+        """Which replies have tokens, and which token views are open."""
+        if not self._host.running:
+            self.panels.prune()
+        self._host.set_chrome(token_marks=self.panels.marks(), token_open=self.panels.open_keys())
 
     def _action_tokens(self, content: dict[str, Any]) -> None:
-        self.token_panels.set_open(str(content.get("key", "")), bool(content.get("open", True)))
+        self.panels.set_open(str(content.get("key", "")), bool(content.get("open", True)))
 
     def _action_token_top(self, content: dict[str, Any]) -> None:
         at = content.get("at")
         if isinstance(at, int):
-            self.token_panels.top(str(content.get("key", "")), at)
+            self.panels.top(str(content.get("key", "")), at)
 
     def _action_fork_token(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)
+        index = index_of(self._host.branch, content)
         token, text = content.get("index"), content.get("text")
         if index is None or not isinstance(token, int) or not isinstance(text, str):
             return
-        self._background(lambda: self.afork_at_token(index, token, text))
+        in_background(self._host.show_error, lambda: self.afork_at_token(index, token, text))
 
     def _action_sample(self, content: dict[str, Any]) -> None:
-        index = self._index_of(content)
+        index = index_of(self._host.branch, content)
         n = content.get("n", 5)
         if index is None or not isinstance(n, int) or not 1 <= n <= 20:
             return
+        conversation = self._host.conversation
 
         async def sample() -> None:
-            samples = await self.asample(n=n, index=index)
+            samples = await self._host.controlled(lambda: conversation.asample(n, index=index))
             self.show_samples(samples)
 
-        self._background(sample)
+        in_background(self._host.show_error, sample)
 
-    def show_samples(self, samples: Any) -> None:
+    def show_samples(self, samples: Samples) -> None:
         """Show a sample set (``view.asample``'s ``Samples``) under the view, where the
         comparison goes: each reply, the prefix they all share marked, tokens tinted
         (``render.tokens_html.samples_html``); Close (or a Compare) replaces it."""
-        from lion_nb.render.tokens_html import samples_html
-
-        self.close_compare()
+        self._host.close_compare()
         self._samples_shown = True
-        self.set_chrome(compare_html=samples_html(samples))
+        self._host.set_chrome(compare_html=samples_html(samples))
 
-    def close_compare(self) -> None:
-        """Close the comparison (``ConversationControls``) or the sample set under the view."""
-        super().close_compare()  # type: ignore[misc]
-        if getattr(self, "_samples_shown", False):
+    def close_samples(self) -> None:
+        """Close the sample set under the view, if one is shown."""
+        if self._samples_shown:
             self._samples_shown = False
-            self.set_chrome(compare_html="")
+            self._host.set_chrome(compare_html="")

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.render.html import assistant_parts, message_html, pending_prompt_html
 from lion_nb.render.marks import context_cut_html
+from lion_nb.render.text import message_copy_text
 from lion_nb.signals import CallEnd, CallStart, StreamDelta
 from lion_nb.turns import continuations, last_cut
 from lion_nb.viewmodels.transcript import Key, TranscriptModel, is_live
 from lion_nb.widgets.channel import Channel
 from lion_nb.widgets.live import LiveConfig, LiveMessage
+from lion_nb.widgets.protocol import drop_op, put_op
 
 if TYPE_CHECKING:
     from lion_nb.messages import RoledMessage
@@ -131,8 +133,6 @@ class Transcript:
                 live = self.live.get(k[1])
                 return live.text() if live is not None else ""
             if isinstance(k, uuid.UUID) and k in self.branch.messages:
-                from lion_nb.render.text import message_copy_text
-
                 return message_copy_text(self.branch.messages[k])
             return None
         return None
@@ -158,7 +158,7 @@ class Transcript:
         self._prompts[key] = text
         self._html[key] = pending_prompt_html(text)
         self._channel.push(
-            {"op": "put", "key": self.key_of(key), "html": self._html[key], "before": None},
+            put_op(self.key_of(key), self._html[key], before=None),
             hold=self.config.prompt_hold_s if hold else 0.0,
         )
 
@@ -211,7 +211,7 @@ class Transcript:
         self._unrecorded.add(key)
         self._html[key] = pending_prompt_html(self._prompts.get(key, ""), recorded=False)
         name = self.key_of(key)
-        self._channel.push({"op": "put", "key": name, "html": self._html[key], "replace": name})
+        self._channel.push(put_op(name, self._html[key], replace=name))
 
     def drop_unrecorded(self) -> None:
         """A new turn begins: the parts of a turn that ended with nothing recorded go."""
@@ -221,7 +221,7 @@ class Transcript:
             elif self.model.shows(key):
                 self.model.drop(key)
                 self._html.pop(key, None)
-                self._channel.push({"op": "drop", "key": self.key_of(key)})
+                self._channel.push(drop_op(self.key_of(key)))
         self._unrecorded.clear()
 
     def _drop_live(self, mid: uuid.UUID) -> None:
@@ -232,7 +232,7 @@ class Transcript:
         if self.model.shows(("live", mid)):
             self.model.drop(("live", mid))
             self._html.pop(("live", mid), None)
-            self._channel.push({"op": "drop", "key": live.key})
+            self._channel.push(drop_op(live.key))
 
     def on_delta(self, signal: StreamDelta) -> None:
         live = self.live.get(signal.message_id)
@@ -251,9 +251,7 @@ class Transcript:
             self.live[mid] = live
             self.model.place(key)
             # queued, not sent: the feed below sends it with the reply's first text
-            self._channel.queue(
-                {"op": "put", "key": live.key, "html": live.shell_html(), "before": None}
-            )
+            self._channel.queue(put_op(live.key, live.shell_html(), before=None))
         live.feed(signal)
 
     def on_message(self, message: Any) -> None:
@@ -271,7 +269,7 @@ class Transcript:
                 op = live.seal_op(assistant_parts(message, continued), str(mid))
             else:  # not a reply (never expected): the whole card in the live card's place
                 live.cancel()
-                op = {"op": "put", "key": str(mid), "html": card, "replace": live.key}
+                op = put_op(str(mid), card, replace=live.key)
             self._channel.push(op)
             self.model.replace(("live", mid), mid)
             self._html[mid] = card
@@ -283,15 +281,11 @@ class Transcript:
             self.model.replace(pending, mid)
             self._html.pop(pending, None)
             self._html[mid] = card
-            self._channel.push(
-                {"op": "put", "key": str(mid), "html": card, "replace": self.key_of(pending)}
-            )
+            self._channel.push(put_op(str(mid), card, replace=self.key_of(pending)))
             return
         self.model.insert_message(mid)
         self._html[mid] = card
-        self._channel.push(
-            {"op": "put", "key": str(mid), "html": card, "before": self._before(mid)}
-        )
+        self._channel.push(put_op(str(mid), card, before=self._before(mid)))
 
     def refresh_card(self, message_id: str) -> None:
         """Draw a recorded message's card again (its marks changed)."""
@@ -300,9 +294,7 @@ class Transcript:
                 card = self._card(self.branch.messages[mid])
                 if self._html.get(mid) != card:
                     self._html[mid] = card
-                    self._channel.push(
-                        {"op": "put", "key": str(mid), "html": card, "replace": str(mid)}
-                    )
+                    self._channel.push(put_op(str(mid), card, replace=str(mid)))
                 return
 
     def finish_live(self) -> None:

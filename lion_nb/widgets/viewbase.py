@@ -30,6 +30,8 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+import IPython.display
+
 from lion_nb.render.html import css_style_tag
 
 __all__ = ["StaticFallback"]
@@ -128,8 +130,6 @@ class StaticFallback:
         return bundle
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
         shell = _shell()
         if shell is not None and getattr(shell, "events", None) is not None:
             _CELLS.hook(shell)
@@ -138,7 +138,9 @@ class StaticFallback:
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             self._saved = (bundle["text/html"], bundle["text/plain"])
-        display(bundle, raw=True, display_id=self._display_id, metadata=self._mime_metadata)
+        IPython.display.display(
+            bundle, raw=True, display_id=self._display_id, metadata=self._mime_metadata
+        )
 
     def refresh_static(self) -> bool:
         """Ask for the saved output of every display of this view to be replaced with its
@@ -182,8 +184,8 @@ class StaticFallback:
         saved = (bundle["text/html"], bundle["text/plain"])
         if saved == self._saved:
             return False
-        from IPython.display import update_display
-
-        update_display(bundle, raw=True, display_id=self._display_id, metadata=self._mime_metadata)
+        IPython.display.update_display(
+            bundle, raw=True, display_id=self._display_id, metadata=self._mime_metadata
+        )
         self._saved = saved
         return True

@@ -166,6 +166,7 @@ def test_kernel_interrupt_during_await_view_asend(kernel, work):
     run(
         kernel,
         "vb = Branch(chat_model=agent()); vlife = watched(vb)\n"
+        "from tests.support.chat_view_doubles import install; install()\n"
         "vview = BranchView(vb, verb='run'); display(vview)",
     )
     msg_id = kernel.kc.execute("await vview.asend('say hello')")

@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
 
 SCRIPTED = """
 from lion_nb import Branch, BranchView, iModel
+from tests.support.chat_view_doubles import install; install()
 from lion_nb.render.html import message_html
 words = [f"word{{i}} " for i in range({n})]
 branch = Branch(chat_model=iModel(provider="scripted",
@@ -146,6 +147,7 @@ def test_stop_click_during_a_fake_cli_run_ends_the_process_group(each_kernel, tm
     kernel.run(f"""
 from tests.support.fake_cli import make_fake_cli, recording
 from pathlib import Path
+from tests.support.chat_view_doubles import install; install()
 fake = make_fake_cli(Path({str(tmp_path)!r}))
 env = fake.env(recording("claude/text_partial"), delay=1.0)
 env["FAKE_CLI_RECORD"] = {str(record)!r}
