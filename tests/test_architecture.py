@@ -254,6 +254,23 @@ def violations(layers: Layers, exceptions: list[Exception_]) -> list[str]:
     return bad
 
 
+NEVER = [(_paths(row[0]), _paths(row[1])) for row in _table(TEXT, "never")]
+
+
+def test_nothing_imports_what_its_row_never_may() -> None:
+    """Rules stricter than the order: ``render/`` and ``viewmodels/`` import no operation,
+    provider or port (any kind of import, display hooks of other modules aside)."""
+    assert NEVER, "ARCHITECTURE.md's <!-- never --> table is empty"
+    bad = [
+        str(edge)
+        for path in modules()
+        for edge in edges_of(path)
+        for sources, targets in NEVER
+        if _matches(sources, edge.source) and _matches(targets, edge.target)
+    ]
+    assert bad == []
+
+
 def test_the_tables_are_read() -> None:
     assert LAYERS.names[0] == "values" and LAYERS.names[-1] == "top"
     assert LAYERS.layer_of("models/base.py") == "model values"
