@@ -73,14 +73,14 @@ from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
-from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.sampling_panel import SamplingPanel
+from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
-    from lion_nb.session.conversation import Conversation
     from lion_nb.samples import Samples
+    from lion_nb.session.conversation import Conversation
     from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["VERBS", "BranchView", "view"]

@@ -92,7 +92,9 @@ def _turn_own(branch: Branch, mid: uuid.UUID) -> dict[str, Any]:
     reply (the one after the messages it kept)."""
     meta = branch.metadata
     sampled = meta.get("sample") if isinstance(meta.get("sample"), dict) else None
-    sampled = sampled or (meta.get("regenerated") if isinstance(meta.get("regenerated"), dict) else None)
+    sampled = sampled or (
+        meta.get("regenerated") if isinstance(meta.get("regenerated"), dict) else None
+    )
     forked = meta.get("forked_from")
     if not sampled or not isinstance(forked, dict) or not isinstance(forked.get("index"), int):
         return {}
@@ -103,7 +105,7 @@ def _turn_own(branch: Branch, mid: uuid.UUID) -> dict[str, Any]:
     )
     if first is None or first.id != mid:
         return {}
-    return {name: sampled[name] for name in SETTINGS if sampled.get(name) is not None}
+    return dict((n, sampled[n]) for n in SETTINGS if sampled.get(n) is not None)
 
 
 def reply_settings(
@@ -116,7 +118,7 @@ def reply_settings(
     own = {**_model_own(model), **verb_kwargs, **_turn_own(branch, mid)}
     given = [name for name in SETTINGS if _valid(name, own.get(name))]
     settings: dict[str, Any] = dict(LLAMA_CPP_DEFAULTS)
-    settings.update({name: own[name] for name in given})
+    settings.update((n, own[n]) for n in given)
     return settings, given
 
 
