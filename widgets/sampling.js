@@ -303,6 +303,7 @@ function startAt(s, op) {
   for (const [name] of SLIDERS) {
     const value = op && op[name] != null ? op[name] : SAMPLING_DEFAULTS[name];
     s.values[name] = value;
+    if (value > Number(s.inputs[name].max)) s.inputs[name].max = String(value); // a top-k above 40
     s.inputs[name].value = String(value);
   }
   const note = s.el.querySelector(".lion-sampling-note");
@@ -355,11 +356,16 @@ function stripChart(panel) {
   // the strip with its axes: a key above, the scale at the left, the tokens below
   const chart = node("div", "lion-tokens-chart");
   const key = node("div", "lion-tokens-chart-key");
-  key.append(
-    node("span", "lion-tokens-key-surprise", "▮ surprise −ln p of the token chosen"),
-    node("span", "lion-tokens-key-entropy", "— entropy over its stored alternatives"),
-    node("span", "lion-tokens-key-unit", "(nats)"),
-  );
+  const swatch = (cls) => {
+    const el = node("span", `lion-tokens-swatch ${cls}`);
+    el.setAttribute("aria-hidden", "true");
+    return el;
+  };
+  const surprise = node("span", "lion-tokens-key-surprise");
+  surprise.append(swatch("lion-tokens-swatch-surprise"), "surprise −ln p of the token chosen (bars)");
+  const entropy = node("span", "lion-tokens-key-entropy");
+  entropy.append(swatch("lion-tokens-swatch-entropy"), "entropy over its stored alternatives (line)");
+  key.append(surprise, entropy, node("span", "lion-tokens-key-unit", "in nats"));
   const body = node("div", "lion-tokens-chart-body");
   const y = node("div", "lion-tokens-y");
   panel.yTop = node("span", "lion-tokens-y-top", "3");
