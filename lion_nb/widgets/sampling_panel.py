@@ -51,14 +51,19 @@ def stored_entropy(token: Any) -> int:
     """The entropy of a token's stored alternatives (its ``.top``, renormalised: what lies
     beyond them was not stored), in hundredths of a nat as the page is sent it; -1 when none
     were stored."""
+    # -inf (p = 0) and NaN are left out; H = ln Z - sum(p * (lp - m)), p = e^(lp - m) / Z:
+    # one exp per alternative and one log, in one loop (a 4,000-token reply opens with all)
     logprobs = [float(alt[1]) for alt in getattr(token, "top", None) or ()]
-    finite = [lp for lp in logprobs if not math.isnan(lp) and lp > -math.inf]
-    if not finite:
+    m = max((lp for lp in logprobs if lp == lp), default=-math.inf)  # lp == lp: not NaN
+    if m == -math.inf:
         return -1
-    top = max(finite)
-    weights = [math.exp(lp - top) for lp in finite]
-    total = math.fsum(weights)
-    h = -math.fsum(w / total * math.log(w / total) for w in weights if w > 0)
+    total = spread = 0.0
+    for lp in logprobs:
+        if lp > -math.inf:
+            w = math.exp(lp - m)
+            total += w
+            spread += w * (lp - m)
+    h = math.log(total) - spread / total
     return max(0, round(h * 100))
 
 
