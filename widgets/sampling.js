@@ -312,7 +312,9 @@ function startAt(s, op) {
     : own.length === SLIDERS.length ? "the model's own settings"
       : own.length ? `the model's own ${own.join(", ")}; llama.cpp's defaults for the rest`
         : "llama.cpp's defaults (the model does not say its own)";
-  note.textContent = `Over the ${s.top.length} stored alternatives only: the model's other tokens were not stored. ` +
+  const missing = s.top.some(([text]) => text === s.chosen) ? ""
+    : ` “${shownToken(s.chosen)}”, the token the model chose, is not among them: it was sampled from beyond them.`;
+  note.textContent = `Over the ${s.top.length} stored alternatives only: the model's other tokens were not stored.${missing} ` +
     `Starting at ${start}.`;
   redrawSampling(s);
 }
