@@ -136,6 +136,7 @@ const OPS = {
     copyText(op.text).then((ok) => flash(asked, ok));
   },
   tokens: (view, op) => tokenOp(view, op), // tokens.js
+  sampler: (view, op) => samplerOp(view, op), // sampling.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------

@@ -65,7 +65,7 @@ function tokenOp(view, op) {
       }
       return;
     }
-    appendTokens(panel, op.t, op.s || []);
+    appendTokens(panel, op.t, op.s || [], op.e || []);
   }
   if (op.top && panel) {
     op.top.forEach((alts, k) => {
@@ -85,14 +85,14 @@ function tokenStore(view) {
 function reattach(view, part, key) {
   // a copy: two views of one widget on the page each keep their own
   const data = tokenStore(view).get(key);
-  return data ? openTokenPanel(view, part, key, { t: [...data.t], s: [...data.s], top: [...data.top] }) : null;
+  return data ? openTokenPanel(view, part, key, { t: [...data.t], s: [...data.s], e: [...data.e], top: [...data.top] }) : null;
 }
 
 // ----- the panel -----------------------------------------------------------------------------
 function openTokenPanel(view, part, key, kept) {
-  const data = kept || { t: [], s: [], top: [] };
+  const data = kept || { t: [], s: [], e: [], top: [] };
   const panel = {
-    key, part, n: data.t.length, drawn: 0, t: data.t, s: data.s, top: data.top, asked: new Set(), active: -1, asking: false,
+    key, part, n: data.t.length, drawn: 0, t: data.t, s: data.s, e: data.e, top: data.top, asked: new Set(), active: -1, asking: false,
     el: node("div", "lion-tokens"),
     text: node("div", "lion-tokens-text"),
     strip: node("canvas", "lion-tokens-strip"),
@@ -104,17 +104,17 @@ function openTokenPanel(view, part, key, kept) {
   panel.text.setAttribute("role", "group");
   panel.strip.height = 32;
   panel.strip.setAttribute("aria-hidden", "true");
-  panel.strip.title = "Surprise (−log p) per token: click to go to a token";
+  panel.strip.title = "Surprise (−ln p) of each token, and the entropy of its stored alternatives: click to go to a token";
   panel.pop.hidden = true;
   panel.pop.id = `lion-tok-pop-${Math.random().toString(36).slice(2)}`;
-  panel.el.append(tokenHead(view, panel), panel.strip, panel.text, panel.pop);
+  panel.el.append(tokenHead(view, panel), stripChart(panel), panel.text, panel.pop); // sampling.js: the strip's axes
   tokenEvents(view, panel);
   const card = part.el.firstElementChild || part.el;
   card.appendChild(panel.el);
   part.tokens = panel;
   part.reopening = false;
   tokenStore(view).set(key, data);
-  if (panel.n) appendTokens(panel, [], []);
+  if (panel.n) appendTokens(panel, [], [], []);
   return panel;
 }
 
@@ -141,12 +141,13 @@ function closeTokenPanel(view, panel) {
   tokenMarks(view);
 }
 
-function appendTokens(panel, texts, surprises) {
+function appendTokens(panel, texts, surprises, entropies) {
   // kept at once, drawn a frame's worth at a time: the first screenful now, the rest (a long
   // reply opened at once) over the next frames, so the view opens without waiting for it all
   for (let k = 0; k < texts.length; k++) {
     panel.t.push(texts[k]);
     panel.s.push(surprises[k] ?? 0);
+    panel.e.push(entropies[k] ?? -1);
   }
   panel.n = panel.t.length;
   panel.asking = false;
@@ -190,7 +191,7 @@ function drawSoon(panel) {
 
 function drawStrip(panel) {
   const { strip, s, n } = panel;
-  const width = Math.max(50, panel.text.clientWidth || panel.el.clientWidth || 600);
+  const width = Math.max(50, strip.clientWidth || panel.text.clientWidth || 600);
   if (strip.width !== width) strip.width = width;
   const ctx = strip.getContext("2d");
   if (!ctx) return;
@@ -204,6 +205,7 @@ function drawStrip(panel) {
     const h = Math.max(1, Math.round((Math.min(s[i], top) / top) * (height - 1)));
     ctx.fillRect(i * step, height - h, Math.max(1, step), h);
   }
+  drawStripScale(panel, ctx, top, step, height); // sampling.js: the entropy line, the scale
 }
 
 // ----- hover, focus, keys --------------------------------------------------------------------
@@ -317,7 +319,7 @@ function fillPopup(view, panel, i, alts) {
     const list = node("div", "lion-tok-alts");
     list.setAttribute("role", "list");
     for (const [text, p] of alts) list.append(alternativeRow(view, panel, i, text, p, text === chosen));
-    pop.append(list);
+    pop.append(list, samplingOpener(view, panel, i)); // sampling.js
   }
   pop.hidden = false;
 }

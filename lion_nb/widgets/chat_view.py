@@ -32,7 +32,7 @@ other views (``viewbase.StaticFallback``) the view saves the transcript as ``tex
 view, never while they type in it.
 
 The view is composed of panels it holds (``status_panel``, ``send_controls``,
-``conversation_controls``, ``token_controls``): each knows it as a ``widgets.chat_host.ChatHost``
+``conversation_controls``, ``token_controls``, ``sampling_panel``): each knows it as a ``widgets.chat_host.ChatHost``
 and registers its page actions in the view's one ``ActionTable`` (``view.actions``). The view
 follows the branch's signals, owns the chrome, and offers the panels' verbs as its own.
 """
@@ -73,6 +73,7 @@ from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.sampling_panel import SamplingPanel
 from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
@@ -183,7 +184,13 @@ class BranchView(Front):
         )
         self.token_controls = TokenControls(self, follow=tokens)
         self.token_panels: TokenPanels = self.token_controls.panels
-        for panel in (self.send_controls, self.conversation_controls, self.token_controls):
+        self.sampling_panel = SamplingPanel(self, self.token_panels.resolve)
+        for panel in (
+            self.send_controls,
+            self.conversation_controls,
+            self.token_controls,
+            self.sampling_panel,
+        ):
             self.actions.update_from(panel.actions())
         self.prompt = self.send_controls.prompt
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)

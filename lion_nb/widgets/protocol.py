@@ -64,6 +64,7 @@ __all__ = [
     "drop_op",
     "message",
     "put_op",
+    "sampler_op",
     "seal_op",
     "slot_op",
     "tail_op",
@@ -196,14 +197,32 @@ class TokensOp(TypedDict):
     ``s`` (-log p in hundredths of a nat, an int) as they arrive (a delta: the page has the
     tokens before ``at``; ``at`` 0 starts the view afresh), and/or the alternatives ``top`` of
     those tokens (per token ``[[text, p], ...]``, p to 4 decimals, most likely first), sent
-    when the page asks for them (``token_top``), not while the reply streams."""
+    when the page asks for them (``token_top``), not while the reply streams. ``e``: beside
+    ``s``, the entropy of each token's stored alternatives (hundredths of a nat, -1 where none
+    were stored), the surprise strip's second line."""
 
     op: Literal["tokens"]
     key: str
     at: int
     t: NotRequired[list[str]]
     s: NotRequired[list[int]]
+    e: NotRequired[list[int]]
     top: NotRequired[list[list[list[str | float]]]]
+
+
+class SamplerOp(TypedDict):
+    """The sampling settings reply ``key`` was asked with, where its sampling panel starts
+    (``widgets.sampling_panel``; drawn by ``widgets/sampling.js``): llama.cpp's defaults for
+    what neither the turn nor the model says; ``given`` names the settings that are the
+    model's (or the turn's) own. ``top_k`` 0: no cut."""
+
+    op: Literal["sampler"]
+    key: str
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    given: list[str]
 
 
 Op = (
@@ -218,6 +237,7 @@ Op = (
     | DraftOp
     | ClipOp
     | TokensOp
+    | SamplerOp
 )
 
 OPS: dict[str, type] = {
@@ -232,6 +252,7 @@ OPS: dict[str, type] = {
     "draft": DraftOp,
     "clip": ClipOp,
     "tokens": TokensOp,
+    "sampler": SamplerOp,
 }
 
 
@@ -352,15 +373,32 @@ def tokens_op(
     t: list[str] | None = None,
     s: list[int] | None = None,
     top: list[list[list[str | float]]] | None = None,
+    e: list[int] | None = None,
 ) -> TokensOp:
     op: TokensOp = {"op": "tokens", "key": key, "at": at}
     if t is not None:
         op["t"] = t
     if s is not None:
         op["s"] = s
+    if e is not None:
+        op["e"] = e
     if top is not None:
         op["top"] = top
     return op
+
+
+def sampler_op(
+    key: str, *, temperature: float, top_k: int, top_p: float, min_p: float, given: list[str]
+) -> SamplerOp:
+    return {
+        "op": "sampler",
+        "key": key,
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "min_p": min_p,
+        "given": given,
+    }
 
 
 # ----- actions: page -> kernel -------------------------------------------------------------------
@@ -485,6 +523,14 @@ class SampleAction(TypedDict):
     n: int
 
 
+class SamplerAction(TypedDict):
+    """Send the sampling settings reply ``key`` was asked with (a ``sampler`` op): the page
+    asks once, when a token's pop-up first offers its sampling panel."""
+
+    action: Literal["sampler"]
+    key: str
+
+
 class OpenAction(TypedDict):
     """Show (or, shown, close) the detail of part ``key`` (a flow node's transcript; an
     inspector row: ``key`` is its message's position, the detail its card, payload and
@@ -547,6 +593,7 @@ ACTIONS: dict[str, type] = {
     "token_top": TokenTopAction,
     "fork_token": ForkTokenAction,
     "sample": SampleAction,
+    "sampler": SamplerAction,
     "open": OpenAction,
     "fork": ForkAction,
     "page": PageAction,

@@ -35,6 +35,7 @@ from lion_nb.render.tokens_html import samples_html, tokens_html
 from lion_nb.signals import StreamDelta
 from lion_nb.widgets.chat_host import Action, ChatHost, in_background, index_of
 from lion_nb.widgets.protocol import TOP_CHUNK, TokensOp, tokens_op
+from lion_nb.widgets.sampling_panel import stored_entropy
 
 if TYPE_CHECKING:
     from lion_nb.samples import Samples
@@ -200,7 +201,8 @@ class TokenPanels:
         self._sent[mid] = len(tokens)
         texts = [_text(tok) for tok in new]
         surprises = [surprise(getattr(tok, "logprob", None)) for tok in new]
-        return [tokens_op(self.key_of(mid), at, t=texts, s=surprises)]
+        entropies = [stored_entropy(tok) for tok in new]  # the strip's second line
+        return [tokens_op(self.key_of(mid), at, t=texts, s=surprises, e=entropies)]
 
     # ----- the page's asks --------------------------------------------------------------------
     def set_open(self, key: str, open_: bool) -> None:

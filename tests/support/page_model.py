@@ -63,6 +63,7 @@ class Page:
         self.templates = dict(templates or {})  # the view's synced templates
         self.order: list[str] = []
         self.parts: dict[str, Part] = {}
+        self.sampler: dict[str, dict[str, Any]] = {}  # key -> the sampler op
         self.applied = seq
         self.resyncs = 0
         self.updates = 0
@@ -95,6 +96,8 @@ class Page:
         kind = op["op"]
         if kind == "put":
             self._put(op)
+        elif kind == "sampler":  # the settings a sampling panel starts at (widgets/sampling.js)
+            self.sampler[op["key"]] = op
         elif kind not in ("clip", "draft", "chrome"):
             getattr(self, f"_{kind}")(op, self.parts[op.get("key")])
 
