@@ -89,7 +89,10 @@ def test_a_token_sampled_outside_its_stored_alternatives_says_so() -> None:
         response="A relic",
         tokens=[
             {"text": "A", "logprob": -0.1, "top": [["A", -0.1], ["The", -2.5]]},
-            {"text": " relic", "logprob": math.log(0.011), "top": [[" ruin", -0.5], [" tomb", -1]],
+            {
+                "text": " relic",
+                "logprob": math.log(0.011),
+                "top": [[" ruin", -0.5], [" tomb", -1]],
             },
         ],
     )
@@ -101,7 +104,9 @@ def test_a_token_sampled_outside_its_stored_alternatives_says_so() -> None:
 class _Reply:
     def __init__(self, text: str, tokens: list[str] | None = None) -> None:
         self.text = text
-        self.tokens = None if tokens is None else [TokenChoice(text=t, logprob=-0.1) for t in tokens]
+        self.tokens = (
+            None if tokens is None else [TokenChoice(text=t, logprob=-0.1) for t in tokens]
+        )
 
 
 def test_a_sample_set_title_says_what_it_compares() -> None:
