@@ -571,7 +571,7 @@ function tokenControl(view, part, key, wanted) {
 
 // ----- Sample ×5 at a temperature and top-p the reader sees and sets ----------------------------
 // The kernel says what it would sample at (chrome: sample_at: the model's own, 0.8 where that is
-// 0); what the reader types holds for every reply of the view until the page is drawn anew.
+// 0); what the reader sets holds for every reply of the view, drawn anew too (view.store).
 const SAMPLE_INPUTS = [
   // [setting, label, step, max]
   ["temperature", "temperature", "0.1", "2"],
@@ -603,7 +603,7 @@ function sampleControl(view) {
     input.addEventListener("input", () => {
       const value = Number(input.value);
       if (input.value !== "" && value > 0 && value <= Number(max)) {
-        (view.sampleAt || (view.sampleAt = {}))[name] = value;
+        (view.store.sampleAt || (view.store.sampleAt = {}))[name] = value;
         for (const other of view.shell.list.querySelectorAll(`.lion-sample-input[name="${name}"]`)) other.value = input.value;
       }
     });
@@ -626,7 +626,7 @@ function sampleSettings(view, head) {
   // the values shown: the reader's, else the kernel's (an input being edited is left alone)
   const given = view.cstate.sample_at || {};
   for (const input of head.querySelectorAll(".lion-sample-input")) {
-    const value = (view.sampleAt || {})[input.name] ?? given[input.name];
+    const value = (view.store.sampleAt || {})[input.name] ?? given[input.name];
     const root = input.getRootNode();
     if (value !== undefined && root.activeElement !== input && Number(input.value) !== value) input.value = String(value);
   }
