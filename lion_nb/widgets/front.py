@@ -122,8 +122,9 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
     # {"t": 0, "warm": the temperature the page offers to regenerate at}; {} otherwise
     sampling = traitlets.Dict().tag(sync=True)
     # what Sample ×n samples at unless the reader sets otherwise: {"temperature", "top_p"}
-    # (``widgets.token_panels.sample_defaults``)
-    sample_at = traitlets.Dict().tag(sync=True)
+    # (``widgets.token_panels.sample_defaults``; starting at a model's that says neither, so a
+    # new view sends no op for it)
+    sample_at = traitlets.Dict({"temperature": 0.8, "top_p": 0.95}).tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

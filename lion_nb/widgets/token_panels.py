@@ -289,7 +289,9 @@ class TokenPanels:
 class TokenControls:
     """The token views of a chat view: a panel ``BranchView`` holds (it knows the view only as
     a ``ChatHost``): ``show_tokens``, ``afork_at_token``, the sample set shown under the view,
-    and the page actions ``tokens``, ``token_top``, ``fork_token``, ``sample``."""
+    and the page actions ``tokens``, ``token_top``, ``fork_token``, ``sample`` (at the page's
+    temperature and top-p, else ``sample_defaults``, which the chrome trait ``sample_at``
+    shows)."""
 
     def __init__(self, host: ChatHost, *, follow: bool = False) -> None:
         self._host = host

@@ -12,6 +12,7 @@ from typing import Any
 from lion_nb import Branch, Session, iModel
 from lion_nb.messages import AssistantResponse, Instruction, TokenChoice
 from lion_nb.widgets.chat_view import BranchView
+from lion_nb.widgets.front import Front
 from lion_nb.widgets.protocol import TOP_CHUNK
 from lion_nb.widgets.token_panels import sample_defaults, surprise
 from tests.support.page_model import Page
@@ -240,6 +241,8 @@ def test_sample_defaults_warm_a_model_at_temperature_0_and_keep_its_own_otherwis
     own = Branch(chat_model=iModel(provider="scripted", temperature=1.1, top_p=0.9))
     assert sample_defaults({}, own) == {"temperature": 1.1, "top_p": 0.9}
     assert sample_defaults({"temperature": 0}, own) == {"temperature": 0.8, "top_p": 0.9}
+    # the synced trait starts at what a model that says neither gets: a new view sends no op
+    assert Front.class_traits()["sample_at"].default() == sample_defaults({}, Branch())
 
 
 async def _sampled(view: BranchView, content: dict[str, Any]) -> str:
