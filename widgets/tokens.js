@@ -11,6 +11,10 @@
 // popup with the alternatives of the token hovered or focused (bars of their probabilities).
 // Tokens arrive as deltas (`at`: the page has those before it); alternatives in chunks, asked for
 // when a token there is shown. Choosing an alternative asks the kernel to fork there.
+//
+// The popup is dismissed as a reader expects: the pointer leaving the token and the popup (after
+// a short grace, so the way from one to the other keeps it), focus leaving both, Escape, a click
+// anywhere else; it sits below or above its token, whichever has the room, never on it.
 
 // the tint bins: the largest surprise (hundredths of a nat) in each, and what it means
 const TOKEN_BINS = [
@@ -71,7 +75,8 @@ function tokenOp(view, op) {
     op.top.forEach((alts, k) => {
       panel.top[op.at + k] = alts;
     });
-    if (panel.active >= op.at && panel.active < op.at + op.top.length) showAlternatives(view, panel, panel.active);
+    const shown = !panel.pop.hidden && panel.active >= op.at && panel.active < op.at + op.top.length;
+    if (shown) showAlternatives(view, panel, panel.active);
   }
 }
 
@@ -107,6 +112,8 @@ function openTokenPanel(view, part, key, kept) {
   panel.strip.title = "Surprise (−ln p) of each token, and the entropy of its stored alternatives: click to go to a token";
   panel.pop.hidden = true;
   panel.pop.id = `lion-tok-pop-${Math.random().toString(36).slice(2)}`;
+  panel.pop.setAttribute("role", "group");
+  named(panel.pop, "Alternatives");
   panel.el.append(tokenHead(view, panel), stripChart(panel), panel.text, panel.pop); // sampling.js: the strip's axes
   tokenEvents(view, panel);
   const card = part.el.firstElementChild || part.el;
@@ -216,12 +223,22 @@ function tokenEvents(view, panel) {
   };
   panel.text.addEventListener("mouseover", (event) => {
     const i = index(event.target);
-    if (i >= 0 && i !== panel.active) showAlternatives(view, panel, i);
+    if (i < 0) return;
+    panel.pointer = true;
+    stayOpen(panel);
+    if (i !== panel.active || panel.pop.hidden) showAlternatives(view, panel, i);
   });
   panel.text.addEventListener("focusin", (event) => {
     const i = index(event.target);
-    if (i >= 0) showAlternatives(view, panel, i);
+    if (i >= 0 && !panel.quiet) showAlternatives(view, panel, i);
   });
+  panel.text.addEventListener("mouseout", (event) => pointerLeft(panel, event.relatedTarget, index));
+  panel.pop.addEventListener("mouseenter", () => {
+    panel.pointer = true;
+    stayOpen(panel);
+  });
+  panel.pop.addEventListener("mouseleave", (event) => pointerLeft(panel, event.relatedTarget, index));
+  for (const el of [panel.text, panel.pop]) el.addEventListener("focusout", () => focusLeft(panel));
   panel.text.addEventListener("keydown", (event) => tokenKeys(view, panel, event, index(event.target)));
   panel.pop.addEventListener("keydown", (event) => popupKeys(panel, event));
   panel.strip.addEventListener("click", (event) => {
@@ -232,39 +249,123 @@ function tokenEvents(view, panel) {
   panel.el.addEventListener("keyup", (event) => event.stopPropagation());
   // the strip is drawn to the text's width: again when the view is resized
   if (typeof ResizeObserver === "function") new ResizeObserver(() => drawSoon(panel)).observe(panel.text);
+  watchPopups();
 }
 
 function tokenKeys(view, panel, event, i) {
-  event.stopPropagation(); // JupyterLab's shortcuts never see them
+  event.stopPropagation(); // JupyterLab's shortcuts never see them (Escape: watchPopups)
   if (i < 0) return;
   const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: panel.n - 1 }[event.key];
   if (to !== undefined) {
     event.preventDefault();
     focusToken(panel, Math.max(0, Math.min(panel.n - 1, to)));
   } else if (event.key === "ArrowDown" || event.key === "Enter") {
+    if (panel.pop.hidden || panel.active !== i) showAlternatives(view, panel, i);
     const first = panel.pop.querySelector("button:not(:disabled)");
     if (first) {
       event.preventDefault();
       first.focus();
     }
-  } else if (event.key === "Escape") {
-    panel.pop.hidden = true;
   }
 }
 
 function popupKeys(panel, event) {
-  event.stopPropagation();
+  event.stopPropagation(); // (Escape: watchPopups, on the document, saw it first)
   const items = [...panel.pop.querySelectorAll("button:not(:disabled)")];
-  const at = items.indexOf(document.activeElement);
+  const at = items.indexOf(rootOf(panel).activeElement);
   if (event.key === "ArrowDown" || event.key === "ArrowUp") {
     event.preventDefault();
     const next = at + (event.key === "ArrowDown" ? 1 : -1);
     if (next < 0) focusToken(panel, panel.active);
     else if (items[next]) items[next].focus();
-  } else if (event.key === "Escape") {
-    event.preventDefault();
-    focusToken(panel, panel.active);
   }
+}
+
+// ----- dismissing the popup --------------------------------------------------------------------
+const POPUP_GRACE_MS = 300; // the pointer's way from a token to its popup (and back) keeps it
+const OPEN_POPUPS = new Set(); // the panels whose popup is shown, on every view of the page
+
+function rootOf(panel) {
+  // the document, or the shadow root a front end draws the view in (marimo)
+  const root = panel.el.getRootNode();
+  return root.activeElement !== undefined ? root : document;
+}
+
+function keepsPopup(panel, el) {
+  // an element the popup belongs with: the popup itself or its token
+  if (!el || !el.closest) return false;
+  const token = panel.text.querySelector(`[data-token-index="${panel.active}"]`);
+  return panel.pop.contains(el) || (token !== null && token.contains(el));
+}
+
+function stayOpen(panel) {
+  clearTimeout(panel.leaving);
+  panel.leaving = 0;
+}
+
+function pointerLeft(panel, to, index) {
+  if (panel.pop.hidden || keepsPopup(panel, to) || index(to) >= 0) return; // another token: mouseover
+  panel.pointer = false;
+  stayOpen(panel);
+  panel.leaving = setTimeout(() => {
+    panel.leaving = 0;
+    // a reader who reached the token or the popup by keyboard keeps it until focus leaves
+    const focused = rootOf(panel).activeElement;
+    if (!panel.pointer && !(keepsPopup(panel, focused) && focused.matches(":focus-visible"))) hidePopup(panel);
+  }, POPUP_GRACE_MS);
+}
+
+function focusLeft(panel) {
+  // after the focus moved: where it went (relatedTarget is null for a click on no control)
+  setTimeout(() => {
+    if (panel.pop.hidden || panel.pointer) return;
+    if (!keepsPopup(panel, rootOf(panel).activeElement)) hidePopup(panel);
+  }, 0);
+}
+
+function hidePopup(panel, { refocus = false } = {}) {
+  stayOpen(panel);
+  OPEN_POPUPS.delete(panel);
+  const hadFocus = panel.pop.contains(rootOf(panel).activeElement);
+  panel.pop.hidden = true;
+  panel.pointer = false;
+  const token = panel.text.querySelector(".lion-tok-active");
+  if (token) {
+    token.classList.remove("lion-tok-active");
+    token.removeAttribute("aria-describedby");
+  }
+  if (refocus && hadFocus && panel.active >= 0) {
+    panel.quiet = true; // back on its token, the popup stays closed
+    focusToken(panel, panel.active);
+    panel.quiet = false;
+  }
+}
+
+function watchPopups() {
+  // once per page: Escape (wherever the focus is: a token, the popup, the panel, the prompt box)
+  // and a press anywhere else close the popups open; a scroll or resize places them again
+  if (watchPopups.done) return;
+  watchPopups.done = true;
+  const open = () => [...OPEN_POPUPS].filter((panel) => panel.el.isConnected || !OPEN_POPUPS.delete(panel));
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    for (const panel of open()) hidePopup(panel, { refocus: true });
+  }, true);
+  document.addEventListener("pointerdown", (event) => {
+    const path = event.composedPath();
+    for (const panel of open()) {
+      const inside = path.includes(panel.pop) || path.some((el) => el.parentNode === panel.text);
+      if (!inside) hidePopup(panel);
+    }
+  }, true);
+  const replace = () => {
+    for (const panel of open()) {
+      const span = panel.text.querySelector(`[data-token-index="${panel.active}"]`);
+      if (span) placePopup(panel, span);
+    }
+  };
+  document.addEventListener("scroll", replace, true);
+  window.addEventListener("resize", replace);
 }
 
 function focusToken(panel, i) {
@@ -292,6 +393,7 @@ function showAlternatives(view, panel, i) {
   if (alts === undefined) askAlternatives(view, panel, i);
   fillPopup(view, panel, i, alts);
   placePopup(panel, span);
+  OPEN_POPUPS.add(panel);
 }
 
 function askAlternatives(view, panel, i) {
@@ -316,9 +418,17 @@ function fillPopup(view, panel, i, alts) {
   } else if (!alts.length) {
     pop.append(node("div", "lion-tok-pop-note", "no alternatives were recorded for this token"));
   } else {
-    const list = node("div", "lion-tok-alts");
+    if (!own) {
+      // sampled from outside the stored top K: the list below does not hold it (the kernel's
+      // static view says the same: render/tokens_html.py outside_top_note)
+      const said = `“${shownToken(chosen)}” (${p}) is not among the ${alts.length} most likely shown`;
+      pop.append(node("div", "lion-tok-pop-note lion-tok-outside", said));
+    }
+    // a list of buttons, named: a screen reader hears "Alternatives to …, list, N items"
+    const list = node("ul", "lion-tok-alts");
     list.setAttribute("role", "list");
-    for (const [text, p] of alts) list.append(alternativeRow(view, panel, i, text, p, text === chosen));
+    named(list, `Alternatives to ${shownToken(chosen)}`);
+    for (const [text, q] of alts) list.append(alternativeRow(view, panel, i, text, q, text === chosen));
     pop.append(list, samplingOpener(view, panel, i)); // sampling.js
   }
   pop.hidden = false;
@@ -330,7 +440,6 @@ function alternativeRow(view, panel, i, text, p, isChosen) {
     view.model.send({ action: "fork_token", key: panel.key, index: i, text });
     popNote(panel, `forking at token ${i + 1} with “${shownToken(text)}”…`);
   });
-  row.setAttribute("role", "listitem");
   const bar = node("span", "lion-tok-bar");
   const fill = node("span", "lion-tok-bar-fill");
   fill.style.width = `${Math.max(1, p * 100).toFixed(1)}%`;
@@ -343,12 +452,15 @@ function alternativeRow(view, panel, i, text, p, isChosen) {
     named(row, `${shownToken(text)}, ${percentOf(p)}, the token the model chose`);
   } else if (live) {
     row.disabled = true;
+    named(row, `${shownToken(text)}, ${percentOf(p)}`);
     row.title = "The reply is still streaming: fork once it is recorded";
   } else {
     named(row, `Fork here with ${shownToken(text)} (${percentOf(p)})`);
     row.title = "Fork the conversation here: this token instead, and the model goes on from it";
   }
-  return row;
+  const item = node("li", "lion-tok-alt-item");
+  item.append(row);
+  return item;
 }
 
 function popNote(panel, said) {
@@ -357,18 +469,42 @@ function popNote(panel, said) {
   panel.pop.append(note);
 }
 
+const POPUP_GAP = 2; // px between a token and its popup
+const POPUP_MIN = 64; // px: the least height a popup is given where neither side has room
+
+function visibleBox(el) {
+  // the part of the window `el`'s scrolling ancestors let the reader see (JupyterLab's notebook
+  // scroller, the view's own): a popup placed within it is not cut off
+  let top = 0;
+  let bottom = window.innerHeight;
+  for (let up = el.parentElement; up; up = up.parentElement) {
+    const { overflowY } = getComputedStyle(up);
+    if (overflowY === "visible" || overflowY === "clip") continue;
+    const box = up.getBoundingClientRect();
+    top = Math.max(top, box.top);
+    bottom = Math.min(bottom, box.bottom);
+  }
+  return { top, bottom };
+}
+
 function placePopup(panel, span) {
-  // under the token, or above it when the view's scroller has no room below
+  // below the token or above it, whichever side has the room for it (else the roomier one, the
+  // popup scrolling inside): never on the token itself
+  const { pop } = panel;
   const box = panel.el.getBoundingClientRect();
   const at = span.getBoundingClientRect();
   const width = Math.min(320, box.width);
-  panel.pop.style.width = `${width}px`;
-  panel.pop.style.left = `${Math.max(0, Math.min(at.left - box.left, box.width - width))}px`;
-  const scroller = panel.el.closest(".lion-scroll");
-  const room = scroller ? scroller.getBoundingClientRect() : { top: -Infinity, bottom: Infinity };
-  const height = panel.pop.offsetHeight;
-  const above = at.bottom + height > room.bottom && at.top - height >= room.top;
-  panel.pop.style.top = `${(above ? at.top - height - 1 : at.bottom + 1) - box.top}px`;
+  pop.style.width = `${width}px`;
+  pop.style.left = `${Math.max(0, Math.min(at.left - box.left, box.width - width))}px`;
+  pop.style.maxHeight = "";
+  const room = visibleBox(panel.el);
+  const below = room.bottom - at.bottom - POPUP_GAP;
+  const above = at.top - room.top - POPUP_GAP;
+  const natural = pop.offsetHeight;
+  const under = natural <= below || (natural > above && below >= above);
+  const height = Math.min(natural, Math.max(POPUP_MIN, under ? below : above));
+  if (height < natural) pop.style.maxHeight = `${height}px`;
+  pop.style.top = `${(under ? at.bottom + POPUP_GAP : at.top - POPUP_GAP - height) - box.top}px`;
 }
 
 // ----- the controls: "Tokens" (and "Sample ×5") on the replies that have tokens -------------------
@@ -418,7 +554,7 @@ function tokenControl(view, part, key, wanted) {
   if (!head) return;
   let control = head.querySelector(".lion-tokens-btn");
   if (!wanted) {
-    for (const el of head.querySelectorAll(".lion-tokens-btn, .lion-sample-btn")) el.remove();
+    for (const el of head.querySelectorAll(".lion-tokens-btn, .lion-sample-at")) el.remove();
     return;
   }
   if (!control) {
@@ -429,9 +565,71 @@ function tokenControl(view, part, key, wanted) {
     head.insertBefore(control, head.querySelector(".lion-copy-msg"));
   }
   control.setAttribute("aria-pressed", part.tokens ? "true" : "false");
-  if (part.el.querySelector(".lion-msg[data-id]") && !head.querySelector(".lion-sample-btn")) {
-    const sample = button("lion-act lion-sample-btn", "Sample ×5", "Answer this turn 5 times at once, as alternatives (‹ n/of ›)",
-      () => view.model.send({ action: "sample", key: sample.closest(".lion-part").getAttribute("data-key"), n: 5 }));
-    head.insertBefore(sample, head.querySelector(".lion-copy-msg"));
+  if (part.el.querySelector(".lion-msg[data-id]") && !head.querySelector(".lion-sample-at")) {
+    head.insertBefore(sampleControl(view), head.querySelector(".lion-copy-msg"));
+  }
+  sampleSettings(view, head);
+}
+
+// ----- Sample ×5 at a temperature and top-p the reader sees and sets ----------------------------
+// The kernel says what it would sample at (chrome: sample_at: the model's own, 0.8 where that is
+// 0); what the reader sets holds for every reply of the view, drawn anew too (view.store).
+const SAMPLE_INPUTS = [
+  // [setting, label, step, max]
+  ["temperature", "temperature", "0.1", "2"],
+  ["top_p", "top-p", "0.05", "1"],
+];
+
+function sampleControl(view) {
+  const group = node("span", "lion-sample-at");
+  group.setAttribute("role", "group");
+  named(group, "Sample this turn 5 times");
+  const go = () => {
+    const at = {};
+    for (const input of group.querySelectorAll("input")) {
+      if (input.value === "") continue; // not said yet: the kernel's (chrome: sample_at)
+      const value = Number(input.value);
+      const ok = value > 0 && value <= Number(input.max);
+      input.setAttribute("aria-invalid", ok ? "false" : "true");
+      if (!ok) return input.focus();
+      at[input.name] = value;
+    }
+    const key = group.closest(".lion-part").getAttribute("data-key");
+    view.model.send({ action: "sample", key, n: 5, ...at });
+  };
+  const sample = button("lion-act lion-sample-btn", "Sample ×5", "Answer this turn 5 times at once, as alternatives (‹ n/of ›), at this temperature and top-p", go);
+  group.append(sample);
+  for (const [name, label, step, max] of SAMPLE_INPUTS) {
+    const input = node("input", "lion-sample-input");
+    Object.assign(input, { type: "number", name, step, min: step, max, inputMode: "decimal" });
+    input.addEventListener("input", () => {
+      const value = Number(input.value);
+      if (input.value !== "" && value > 0 && value <= Number(max)) {
+        (view.store.sampleAt || (view.store.sampleAt = {}))[name] = value;
+        for (const other of view.shell.list.querySelectorAll(`.lion-sample-input[name="${name}"]`)) other.value = input.value;
+      }
+    });
+    input.addEventListener("keydown", (event) => {
+      event.stopPropagation(); // JupyterLab's shortcuts never see them
+      if (event.key === "Enter") {
+        event.preventDefault();
+        go();
+      }
+    });
+    for (const type of ["keyup", "keypress"]) input.addEventListener(type, (event) => event.stopPropagation());
+    const labelled = node("label", "lion-sample-label", `${label} `);
+    labelled.append(input);
+    group.append(labelled);
+  }
+  return group;
+}
+
+function sampleSettings(view, head) {
+  // the values shown: the reader's, else the kernel's (an input being edited is left alone)
+  const given = view.cstate.sample_at || {};
+  for (const input of head.querySelectorAll(".lion-sample-input")) {
+    const value = (view.store.sampleAt || {})[input.name] ?? given[input.name];
+    const root = input.getRootNode();
+    if (value !== undefined && root.activeElement !== input && Number(input.value) !== value) input.value = String(value);
   }
 }

@@ -21,7 +21,15 @@ from typing import Any
 
 from lion_nb.render.escape import escape
 
-__all__ = ["TOKEN_BINS", "TokenView", "samples_html", "token_bin", "tokens_html"]
+__all__ = [
+    "TOKEN_BINS",
+    "TokenView",
+    "outside_top_note",
+    "samples_html",
+    "samples_title",
+    "token_bin",
+    "tokens_html",
+]
 
 TOKEN_BINS: tuple[tuple[float, str], ...] = (
     (0.10, "p ≥ 0.9"),  # the largest surprise (-ln p) in each bin: -ln 0.9 = 0.105
@@ -56,6 +64,12 @@ def _shown(text: str) -> str:
     return repr(text)[1:-1] if text.strip() != text or not text else text
 
 
+def outside_top_note(text: str, p: float, shown: int) -> str:
+    """What a token sampled from outside its stored alternatives says (the page's popup says
+    the same): ``"“ relic” (1.1%) is not among the 8 most likely shown"``."""
+    return f"“{text}” ({_percent(p)}) is not among the {shown} most likely shown"
+
+
 def _span(i: int, token: Any) -> str:
     p = _p(token.logprob)
     alts = [(str(t), _p(lp)) for t, lp in token.top]
@@ -63,6 +77,8 @@ def _span(i: int, token: Any) -> str:
     words = f"{_shown(token.text)}: p = {_percent(p)}"
     if alts:
         words += " · " + ", ".join(f"{_shown(t)} {_percent(q)}" for t, q in alts)
+        if all(t != token.text for t, _ in alts):  # sampled from outside the top K
+            words += " · " + outside_top_note(_shown(token.text), p, len(alts))
     data_top = json.dumps(top, ensure_ascii=False, separators=(",", ":"))
     return (
         f'<span class="lion-tok lion-tok-b{token_bin(token.logprob)}" data-token-index="{i}" '
@@ -152,13 +168,25 @@ def samples_html(samples: Any) -> str:
         )
     head = (
         f'<div class="lion-tokens-head"><span class="lion-tokens-title">'
-        f"{escape(samples.count_label())} · {escape(samples.label())} · "
-        f"{shared} shared</span>{legend_html()}</div>"
+        f"{escape(samples_title(samples))}</span>{legend_html()}</div>"
     )
     note = getattr(samples, "failure_note", lambda: "")()
     if note:  # a failed sample is said, never drawn as an empty reply
         head += f'<div class="lion-samples-failed lion-failed" role="status">{escape(note)}</div>'
     return f'<div class="lion-tokens lion-samples">{head}<ol>{"".join(rows)}</ol></div>'
+
+
+def samples_title(samples: Any) -> str:
+    """What a sample set's panel compares, in words: ``"5 samples at temperature 0.8, top-p
+    0.95 · 26 tokens shared"`` (words, for replies without tokens)."""
+    t, p = samples.temperature, samples.top_p
+    at = "at the model's own temperature" if t is None else f"at temperature {t:g}"
+    if p is not None:
+        at += f", top-p {p:g}"
+    by_tokens = bool(samples.replies) and all(getattr(r, "tokens", None) for r in samples.replies)
+    unit = "token" if by_tokens else "word"
+    shared = samples.shared
+    return f"{samples.count_label()} {at} · {shared} {unit}{'' if shared == 1 else 's'} shared"
 
 
 def _words(text: str) -> list[str]:

@@ -121,6 +121,10 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
     # the chat view's model samples at temperature 0 (Regenerate gives the same reply):
     # {"t": 0, "warm": the temperature the page offers to regenerate at}; {} otherwise
     sampling = traitlets.Dict().tag(sync=True)
+    # what Sample ×n samples at unless the reader sets otherwise: {"temperature", "top_p"}
+    # (``widgets.token_panels.sample_defaults``; starting at a model's that says neither, so a
+    # new view sends no op for it)
+    sample_at = traitlets.Dict({"temperature": 0.8, "top_p": 0.95}).tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

@@ -516,11 +516,15 @@ class ForkTokenAction(TypedDict):
 
 
 class SampleAction(TypedDict):
-    """Answer the turn of reply ``key`` ``n`` times at once, as forks (``view.asample``)."""
+    """Answer the turn of reply ``key`` ``n`` times at once, as forks (``view.asample``), at
+    ``temperature`` and ``top_p`` (the page's controls; absent: the chrome trait
+    ``sample_at``)."""
 
     action: Literal["sample"]
     key: str
     n: int
+    temperature: NotRequired[float]
+    top_p: NotRequired[float]
 
 
 class SamplerAction(TypedDict):
@@ -619,6 +623,7 @@ CHROME = (
     "cassette",
     "token_open",
     "sampling",
+    "sample_at",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

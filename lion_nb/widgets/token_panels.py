@@ -22,6 +22,10 @@ Choosing an alternative forks the conversation there (``fork_token`` ->
 view as it streams. ``TokenControls`` is a panel ``BranchView`` holds (it knows the view as a
 ``widgets.chat_host.ChatHost``); ``TokenPanels`` knows it only as a ``TokenHost`` (below), so
 ``chat_view`` builds on this module, never the other way round.
+
+Sample ×n samples at a temperature and top-p the page shows and lets the reader set: the
+chrome trait ``sample_at`` (``sample_defaults``: the turn's own, or 0.8 where the model samples
+at temperature 0 or does not say — at 0 every sample would be the same reply).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from lion_nb.signals import StreamDelta
 from lion_nb.widgets.chat_host import Action, ChatHost, in_background, index_of
 from lion_nb.widgets.protocol import TOP_CHUNK, TokensOp, tokens_op
 from lion_nb.widgets.sampling_panel import stored_entropy
+from lion_nb.widgets.shown_branch import WARM
 
 if TYPE_CHECKING:
     from lion_nb.samples import Samples
@@ -43,7 +48,15 @@ if TYPE_CHECKING:
     from lion_nb.widgets.channel import Channel
     from lion_nb.widgets.transcript import Transcript
 
-__all__ = ["TokenControls", "TokenHost", "TokenPanels", "has_tokens", "surprise"]
+__all__ = [
+    "SAMPLE_TOP_P",
+    "TokenControls",
+    "TokenHost",
+    "TokenPanels",
+    "has_tokens",
+    "sample_defaults",
+    "surprise",
+]
 
 
 class TokenHost(Protocol):
@@ -90,6 +103,41 @@ def _top(token: Any) -> list[list[str | float]]:
         text, logprob = alt[0], alt[1]
         out.append([str(text), round(math.exp(logprob), 4) if logprob > -50 else 0.0])
     return out
+
+
+SAMPLE_TOP_P = 0.95
+"""The top-p Sample ×n offers when the turn sets none (llama.cpp's default)."""
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def sample_defaults(verb_kwargs: dict[str, Any], branch: Branch) -> dict[str, float]:
+    """What Sample ×n samples at unless the reader sets otherwise: ``{"temperature",
+    "top_p"}`` — the turn's own (the verb's options, else the model's), the temperature 0.8
+    (``shown_branch.WARM``) where it is 0 or unset (at 0 the five samples would be one reply
+    five times), the top-p 0.95 where it is unset."""
+    model = verb_kwargs.get("chat_model") or branch.chat_model_or_none
+    own = {} if model is None else dict(getattr(model, "request_defaults", {}) or {})
+    own.update(verb_kwargs)
+    temperature = _number(own.get("temperature"))
+    top_p = _number(own.get("top_p"))
+    return {
+        "temperature": temperature if temperature else WARM,
+        "top_p": top_p if top_p is not None and 0 < top_p <= 1 else SAMPLE_TOP_P,
+    }
+
+
+def sample_setting(content: dict[str, Any], name: str, default: float) -> float | None:
+    """The page's ``temperature`` (0 < t <= 2) or ``top_p`` (0 < p <= 1) for a sample set:
+    ``default`` when it sent none, None when it sent one out of range (nothing is sampled)."""
+    if name not in content:
+        return default
+    value = _number(content[name])
+    top = 2.0 if name == "temperature" else 1.0
+    return value if value is not None and 0 < value <= top else None
 
 
 class TokenPanels:
@@ -243,7 +291,9 @@ class TokenPanels:
 class TokenControls:
     """The token views of a chat view: a panel ``BranchView`` holds (it knows the view only as
     a ``ChatHost``): ``show_tokens``, ``afork_at_token``, the sample set shown under the view,
-    and the page actions ``tokens``, ``token_top``, ``fork_token``, ``sample``."""
+    and the page actions ``tokens``, ``token_top``, ``fork_token``, ``sample`` (at the page's
+    temperature and top-p, else ``sample_defaults``, which the chrome trait ``sample_at``
+    shows)."""
 
     def __init__(self, host: ChatHost, *, follow: bool = False) -> None:
         self._host = host
@@ -294,6 +344,7 @@ class TokenControls:
         if not self._host.running:
             self.panels.prune()
         self._host.set_chrome(token_marks=self.panels.marks(), token_open=self.panels.open_keys())
+        self._host.set_chrome(sample_at=sample_defaults(self._host.verb_kwargs, self._host.branch))
 
     def _action_tokens(self, content: dict[str, Any]) -> None:
         self.panels.set_open(str(content.get("key", "")), bool(content.get("open", True)))
@@ -315,10 +366,17 @@ class TokenControls:
         n = content.get("n", 5)
         if index is None or not isinstance(n, int) or not 1 <= n <= 20:
             return
+        at = sample_defaults(self._host.verb_kwargs, self._host.branch)
+        t = sample_setting(content, "temperature", at["temperature"])
+        p = sample_setting(content, "top_p", at["top_p"])
+        if t is None or p is None:
+            return
         conversation = self._host.conversation
 
         async def sample() -> None:
-            samples = await self._host.controlled(lambda: conversation.asample(n, index=index))
+            samples = await self._host.controlled(
+                lambda: conversation.asample(n, index=index, temperature=t, top_p=p)
+            )
             self.show_samples(samples)
 
         in_background(self._host.show_error, sample)

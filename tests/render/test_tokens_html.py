@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from html import unescape
 
 import pytest
 
 import lion_nb
-from lion_nb.messages import AssistantResponse
-from lion_nb.render.tokens_html import TOKEN_BINS, TokenView, token_bin
+from lion_nb.messages import AssistantResponse, TokenChoice
+from lion_nb.render.tokens_html import (
+    TOKEN_BINS,
+    TokenView,
+    samples_html,
+    samples_title,
+    token_bin,
+)
+from lion_nb.samples import Samples
 from lion_nb.tokens import estimate_tokens
 
 REPLY = AssistantResponse(
@@ -74,3 +82,41 @@ def test_a_message_without_tokens_says_how_to_get_them_and_the_module_still_coun
         lion_nb.tokens(AssistantResponse(response="hi"))
     assert estimate_tokens(["abcd", "efgh"]) == 2
     assert lion_nb.tokens.estimate_tokens is estimate_tokens
+
+
+def test_a_token_sampled_outside_its_stored_alternatives_says_so() -> None:
+    relic = AssistantResponse(
+        response="A relic",
+        tokens=[
+            {"text": "A", "logprob": -0.1, "top": [["A", -0.1], ["The", -2.5]]},
+            {
+                "text": " relic",
+                "logprob": math.log(0.011),
+                "top": [[" ruin", -0.5], [" tomb", -1]],
+            },
+        ],
+    )
+    titles = [unescape(t) for t in re.findall(r'title="([^"]*)"', TokenView(relic).rendered_html())]
+    assert "not among" not in titles[0]  # the chosen token is among its alternatives
+    assert titles[1].endswith(" · “ relic” (1.1%) is not among the 2 most likely shown")
+
+
+class _Reply:
+    def __init__(self, text: str, tokens: list[str] | None = None) -> None:
+        self.text = text
+        self.tokens = (
+            None if tokens is None else [TokenChoice(text=t, logprob=-0.1) for t in tokens]
+        )
+
+
+def test_a_sample_set_title_says_what_it_compares() -> None:
+    by_words = Samples([], [_Reply("The sky is blue."), _Reply("The sky is grey.")], 0.8, 0.95)
+    assert samples_title(by_words) == "2 samples at temperature 0.8, top-p 0.95 · 3 words shared"
+    tokens = [_Reply("ab", ["a", "b"]), _Reply("ac", ["a", "c"]), _Reply("ad", ["a", "d"])]
+    assert samples_title(Samples([], tokens, 1.2, None)) == (
+        "3 samples at temperature 1.2 · 1 token shared"
+    )
+    assert samples_title(Samples([], tokens)) == (
+        "3 samples at the model's own temperature · 1 token shared"
+    )
+    assert samples_title(by_words) in samples_html(by_words)

@@ -146,11 +146,16 @@ class Watched:
 
 
 @contextlib.contextmanager
-def watched_page(browser: Any) -> Iterator[Any]:
+def watched_page(
+    browser: Any, *, width: int = 1280, height: int = 900, zoom: float = 1.0
+) -> Iterator[Any]:
     """A fresh page that records dialogs (``page.watched.dialogs``, dismissed), console errors
     (``page.watched.console_errors``) and every request to a host other than 127.0.0.1 /
-    localhost (``page.watched.external_requests``, aborted)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    localhost (``page.watched.external_requests``, aborted). ``zoom``: the page as the browser
+    zoomed to it shows it in a ``width`` × ``height`` window (150 %: a layout 2/3 as wide and
+    high, drawn at 1.5 device pixels a CSS pixel)."""
+    viewport = {"width": round(width / zoom), "height": round(height / zoom)}
+    context = browser.new_context(viewport=viewport, device_scale_factor=zoom)
     pg = context.new_page()
     watched = Watched()
 

@@ -12,8 +12,9 @@ from typing import Any
 from lion_nb import Branch, Session, iModel
 from lion_nb.messages import AssistantResponse, Instruction, TokenChoice
 from lion_nb.widgets.chat_view import BranchView
+from lion_nb.widgets.front import Front
 from lion_nb.widgets.protocol import TOP_CHUNK
-from lion_nb.widgets.token_panels import surprise
+from lion_nb.widgets.token_panels import sample_defaults, surprise
 from tests.support.page_model import Page
 
 
@@ -227,4 +228,59 @@ def test_the_open_token_views_are_synced_state_for_a_page_that_attaches_later() 
     view._on_page(view, {"action": "tokens", "key": key, "open": False}, [])
     view._apply_chrome()
     assert view.token_open == []
+    view.close()
+
+
+def test_sample_defaults_warm_a_model_at_temperature_0_and_keep_its_own_otherwise() -> None:
+    cold = Branch(chat_model=iModel(provider="scripted", temperature=0))
+    assert sample_defaults({}, cold) == {"temperature": 0.8, "top_p": 0.95}
+    assert sample_defaults({}, Branch(chat_model=iModel(provider="scripted"))) == {
+        "temperature": 0.8,
+        "top_p": 0.95,
+    }
+    own = Branch(chat_model=iModel(provider="scripted", temperature=1.1, top_p=0.9))
+    assert sample_defaults({}, own) == {"temperature": 1.1, "top_p": 0.9}
+    assert sample_defaults({"temperature": 0}, own) == {"temperature": 0.8, "top_p": 0.9}
+    # the synced trait starts at what a model that says neither gets: a new view sends no op
+    assert Front.class_traits()["sample_at"].default() == sample_defaults({}, Branch())
+
+
+async def _sampled(view: BranchView, content: dict[str, Any]) -> str:
+    view._on_page(view, {"action": "sample", "n": 5, **content}, [])
+    for _ in range(300):
+        await asyncio.sleep(0.01)
+        if view.compare_html:
+            break
+    return view.compare_html
+
+
+async def test_sample_five_at_temperature_0_samples_at_0_8_and_its_title_says_so() -> None:
+    answers = ["The sky is blue.", "The sky is grey.", "The sea.", "The sky!", "The end."]
+    model = iModel(provider="scripted", temperature=0, replies=["First.", *answers, *answers])
+    session = Session()
+    branch = Branch(chat_model=model)
+    session.include_branches(branch)
+    view = BranchView(branch)
+    await view.asend("Describe the sky.")
+    view.sync_alternatives()
+    view._apply_chrome()
+    assert view.sample_at == {"temperature": 0.8, "top_p": 0.95}  # what the page shows
+    key = str(branch.messages[-1].id)
+    html = await _sampled(view, {"key": key})
+    asked = model.provider.requests[1:6]
+    assert {(r.options.get("temperature"), r.options.get("top_p")) for r in asked} == {(0.8, 0.95)}
+    title = "5 samples at temperature 0.8, top-p 0.95 · 1 word shared"
+    assert f'<span class="lion-tokens-title">{title}</span>' in html
+    view._on_page(view, {"action": "compare_close"}, [])
+    await asyncio.sleep(0.01)
+    # the page's controls set them; a value out of range samples nothing
+    key = str(view.branch.messages[-1].id)  # the reply shown now: the first sample
+    html = await _sampled(view, {"key": key, "temperature": 1.3, "top_p": 0.5})
+    assert "5 samples at temperature 1.3, top-p 0.5" in html
+    assert {r.options.get("temperature") for r in model.provider.requests[6:11]} == {1.3}
+    view._on_page(view, {"action": "compare_close"}, [])
+    before = len(model.provider.requests)
+    view._on_page(view, {"action": "sample", "key": key, "n": 5, "temperature": 9}, [])
+    await asyncio.sleep(0.05)
+    assert len(model.provider.requests) == before
     view.close()
