@@ -63,6 +63,11 @@ class Alternative:
     def final(self) -> bool:
         return self.state in ("done", "stopped")
 
+    def words(self) -> str:
+        """How a leaf names it: "sample 2/5", "sample 3/5 · streaming"."""
+        name = self.label or f"reply {self.order + 1}"
+        return name if self.state == "done" else f"{name} · {self.state}"
+
 
 class _Unit:
     """One unit (token or word) of the tree: the alternatives through it, its children."""
@@ -111,6 +116,31 @@ class ReplyTree:
         self._root = _Unit(0, "", None)
         self._next_id = 1
         self._paths: dict[str, list[_Unit]] = {}
+
+    @classmethod
+    def from_replies(
+        cls, replies: Sequence[object], labels: Sequence[str] | None = None, kind: str = "reply"
+    ) -> ReplyTree:
+        """The tree of finished replies (``AssistantResponse``s, or strings): a sample set's
+        ``ReplyTree.from_replies(samples.replies, kind="sample")``."""
+        tree = cls()
+        for i, reply in enumerate(replies):
+            tokens = getattr(reply, "tokens", None)
+            text = reply if isinstance(reply, str) else str(getattr(reply, "text", reply))
+            tree.update(
+                str(i),
+                text=text,
+                tokens=[str(t.text) for t in tokens] if tokens else None,
+                label=labels[i] if labels is not None else f"{kind} {i + 1}",
+                kind=kind,
+                state="done",
+            )
+        return tree
+
+    def _repr_html_(self) -> str:
+        from lion_nb.render.reply_tree_html import reply_tree_html
+
+        return reply_tree_html(self)
 
     # ----- feeding ------------------------------------------------------------------------
     def update(
@@ -221,6 +251,18 @@ class ReplyTree:
         """What the alternatives are called: "samples" when every one is, else "replies"."""
         kinds = {a.kind for a in self.alternatives.values()}
         return "samples" if kinds == {"sample"} else "replies"
+
+    def heading(self) -> str:
+        """What the tree shows: "5 samples · merged by tokens · 2 streaming, 1 waiting"."""
+        alts = list(self.alternatives.values())
+        noun = self.noun()
+        head = f"{len(alts)} {noun[:-1] if len(alts) == 1 else noun} · merged by {self.mode}"
+        busy = [
+            f"{n} {state}"
+            for state in ("streaming", "waiting")
+            if (n := sum(a.state == state for a in alts))
+        ]
+        return f"{head} · {', '.join(busy)}" if busy else head
 
     def waiting(self) -> list[str]:
         """The alternatives with nothing in the tree yet, in order."""
