@@ -136,6 +136,7 @@ const OPS = {
     copyText(op.text).then((ok) => flash(asked, ok));
   },
   tokens: (view, op) => tokenOp(view, op), // tokens.js
+  tree: (view, op) => treeOp(view, op), // tree.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
@@ -1100,6 +1101,7 @@ function marks(view) {
   messageMarks(view);
   samplingMarks(view);
   tokenMarks(view); // tokens.js
+  treeMarks(view); // tree.js
   nameControls(view.shell.list);
 }
 

@@ -1,5 +1,6 @@
 """The tree of what could have been as static HTML (``viewmodels.reply_tree.ReplyTree``): the
-saved notebook's copy of the chat view's tree panel, and ``ReplyTree``'s own display.
+saved notebook's copy of the chat view's tree panel (``IPython.display.HTML(reply_tree_html(tree))``
+shows one in a notebook).
 
 Drawn as an indented outline, not a graph: each node is a list item holding its segment of the
 reply (the shared start once, then where the alternatives diverge), a badge counting the

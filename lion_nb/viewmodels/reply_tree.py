@@ -137,11 +137,6 @@ class ReplyTree:
             )
         return tree
 
-    def _repr_html_(self) -> str:
-        from lion_nb.render.reply_tree_html import reply_tree_html
-
-        return reply_tree_html(self)
-
     # ----- feeding ------------------------------------------------------------------------
     def update(
         self,
@@ -335,13 +330,12 @@ def node_words(node: TreeNode, noun: str, *, quote: bool = True) -> str:
     """What a screen reader says of a node before its text: "3 of 5 samples continue" (all of
     them: "all 5 samples start"); with ``quote``, the node's text follows, quoted."""
     singular = noun[:-1] if noun.endswith("s") else noun
+    verb = "start" if node.depth == 1 else "continue"
     if node.count == node.of:
         n = "the" if node.of == 1 else f"all {node.of}"
-        verb = "start" if node.depth == 1 else "continue"
         words = f"{n} {singular if node.of == 1 else noun} {verb}{'s' if node.of == 1 else ''}"
     else:
-        verb = "continues" if node.count == 1 else "continue"
-        words = f"{node.count} of {node.of} {noun} {verb}"
+        words = f"{node.count} of {node.of} {noun} {verb}{'s' if node.count == 1 else ''}"
     words = words[0].upper() + words[1:]
     return f"{words} {_quoted(node.text)}" if quote else words
 

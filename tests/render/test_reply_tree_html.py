@@ -38,7 +38,7 @@ def test_by_tokens_when_the_replies_have_them() -> None:
         AssistantResponse(response="Hi you", tokens=[{"text": "Hi", "logprob": 0.0}, {"text": " you", "logprob": -2.0}]),
     ]
     html = reply_tree_html(ReplyTree.from_replies(replies))
-    assert "merged by tokens" in html and ReplyTree.from_replies(replies)._repr_html_() == html
+    assert "merged by tokens" in html
 
 
 def test_an_empty_tree_says_so() -> None:

@@ -197,3 +197,9 @@ def test_changes_name_what_a_page_must_redraw() -> None:
     changed, dropped = changes(after_split, tree.outline())
     assert [n.text for n in changed] == ["The sky is blue."] and len(dropped) == 2
     assert units_of("a  b\n") == ["a", "  b", "\n"]
+
+
+def test_a_top_branch_that_not_all_take_starts() -> None:
+    tree = samples("Yes.", "No.", "No.")
+    words = [node_words(n, tree.noun()) for n in tree.outline()]
+    assert words == ["1 of 3 samples starts “Yes.”", "2 of 3 samples start “No.”"]
