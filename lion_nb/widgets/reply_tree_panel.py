@@ -118,7 +118,7 @@ class ReplyTreePanel:
         self.tree = ReplyTree()
         self._k, self._prefix = k, list(origin.messages[:k])
         n = sum(1 for m in self._prefix if m.role == "assistant") + 1
-        self._title = f"What could have been: reply {n}'s alternatives"
+        self._title = f"What could have been: the alternatives of reply {n}"
         self._sent, self._sent_head, self._note = [], {}, ""
         self._follow()
         self._push(reset=True)
