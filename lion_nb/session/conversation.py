@@ -60,8 +60,8 @@ __all__ = [
     "TAKES_INSTRUCTION",
     "VERBS",
     "Conversation",
-    "same_message",
     "Verb",
+    "same_message",
     "truncated",
     "warm_up",
 ]

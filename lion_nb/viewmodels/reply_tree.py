@@ -340,7 +340,9 @@ def node_words(node: TreeNode, noun: str, *, quote: bool = True) -> str:
     return f"{words} {_quoted(node.text)}" if quote else words
 
 
-def changes(before: Sequence[TreeNode], after: Sequence[TreeNode]) -> tuple[list[TreeNode], list[int]]:
+def changes(
+    before: Sequence[TreeNode], after: Sequence[TreeNode]
+) -> tuple[list[TreeNode], list[int]]:
     """What a page showing ``before`` needs to show ``after``: the nodes new or changed (in
     ``after``'s order: a parent before its children) and the ids gone."""
     old = {n.id: n for n in before}

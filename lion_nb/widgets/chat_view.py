@@ -79,8 +79,8 @@ from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
-    from lion_nb.session.conversation import Conversation
     from lion_nb.samples import Samples
+    from lion_nb.session.conversation import Conversation
     from lion_nb.viewmodels.reply_tree import ReplyTree
     from lion_nb.widgets.compare_view import CompareView
 

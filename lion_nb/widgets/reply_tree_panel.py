@@ -163,9 +163,7 @@ class ReplyTreePanel:
         if _label(shown)[1] == "reply":
             return
         origin_id = (shown.metadata.get("forked_from") or {}).get("branch_id")
-        origin = next(
-            (b for b in self._host.conversation.branches if str(b.id) == origin_id), None
-        )
+        origin = next((b for b in self._host.conversation.branches if str(b.id) == origin_id), None)
         k = _reply_at(origin, shown) if origin is not None else None
         if origin is None or k is None:
             return
@@ -280,8 +278,9 @@ class ReplyTreePanel:
             self._host.channel.stream("reply-tree", self._ops)
 
     def _order(self) -> list[str]:
-        assert self.tree is not None
-        return sorted(self.tree.alternatives, key=lambda k: self.tree.alternatives[k].order)  # type: ignore[union-attr]
+        tree = self.tree
+        assert tree is not None
+        return sorted(tree.alternatives, key=lambda key: tree.alternatives[key].order)
 
     def _head(self) -> dict[str, Any]:
         assert self.tree is not None
@@ -326,9 +325,7 @@ class ReplyTreePanel:
         return [tree_op(self._v, **fields)]
 
     @staticmethod
-    def _node(
-        node: TreeNode, old: TreeNode | None, index: dict[str, int], noun: str
-    ) -> TreeNodeOp:
+    def _node(node: TreeNode, old: TreeNode | None, index: dict[str, int], noun: str) -> TreeNodeOp:
         out: TreeNodeOp = {
             "id": node.id,
             "p": node.parent,

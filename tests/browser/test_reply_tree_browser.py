@@ -123,13 +123,20 @@ def test_the_tree_grows_as_samples_stream_and_a_node_shows_its_branch(page, jupy
     assert items.count() == len(texts)
 
     # names a screen reader reads, levels of the tree
-    assert tree.get_by_role("tree", name="What could have been: the alternatives of reply 1").count() == 1
+    assert (
+        tree.get_by_role("tree", name="What could have been: the alternatives of reply 1").count()
+        == 1
+    )
     comes = tree.get_by_role("treeitem", name=re.compile(r"^3 of 4 replies continue\W+comes in"))
     assert comes.count() == 1 and comes.get_attribute("aria-level") == "3"
-    crabs = tree.get_by_role("treeitem", name=re.compile(r"1 of 2 replies continues\W+crabs hide\W+sample 2.5$"))
+    crabs = tree.get_by_role(
+        "treeitem", name=re.compile(r"1 of 2 replies continues\W+crabs hide\W+sample 2.5$")
+    )
     assert crabs.count() == 1 and crabs.get_attribute("aria-level") == "5"
     snapshot = tree.aria_snapshot()
-    assert re.search(r"^ *- '?tree \"What could have been: the alternatives of reply 1\"", snapshot, re.M)
+    assert re.search(
+        r"^ *- '?tree \"What could have been: the alternatives of reply 1\"", snapshot, re.M
+    )
     assert re.search(r"^ *- group:?$", snapshot, re.M), snapshot  # the children of a node
     assert '- treeitem "All' not in snapshot  # not all six start alike
     screenshot(page, "reply_tree_sampled")
@@ -155,7 +162,9 @@ def test_the_tree_grows_as_samples_stream_and_a_node_shows_its_branch(page, jupy
         page.keyboard.press("ArrowDown")
     assert "fast tonight" in page.evaluate("document.activeElement.textContent")
     page.keyboard.press("Enter")
-    root.locator(".lion-assistant", has_text="The tide comes in fast tonight.").wait_for(timeout=30_000)
+    root.locator(".lion-assistant", has_text="The tide comes in fast tonight.").wait_for(
+        timeout=30_000
+    )
     page.wait_for_function(
         "() => [...document.querySelectorAll('.lion-front .lion-switch-pos')]"
         ".some(e => e.textContent === '4/6')",

@@ -34,8 +34,14 @@ def test_an_indented_outline_with_counts_and_the_leaves_named() -> None:
 
 def test_by_tokens_when_the_replies_have_them() -> None:
     replies = [
-        AssistantResponse(response="Hi there", tokens=[{"text": "Hi", "logprob": 0.0}, {"text": " there", "logprob": -1.0}]),
-        AssistantResponse(response="Hi you", tokens=[{"text": "Hi", "logprob": 0.0}, {"text": " you", "logprob": -2.0}]),
+        AssistantResponse(
+            response="Hi there",
+            tokens=[{"text": "Hi", "logprob": 0.0}, {"text": " there", "logprob": -1.0}],
+        ),
+        AssistantResponse(
+            response="Hi you",
+            tokens=[{"text": "Hi", "logprob": 0.0}, {"text": " you", "logprob": -2.0}],
+        ),
     ]
     html = reply_tree_html(ReplyTree.from_replies(replies))
     assert "merged by tokens" in html
@@ -52,7 +58,9 @@ def test_model_text_and_labels_are_never_markup(case: dict[str, str]) -> None:
     payload = case["payload"]
     tree = ReplyTree()
     tree.update("a", text=f"Shared start {payload} then one", label=payload, state="done")
-    tree.update("b", text=f"Shared start {payload} then two", label=f"fork {payload}", state="stopped")
+    tree.update(
+        "b", text=f"Shared start {payload} then two", label=f"fork {payload}", state="stopped"
+    )
     html = reply_tree_html(tree, title=payload, shown="a")
     assert html_problems(html) == [], html
     texts = [unescape(t) for t in re.findall(r'<span class="lion-rtree-text">([^<]*)</span>', html)]

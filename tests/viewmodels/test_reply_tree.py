@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from lion_nb.viewmodels.reply_tree import ReplyTree, changes, node_words, units_of
@@ -66,7 +67,11 @@ def test_words_when_one_alternative_has_no_tokens() -> None:
     assert tree.mode == "tokens" and tree.waiting() == ["b"]  # its tokens may come next
     tree.update("b", state="done")  # they did not: the tree is merged by words
     assert tree.mode == "words"
-    assert shape(tree) == [(1, "The cat", 2, 2, ()), (2, " sat", 1, 2, ("a",)), (2, " ran", 1, 2, ("b",))]
+    assert shape(tree) == [
+        (1, "The cat", 2, 2, ()),
+        (2, " sat", 1, 2, ("a",)),
+        (2, " ran", 1, 2, ("b",)),
+    ]
 
 
 def test_text_ahead_of_its_tokens_keeps_the_tokens_as_they_are() -> None:
@@ -104,13 +109,16 @@ def test_streaming_extends_one_path_and_ids_stay() -> None:
         " hill.",
     ]
     # the shared start only ever grew or was split: never anything else
-    assert all(b.startswith(a) or a.startswith(b) for a, b in zip(shown, shown[1:]))
+    assert all(b.startswith(a) or a.startswith(b) for a, b in itertools.pairwise(shown))
 
 
 def test_incremental_equals_built_at_once() -> None:
     rng = random.Random(7)
     words = [" the", " tide", " came", " in", " went", " out", " slowly", "."]
-    replies = ["".join(rng.choice(words[:3]) if i < 3 else rng.choice(words) for i in range(12)) for _ in range(6)]
+    replies = [
+        "".join(rng.choice(words[:3]) if i < 3 else rng.choice(words) for i in range(12))
+        for _ in range(6)
+    ]
     live = ReplyTree()
     for end in range(0, 80, 3):
         for i, text in enumerate(replies):
@@ -139,9 +147,19 @@ def test_counts_add_up_at_every_branch() -> None:
 
 def test_forks_and_samples_together() -> None:
     tree = ReplyTree()
-    tree.update("origin", tokens=["The", " cat", " sat", " on", " the", " mat", "."], kind="reply", state="done")
-    tree.update("fork", tokens=["The", " cat", " sat", " under", " the", " table", "."], kind="fork",
-                label="fork at token 4: “ under”", state="done")
+    tree.update(
+        "origin",
+        tokens=["The", " cat", " sat", " on", " the", " mat", "."],
+        kind="reply",
+        state="done",
+    )
+    tree.update(
+        "fork",
+        tokens=["The", " cat", " sat", " under", " the", " table", "."],
+        kind="fork",
+        label="fork at token 4: “ under”",
+        state="done",
+    )
     for i, end in enumerate([[" on", " the", " mat", "."], [" on", " a", " rug", "."]]):
         tree.update(f"s{i}", tokens=["The", " cat", " sat", *end], kind="sample", state="done")
     assert tree.noun() == "replies"
@@ -172,7 +190,9 @@ def test_picking_a_node_means_the_shown_branch_when_it_passes_there() -> None:
 
 
 def test_the_words_a_screen_reader_reads() -> None:
-    tree = samples("The tide came in.", "The tide came in.", "The tide went out.", "The wave.", "The wave.")
+    tree = samples(
+        "The tide came in.", "The tide came in.", "The tide went out.", "The wave.", "The wave."
+    )
     words = {n.text: node_words(n, tree.noun()) for n in tree.outline()}
     assert words[" tide"] == "3 of 5 samples continue “tide”"
     assert words[" came in."] == "2 of 3 samples continue “came in.”"

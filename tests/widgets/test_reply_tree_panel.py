@@ -12,7 +12,13 @@ from typing import Any
 from lion_nb import Session, iModel
 from lion_nb.widgets.chat_view import BranchView
 
-ANSWERS = ["The sky is blue today.", "The sky is grey today.", "The sea is calm.", "The sky!", "The end."]
+ANSWERS = [
+    "The sky is blue today.",
+    "The sky is grey today.",
+    "The sea is calm.",
+    "The sky!",
+    "The end.",
+]
 
 
 def tree_ops(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,11 +152,18 @@ def tok(text: str, p: float, *alts: tuple[str, float]) -> dict[str, Any]:
 
 
 async def test_a_token_fork_and_samples_in_one_tree_merged_by_tokens() -> None:
-    story = [tok("The", 0.9), tok(" cat", 0.7, (" dog", 0.2)), tok(" sat", 0.5, (" ran", 0.4)), tok(".", 0.9)]
+    story = [
+        tok("The", 0.9),
+        tok(" cat", 0.7, (" dog", 0.2)),
+        tok(" sat", 0.5, (" ran", 0.4)),
+        tok(".", 0.9),
+    ]
     rest = [tok(" away", 0.8), tok(".", 0.9)]
     sampled = [[tok("The", 0.9), tok(" cat", 0.7), tok(" slept", 0.2), tok(".", 0.9)]] * 2
     replies = [{"tokens": story}, {"tokens": rest}, *[{"tokens": s} for s in sampled]]
-    branch = Session().new_branch(chat_model=iModel(provider="scripted", logprobs=3, replies=replies))
+    branch = Session().new_branch(
+        chat_model=iModel(provider="scripted", logprobs=3, replies=replies)
+    )
     view = BranchView(branch)
     view.channel._send = lambda _msg: None
     await view.asend("A story")
