@@ -50,6 +50,9 @@ def _label(branch: Branch) -> tuple[str, str]:
     origin = branch.metadata.get("forked_from") or {}
     if "token_index" in origin:
         return f"fork at token {origin['token_index'] + 1}: “{origin.get('token', '')}”", "fork"
+    again = branch.metadata.get("regenerated")
+    if isinstance(again, dict) and "temperature" in again:
+        return f"regenerated at temperature {again['temperature']:g}", "reply"
     return "", "reply"
 
 
@@ -122,6 +125,7 @@ class ReplyTreePanel:
         self._sent, self._sent_head, self._note = [], {}, ""
         self._follow()
         self._push(reset=True)
+        self._host.refresh_static()  # the saved notebook shows the tree
 
     def close(self) -> None:
         """Close the tree (the page drops it)."""

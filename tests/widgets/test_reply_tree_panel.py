@@ -189,12 +189,14 @@ async def test_a_token_fork_and_samples_in_one_tree_merged_by_tokens() -> None:
 async def test_the_tree_control_opens_and_closes_it_and_the_saved_notebook_shows_it() -> None:
     view, sent = sampled_view(delay=0.0)
     await view.asend("Hi")
-    await view.aregenerate()  # a regenerate does not open the tree by itself
+    await view.aregenerate(temperature=0.8)  # a regenerate does not open the tree by itself
     assert view.reply_tree is None
     key = str(view.branch.messages[-1].id)
     view.actions["tree"]({"action": "tree", "key": key, "open": True})
     tree = view.reply_tree
     assert tree is not None and tree.size == 2
+    labels = [a.words() for a in tree.alternatives.values()]
+    assert labels == ["reply 1", "regenerated at temperature 0.8"]
     assert 'class="lion-rtree"' in view.static_html()
     view.actions["tree"]({"action": "tree", "key": "", "open": False})
     assert view.reply_tree is None and view.tree_state == {}
@@ -212,4 +214,26 @@ def test_show_tree_needs_a_reply() -> None:
         assert "no reply" in str(exc)
     else:
         raise AssertionError("no reply: nothing to show")
+    view.close()
+
+
+async def test_samples_stopped_midway_stay_in_the_tree_marked_stopped() -> None:
+    view, _ = sampled_view(delay=0.1)
+    await view.asend("Hi")
+    task = asyncio.get_running_loop().create_task(view.asample(5))
+    await asyncio.sleep(0.25)
+    view.stop()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    await asyncio.sleep(0.05)
+    tree = view.reply_tree
+    assert tree is not None
+    alts = list(tree.alternatives.values())
+    # the long replies were cut (what they said stays), the short ones may have finished
+    cut = [a for a in alts if a.text not in ("First answer.", *ANSWERS)]
+    assert cut and all(a.state == "stopped" and "stopped" in a.words() for a in cut)
+    assert all(a.state == "done" for a in alts if a not in cut)
+    assert all(n.text for n in tree.outline())
     view.close()
