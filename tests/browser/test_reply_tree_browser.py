@@ -205,25 +205,3 @@ def test_the_tree_reads_at_aa_contrast(page, jupyter_lab, theme):
     ]
     print(theme, "worst:", min(measured, key=lambda m: m["ratio"]))
     assert not failures, "\n".join(failures)
-
-
-VOILA_SAMPLE = """
-await view.asend("Tell me about the sea")
-await view.asample(5)
-"""
-
-
-def test_voila_draws_the_tree_the_notebook_made(front_page, voila_root, voila):
-    """Voilà draws the views after the notebook ran: the tree comes from the synced state."""
-    from tests.browser.test_front_ends_browser import write_ipynb
-
-    write_ipynb(voila_root / "reply_tree.ipynb", [SETUP, VOILA_SAMPLE])
-    front_page.goto(voila.url("voila/render/reply_tree.ipynb"))
-    tree = front_page.locator(".lion-rtree-live")
-    tree.locator(".lion-rtree-end").nth(5).wait_for(timeout=120_000)
-    assert tree.locator(".lion-rtree-end").count() == 6
-    assert "6 replies · merged by tokens" in tree.locator(".lion-rtree-meta").inner_text()
-    shown = tree.locator("[role=treeitem][aria-selected=true] .lion-rtree-shown")
-    assert shown.inner_text() == "sample 1/5 · shown"
-    screenshot(front_page, "reply_tree_voila")
-    assert front_page.watched.dialogs == []
