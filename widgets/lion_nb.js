@@ -137,6 +137,7 @@ const OPS = {
   },
   tokens: (view, op) => tokenOp(view, op), // tokens.js
   sampler: (view, op) => samplerOp(view, op), // sampling.js
+  tree: (view, op) => treeOp(view, op), // tree.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
@@ -1101,6 +1102,7 @@ function marks(view) {
   messageMarks(view);
   samplingMarks(view);
   tokenMarks(view); // tokens.js
+  treeMarks(view); // tree.js
   nameControls(view.shell.list);
 }
 

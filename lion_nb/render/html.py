@@ -83,7 +83,12 @@ _CSP = (
 )
 
 
-CSS_FILES = ("lion_nb.css", "tokens.css", "sampling.css")  # the stylesheet's files, in order
+CSS_FILES = (
+    "lion_nb.css",
+    "tokens.css",
+    "sampling.css",
+    "tree.css",
+)  # the stylesheet's files, in order
 
 
 @functools.cache

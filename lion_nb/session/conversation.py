@@ -61,6 +61,7 @@ __all__ = [
     "VERBS",
     "Conversation",
     "Verb",
+    "same_message",
     "truncated",
     "warm_up",
 ]
@@ -71,7 +72,9 @@ def truncated(message: RoledMessage) -> bool:
     return is_truncated(message)
 
 
-def _same(a: RoledMessage, b: RoledMessage) -> bool:
+def same_message(a: RoledMessage, b: RoledMessage) -> bool:
+    """Whether two branches hold the same message here (as ``alternatives`` compares them):
+    the same id, or two instructions that say the same."""
     if a.id == b.id:
         return True
     return (
@@ -80,6 +83,9 @@ def _same(a: RoledMessage, b: RoledMessage) -> bool:
         and a.text == b.text
         and a.images == b.images
     )
+
+
+_same = same_message
 
 
 class Conversation:

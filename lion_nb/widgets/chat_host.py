@@ -77,6 +77,10 @@ class ChatHost(Protocol):
 
     def set_chrome(self, **values: Any) -> None: ...
 
+    def set_quietly(self, **values: Any) -> None:
+        """Set synced traits the pages get as ops (``Front.set_quietly``)."""
+        ...
+
     def set_running(self) -> None:
         """Send/Stop, the cassette badge and the synced state follow the runs."""
         ...

@@ -73,6 +73,7 @@ from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.reply_tree_panel import ReplyTreePanel
 from lion_nb.widgets.sampling_panel import SamplingPanel
 from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
@@ -81,6 +82,7 @@ from lion_nb.widgets.transcript import Transcript, model_label
 if TYPE_CHECKING:
     from lion_nb.samples import Samples
     from lion_nb.session.conversation import Conversation
+    from lion_nb.viewmodels.reply_tree import ReplyTree
     from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["VERBS", "BranchView", "view"]
@@ -185,11 +187,13 @@ class BranchView(Front):
         self.token_controls = TokenControls(self, follow=tokens)
         self.token_panels: TokenPanels = self.token_controls.panels
         self.sampling_panel = SamplingPanel(self, self.token_panels.resolve)
+        self.reply_tree_panel = ReplyTreePanel(self)
         for panel in (
             self.send_controls,
             self.conversation_controls,
             self.token_controls,
             self.sampling_panel,
+            self.reply_tree_panel,
         ):
             self.actions.update_from(panel.actions())
         self.prompt = self.send_controls.prompt
@@ -344,9 +348,21 @@ class BranchView(Front):
         self.token_controls.show_samples(samples)
 
     def sync_alternatives(self) -> None:
-        """The marks the page draws: the panels' (switchers, continue, context, tokens)."""
+        """The marks the page draws: the panels' (switchers, continue, context, tokens, the
+        reply tree)."""
         self.conversation_controls.sync_marks()
         self.token_controls.sync_marks()
+        self.reply_tree_panel.sync()
+
+    def show_tree(self, index: int | None = None, *, open: bool = True) -> ReplyTree | None:
+        """See ``ReplyTreePanel.show_tree``: the tree of what could have been of a reply's
+        turn (its samples and forks from tokens merged into one prefix tree)."""
+        return self.reply_tree_panel.show_tree(index, open=open)
+
+    @property
+    def reply_tree(self) -> ReplyTree | None:
+        """The reply tree the view shows, if one is open (``viewmodels.reply_tree``)."""
+        return self.reply_tree_panel.tree
 
     def _rebind(self, branch: Branch) -> None:
         """Show ``branch``: its runs, its transcript and its signals from now on."""
@@ -375,6 +391,7 @@ class BranchView(Front):
         self._unsubscribe()
         self.status_panel.close()
         self.close_compare()
+        self.reply_tree_panel.close()
         self.conversation_controls.stop_control()
         task = self.runs.task
         if task is not None and not task.done():
@@ -389,6 +406,7 @@ class BranchView(Front):
                 self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
             )
             + self.token_panels.static_html()
+            + self.reply_tree_panel.static_html()
         )
 
     def _gauge_html(self) -> str:

@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 
 # the files of the ES module, in order: one module scope (no build step, no imports)
-MODULE_FILES = ("lion_nb.js", "tokens.js", "sampling.js")
+MODULE_FILES = ("lion_nb.js", "tokens.js", "sampling.js", "tree.js")
 
 
 @functools.cache
@@ -125,6 +125,9 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
     # (``widgets.token_panels.sample_defaults``; starting at a model's that says neither, so a
     # new view sends no op for it)
     sample_at = traitlets.Dict({"temperature": 0.8, "top_p": 0.95}).tag(sync=True)
+    # the chat view's reply tree as a ``tree`` reset op (``widgets.reply_tree_panel``): the
+    # pages get its changes as ``tree`` ops; {} while no tree is open
+    tree_state = traitlets.Dict().tag(sync=True)
     # name -> HTML the channel's ops may name instead of sending it (``Channel.templates``);
     # set once, with the view's first state (a changed template would reach a page only
     # with a state message, and ops naming it could arrive before it)

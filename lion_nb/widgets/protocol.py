@@ -69,6 +69,7 @@ __all__ = [
     "slot_op",
     "tail_op",
     "tokens_op",
+    "tree_op",
 ]
 
 ENVELOPE_BYTES = 550  # a comm message's envelope (header, parent header, signature)
@@ -225,6 +226,47 @@ class SamplerOp(TypedDict):
     given: list[str]
 
 
+class TreeNodeOp(TypedDict):
+    """One node of the reply tree as the page is sent it (``viewmodels.reply_tree.TreeNode``):
+    its id, parent ``p`` (0: the turn's start), sibling order ``o``, the indexes (into ``alts``)
+    of the alternatives through it ``b`` and ending at it ``e``, its count out of its parent's
+    ``of``; its text whole (``t``) or what it grew by (``a``: appended to what the page has);
+    ``w``, what a screen reader says before the text ("3 of 5 samples continue"), when it
+    changed."""
+
+    id: int
+    p: int
+    o: int
+    b: list[int]
+    e: list[int]
+    of: int
+    t: NotRequired[str]
+    a: NotRequired[str]
+    w: NotRequired[str]
+
+
+class TreeOp(TypedDict):
+    """The chat view's tree of what could have been (``widgets.reply_tree_panel``; drawn by
+    ``widgets/tree.js``), version ``v``: ``reset`` drops what the page has first (a new turn;
+    the synced trait ``tree_state`` is a reset op holding everything); ``open`` false closes
+    it. ``title``, ``head`` (what it holds: "5 samples · merged by tokens · 2 streaming"),
+    ``alts`` (each alternative's words: "sample 2/5 · streaming"), ``shown`` (the index of
+    the alternative the chat view shows, -1: none), ``note`` (a line the page says) when they
+    change; the nodes new or changed (a parent before its children) and those ``drop``ped."""
+
+    op: Literal["tree"]
+    v: int
+    reset: NotRequired[bool]
+    open: NotRequired[bool]
+    title: NotRequired[str]
+    head: NotRequired[str]
+    alts: NotRequired[list[str]]
+    shown: NotRequired[int]
+    note: NotRequired[str]
+    nodes: NotRequired[list[TreeNodeOp]]
+    drop: NotRequired[list[int]]
+
+
 Op = (
     PutOp
     | DropOp
@@ -238,6 +280,7 @@ Op = (
     | ClipOp
     | TokensOp
     | SamplerOp
+    | TreeOp
 )
 
 OPS: dict[str, type] = {
@@ -253,6 +296,7 @@ OPS: dict[str, type] = {
     "clip": ClipOp,
     "tokens": TokensOp,
     "sampler": SamplerOp,
+    "tree": TreeOp,
 }
 
 
@@ -401,6 +445,17 @@ def sampler_op(
     }
 
 
+def tree_op(v: int, **fields: Any) -> TreeOp:
+    """A ``tree`` op of version ``v``; ``fields`` are ``TreeOp``'s optional ones (those given,
+    and only those, travel)."""
+    unknown = set(fields) - set(TreeOp.__annotations__)
+    if unknown:
+        raise TypeError(f"not fields of a tree op: {sorted(unknown)}")
+    op: TreeOp = {"op": "tree", "v": v}
+    op.update(fields)  # type: ignore[typeddict-item]
+    return op
+
+
 # ----- actions: page -> kernel -------------------------------------------------------------------
 class ResyncAction(TypedDict):
     """The page saw a gap in ``seq`` (it has applied ``have``): send the complete state."""
@@ -535,6 +590,23 @@ class SamplerAction(TypedDict):
     key: str
 
 
+class TreeAction(TypedDict):
+    """Open (``open`` true) or close the tree of what could have been of reply ``key``'s turn:
+    its alternatives (samples, forks from tokens) merged into one prefix tree."""
+
+    action: Literal["tree"]
+    key: str
+    open: bool
+
+
+class TreePickAction(TypedDict):
+    """Show the alternative through node ``node`` of the reply tree in the chat view (the one
+    shown when it passes there, else the first that ends there)."""
+
+    action: Literal["tree_pick"]
+    node: int
+
+
 class OpenAction(TypedDict):
     """Show (or, shown, close) the detail of part ``key`` (a flow node's transcript; an
     inspector row: ``key`` is its message's position, the detail its card, payload and
@@ -598,6 +670,8 @@ ACTIONS: dict[str, type] = {
     "fork_token": ForkTokenAction,
     "sample": SampleAction,
     "sampler": SamplerAction,
+    "tree": TreeAction,
+    "tree_pick": TreePickAction,
     "open": OpenAction,
     "fork": ForkAction,
     "page": PageAction,
@@ -624,6 +698,7 @@ CHROME = (
     "token_open",
     "sampling",
     "sample_at",
+    "tree_state",
 )
 
 TOP_CHUNK = 64  # the alternatives of this many tokens go in one ``tokens`` op

@@ -39,6 +39,7 @@ CHAT_ACTIONS = {
     },
     "token_controls": {"tokens", "token_top", "fork_token", "sample"},
     "sampling_panel": {"sampler"},
+    "reply_tree_panel": {"tree", "tree_pick"},
 }
 
 
@@ -55,7 +56,7 @@ def test_every_action_has_exactly_one_handler_in_the_chat_views_table() -> None:
             owners[name] = part
     assert set(view.actions) == set(owners)
     assert set(view.actions) <= set(protocol.ACTIONS)
-    for part in ("send_controls", "conversation_controls", "token_controls"):
+    for part in ("send_controls", "conversation_controls", "token_controls", "reply_tree_panel"):
         panel = getattr(view, part)
         for name, handler in panel.actions().items():
             assert view.actions[name] == handler, name  # the panel's own handler, not a copy
