@@ -136,6 +136,7 @@ const OPS = {
     copyText(op.text).then((ok) => flash(asked, ok));
   },
   tokens: (view, op) => tokenOp(view, op), // tokens.js
+  prompt_tokens: (view, op) => promptOp(view, op), // prompt.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
@@ -365,6 +366,7 @@ function nameControls(list) {
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
     label(".lion-tokens-btn", `Tokens of ${what}`); // tokens.js
     label(".lion-sample-btn", `Sample ${what} 5 times`);
+    label(".lion-prompt-btn", `What the model read for ${what}`); // prompt.js
   }
 }
 
@@ -1105,6 +1107,7 @@ function marks(view) {
 
 function settle(view, follow) {
   const { shell } = view;
+  promptMarks(view); // prompt.js
   marks(view);
   if (view.inspector) view.inspector.settle();
   shell.empty.hidden = view.parts.size > 0 || !view.chat;

@@ -83,7 +83,7 @@ _CSP = (
 )
 
 
-CSS_FILES = ("lion_nb.css", "tokens.css")  # the stylesheet's files, in order
+CSS_FILES = ("lion_nb.css", "tokens.css", "prompt.css")  # the stylesheet's files, in order
 
 
 @functools.cache

@@ -73,13 +73,14 @@ from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.prompt_view import PromptPanel
 from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.token_panels import TokenControls, TokenPanels, has_tokens
 from lion_nb.widgets.transcript import Transcript, model_label
 
 if TYPE_CHECKING:
-    from lion_nb.session.conversation import Conversation
     from lion_nb.samples import Samples
+    from lion_nb.session.conversation import Conversation
     from lion_nb.widgets.compare_view import CompareView
 
 __all__ = ["VERBS", "BranchView", "view"]
@@ -185,6 +186,8 @@ class BranchView(Front):
         self.token_panels: TokenPanels = self.token_controls.panels
         for panel in (self.send_controls, self.conversation_controls, self.token_controls):
             self.actions.update_from(panel.actions())
+        self.prompt_panel = PromptPanel(self)  # "What the model read" (widgets.prompt_view)
+        self.actions.update_from(self.prompt_panel.actions())
         self.prompt = self.send_controls.prompt
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self.transcript.rebuild()

@@ -38,6 +38,7 @@ CHAT_ACTIONS = {
         "clear",
     },
     "token_controls": {"tokens", "token_top", "fork_token", "sample"},
+    "prompt_panel": {"prompt_tokens"},
 }
 
 
