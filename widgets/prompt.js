@@ -47,7 +47,10 @@ function promptPanel(view, part, key) {
   panel.el.setAttribute("role", "region");
   named(panel.el, "What the model read");
   const host = part.el.querySelector(".lion-prompt-host") || (part.parent === undefined ? part.el.firstElementChild : part.el) || part.el;
-  host.appendChild(panel.el);
+  // under an inspector row's "What the model read" control (its request is just above it)
+  const control = view.inspector ? part.el.querySelector(":scope > .lion-prompt-btn") : null;
+  if (control) control.after(panel.el);
+  else host.appendChild(panel.el);
   part.prompt = panel;
   return panel;
 }
@@ -72,7 +75,7 @@ function closePrompt(view, panel) {
   panel.el.remove();
   if (panel.part.prompt === panel) panel.part.prompt = null;
   promptStore(view).delete(panel.key);
-  promptMarks(view);
+  promptButtonState(panel.part);
 }
 
 function readingPrompt(view, part, key) {
