@@ -366,7 +366,7 @@ function nameControls(list) {
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
     label(".lion-tokens-btn", `Tokens of ${what}`); // tokens.js
     label(".lion-sample-btn", `Sample ${what} 5 times`);
-    label(".lion-prompt-btn", `What the model read for ${what}`); // prompt.js
+    label(".lion-read-btn", `What the model read for ${what}`); // prompt.js
   }
 }
 

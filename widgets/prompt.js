@@ -33,6 +33,18 @@ function promptStore(view) {
   return view.store.prompts;
 }
 
+function promptPanels(view) {
+  // key -> the panel shown (the page may make a part's object anew over the same element, so
+  // the panel is the view's to keep, not the part's)
+  if (!view.promptPanels) view.promptPanels = new Map();
+  return view.promptPanels;
+}
+
+function shownPrompt(view, part, key) {
+  const panel = promptPanels(view).get(key);
+  return panel && part.el.contains(panel.el) ? panel : null;
+}
+
 // ----- the op --------------------------------------------------------------------------------
 function promptOp(view, op) {
   const part = view.parts.get(op.key);
@@ -42,29 +54,33 @@ function promptOp(view, op) {
 
 function promptPanel(view, part, key) {
   // the part's panel, made (empty: "Reading the prompt…") when it has none
-  if (part.prompt && part.el.contains(part.prompt.el)) return part.prompt;
-  const panel = { key, part, el: node("div", "lion-prompt") };
+  const open = shownPrompt(view, part, key);
+  if (open) return open;
+  // a part object made anew over the same element (the page's state redrawn) leaves the old
+  // panel behind: one panel per part
+  for (const old of part.el.querySelectorAll(".lion-read")) old.remove();
+  const panel = { key, part, el: node("div", "lion-read") };
   panel.el.setAttribute("role", "region");
   named(panel.el, "What the model read");
-  const host = part.el.querySelector(".lion-prompt-host") || (part.parent === undefined ? part.el.firstElementChild : part.el) || part.el;
+  const host = part.el.querySelector(".lion-read-host") || (part.parent === undefined ? part.el.firstElementChild : part.el) || part.el;
   // under an inspector row's "What the model read" control (its request is just above it)
-  const control = view.inspector ? part.el.querySelector(":scope > .lion-prompt-btn") : null;
+  const control = view.inspector ? part.el.querySelector(":scope > .lion-read-btn") : null;
   if (control) control.after(panel.el);
   else host.appendChild(panel.el);
-  part.prompt = panel;
+  promptPanels(view).set(key, panel);
   return panel;
 }
 
 function promptHead(view, panel, count) {
-  const head = node("div", "lion-prompt-head");
-  head.append(node("span", "lion-prompt-title", "What the model read"));
+  const head = node("div", "lion-read-head");
+  head.append(node("span", "lion-read-title", "What the model read"));
   if (count !== undefined) {
-    const said = node("span", "lion-prompt-count", count);
+    const said = node("span", "lion-read-count", count);
     said.setAttribute("role", "status");
     head.append(said);
   }
   if (view.kind !== "prompt") {
-    const close = button("lion-act lion-prompt-close", "Close", "Close what the model read", () => closePrompt(view, panel));
+    const close = button("lion-act lion-read-close", "Close", "Close what the model read", () => closePrompt(view, panel));
     named(close, "Close what the model read");
     head.append(close);
   }
@@ -73,15 +89,16 @@ function promptHead(view, panel, count) {
 
 function closePrompt(view, panel) {
   panel.el.remove();
-  if (panel.part.prompt === panel) panel.part.prompt = null;
+  if (promptPanels(view).get(panel.key) === panel) promptPanels(view).delete(panel.key);
   promptStore(view).delete(panel.key);
-  promptButtonState(panel.part);
+  const part = view.parts.get(panel.key);
+  if (part) promptButtonState(view, part, panel.key);
 }
 
 function readingPrompt(view, part, key) {
   const panel = promptPanel(view, part, key);
   panel.el.textContent = "";
-  const note = node("p", "lion-prompt-note", "Reading the prompt…");
+  const note = node("p", "lion-read-note", "Reading the prompt…");
   note.setAttribute("role", "status");
   panel.el.append(promptHead(view, panel), note);
   view.model.send({ action: "prompt_tokens", key });
@@ -91,20 +108,20 @@ function drawPrompt(view, part, key, op) {
   const panel = promptPanel(view, part, key);
   panel.el.textContent = "";
   if (op.note !== undefined) {
-    const note = node("p", "lion-prompt-note", op.note);
+    const note = node("p", "lion-read-note", op.note);
     note.setAttribute("role", "status");
     panel.el.append(promptHead(view, panel), note);
     return;
   }
   Object.assign(panel, { t: op.t, m: op.m, roles: op.roles, special: new Set(op.sp), drawn: 0, msg: null, group: null, alt: [] });
   promptParity(panel);
-  panel.text = node("div", "lion-prompt-text");
+  panel.text = node("div", "lion-read-text");
   panel.text.setAttribute("role", "group");
   named(panel.text, "The prompt's tokens, tinted by message");
   panel.el.append(promptHead(view, panel, promptCount(op.t.length, op.window)), promptLegend(op.roles), panel.text);
   drawChips(panel);
   if (panel.drawn < panel.t.length) drawChipsSoon(panel);
-  promptButtonState(part);
+  promptButtonState(view, part, key);
 }
 
 function promptParity(panel) {
@@ -119,7 +136,7 @@ function promptParity(panel) {
 }
 
 function promptLegend(roles) {
-  const legend = node("span", "lion-prompt-legend");
+  const legend = node("span", "lion-read-legend");
   legend.setAttribute("role", "list");
   named(legend, "Legend");
   const seen = [...new Set(roles.map((r) => (PROMPT_ROLES.includes(r) ? r : "other")))];
@@ -184,42 +201,46 @@ function drawChips(panel) {
 function promptMarks(view) {
   const store = promptStore(view);
   for (const [key, part] of view.parts) {
-    if (part.prompt && !part.el.contains(part.prompt.el)) part.prompt = null;
     // a part drawn anew whose prompt view was open: drawn again from what the page has
-    if (!part.prompt && store.has(key)) drawPrompt(view, part, key, store.get(key));
+    const shown = shownPrompt(view, part, key);
+    if (!shown && store.has(key)) drawPrompt(view, part, key, store.get(key));
     if (view.kind === "prompt") {
-      if (!part.prompt && part.el.querySelector(".lion-prompt-host")) readingPrompt(view, part, key);
+      if (!shown && part.el.querySelector(".lion-read-host")) readingPrompt(view, part, key);
     } else if (view.chat) replyControl(view, part, key);
     else if (view.inspector) rowPromptControl(view, part, key);
   }
 }
 
-function togglePrompt(view, part, key) {
-  if (part.prompt) closePrompt(view, part.prompt);
+function togglePrompt(view, key) {
+  // the part as the page holds it now (a part drawn anew is a new object)
+  const part = view.parts.get(key);
+  if (!part) return;
+  const shown = shownPrompt(view, part, key);
+  if (shown) closePrompt(view, shown);
   else readingPrompt(view, part, key);
-  promptButtonState(part);
+  promptButtonState(view, part, key);
 }
 
-function promptButtonState(part) {
-  const control = part.el.querySelector(".lion-prompt-btn");
-  if (control) control.setAttribute("aria-pressed", part.prompt ? "true" : "false");
+function promptButtonState(view, part, key) {
+  const control = part.el.querySelector(".lion-read-btn");
+  if (control) control.setAttribute("aria-pressed", shownPrompt(view, part, key) ? "true" : "false");
 }
 
 function replyControl(view, part, key) {
   const head = part.el.querySelector(".lion-msg.lion-assistant[data-id] > .lion-head");
-  if (!head || head.querySelector(".lion-prompt-btn")) return;
-  const control = button("lion-act lion-prompt-btn", "What the model read", "The prompt this reply was generated from, token by token, as the model read it",
-    () => togglePrompt(view, part, control.closest(".lion-part").getAttribute("data-key")));
+  if (!head || head.querySelector(".lion-read-btn")) return;
+  const control = button("lion-act lion-read-btn", "What the model read", "The prompt this reply was generated from, token by token, as the model read it",
+    () => togglePrompt(view, control.closest(".lion-part").getAttribute("data-key")));
   head.insertBefore(control, head.querySelector(".lion-copy-msg"));
-  promptButtonState(part);
+  promptButtonState(view, part, key);
 }
 
 function rowPromptControl(view, part, key) {
   const payload = /^d\d+$/.test(key) ? part.el.querySelector(":scope > .lion-payload") : null;
-  if (!payload || part.el.querySelector(".lion-prompt-btn")) return;
-  const control = button("lion-act lion-prompt-btn", "What the model read, token by token", "The request above as the model read it: its tokens, tinted by message",
-    () => togglePrompt(view, part, key));
+  if (!payload || part.el.querySelector(".lion-read-btn")) return;
+  const control = button("lion-act lion-read-btn", "What the model read, token by token", "The request above as the model read it: its tokens, tinted by message",
+    () => togglePrompt(view, key));
   named(control, `What the model read for message ${key.slice(1)}, token by token`);
   payload.after(control);
-  promptButtonState(part);
+  promptButtonState(view, part, key);
 }

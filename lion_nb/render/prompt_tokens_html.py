@@ -34,7 +34,7 @@ ROLES = ("system", "user", "assistant", "tool")
 
 TITLE = "What the model read"
 
-HOST_HTML = '<div class="lion-prompt-host"></div>'
+HOST_HTML = '<div class="lion-read-host"></div>'
 """The standalone view's one part: the page draws the prompt's panel in it."""
 
 
@@ -69,14 +69,14 @@ def _legend(roles: Sequence[str]) -> str:
         '<span role="listitem" class="lion-pt lion-pt-none lion-pt-special">special token</span>'
     )
     return (
-        f'<span class="lion-prompt-legend" role="list" aria-label="Legend">{"".join(items)}</span>'
+        f'<span class="lion-read-legend" role="list" aria-label="Legend">{"".join(items)}</span>'
     )
 
 
 def _head(title: str, count: str) -> str:
     return (
-        f'<div class="lion-prompt-head"><span class="lion-prompt-title">{escape(title)}</span> '
-        f'<span class="lion-prompt-count">{escape(count)}</span></div>'
+        f'<div class="lion-read-head"><span class="lion-read-title">{escape(title)}</span> '
+        f'<span class="lion-read-count">{escape(count)}</span></div>'
     )
 
 
@@ -131,10 +131,10 @@ def prompt_tokens_html(
     if body:
         body.append("</span>")
     return (
-        f'<div class="lion-prompt" role="region" aria-label="{escape(title)}">'
+        f'<div class="lion-read" role="region" aria-label="{escape(title)}">'
         + _head(title, count_text(len(tokens), window))
         + _legend(roles)
-        + '<div class="lion-prompt-text" role="group" '
+        + '<div class="lion-read-text" role="group" '
         'aria-label="The prompt\'s tokens, tinted by message">' + "".join(body) + "</div></div>"
     )
 
@@ -142,7 +142,7 @@ def prompt_tokens_html(
 def prompt_note_html(note: str, *, title: str = TITLE) -> str:
     """The view when there are no tokens to show: why, in plain words."""
     return (
-        f'<div class="lion-prompt" role="region" aria-label="{escape(title)}">'
-        f'<div class="lion-prompt-head"><span class="lion-prompt-title">{escape(title)}</span></div>'
-        f'<p class="lion-prompt-note" role="status">{escape(note)}</p></div>'
+        f'<div class="lion-read" role="region" aria-label="{escape(title)}">'
+        f'<div class="lion-read-head"><span class="lion-read-title">{escape(title)}</span></div>'
+        f'<p class="lion-read-note" role="status">{escape(note)}</p></div>'
     )

@@ -63,6 +63,11 @@ inspector = lion_nb.inspect(branch)
 inspector
 """
 
+ALONE = """
+alone = await lion_nb.prompt_view(model, "Name a colour.")
+alone
+"""
+
 SCRIPTED = """
 other = Session().new_branch(chat_model=iModel(provider="scripted", replies=["Hi!"]), name="scripted")
 sview = lion_nb.view(other, height=200)
@@ -91,7 +96,7 @@ def _open_reply(page: Any, lab: Any, name: str, cells: list[str]) -> Any:
     page.get_by_text(READY).first.wait_for(timeout=120_000)
     root = page.locator(".lion-front").first
     root.get_by_role("button", name="What the model read for reply 1").click(timeout=30_000)
-    root.locator(".lion-prompt .lion-pt[data-i]").first.wait_for(timeout=30_000)
+    root.locator(".lion-read .lion-pt[data-i]").first.wait_for(timeout=30_000)
     return root
 
 
@@ -101,12 +106,12 @@ def test_a_reply_opens_what_the_model_read(page, jupyter_lab):
     region = root.get_by_role("region", name="What the model read")
     chips = region.locator(".lion-pt[data-i]")
     page.wait_for_function(
-        f"() => document.querySelectorAll('.lion-prompt .lion-pt[data-i]').length === {facts['n']}",
+        f"() => document.querySelectorAll('.lion-read .lion-pt[data-i]').length === {facts['n']}",
         timeout=15_000,
     )
     assert chips.count() == facts["n"]
     # the count against the model's window
-    assert region.locator(".lion-prompt-count").inner_text() == (
+    assert region.locator(".lion-read-count").inner_text() == (
         f"{facts['n']} of {facts['window']:,} tokens"
     )
     # tinted by message: the system message's chips, in a group named for it
@@ -141,8 +146,8 @@ def test_a_reply_opens_what_the_model_read(page, jupyter_lab):
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
-def test_the_inspector_and_a_model_that_cannot_tokenize(page, jupyter_lab):
-    cells = [SETUP, RUN, INSPECT, SCRIPTED, SCRIPTED_RUN]
+def test_the_inspector_the_view_alone_and_a_model_that_cannot_tokenize(page, jupyter_lab):
+    cells = [SETUP, RUN, INSPECT, ALONE, SCRIPTED, SCRIPTED_RUN]
     run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, "prompt_more.ipynb", cells))
     page.get_by_text("SCRIPTED-READY").first.wait_for(timeout=120_000)
     facts = _facts(jupyter_lab)
@@ -158,9 +163,17 @@ def test_the_inspector_and_a_model_that_cannot_tokenize(page, jupyter_lab):
     assert region.locator(".lion-pt-special[data-i]").all_text_contents() == facts["special"]
     screenshot(page, "prompt_inspector")
     # a model that cannot tokenize: said in plain words, naming those that can
-    scripted = page.locator(".lion-front").nth(2)
+    # on its own: lion_nb.prompt_view(model, text), a text being one user turn
+    alone = page.locator(".lion-front").nth(2).get_by_role("region", name="What the model read")
+    alone.get_by_role("group", name="Message 1 · user").wait_for(timeout=30_000)
+    assert "".join(alone.locator(".lion-pt[data-i]").all_text_contents()) == (
+        "<|im_start|>system↵You are a helpful AI assistant named SmolLM, trained by Hugging "
+        "Face<|im_end|>↵<|im_start|>user↵Name a colour.<|im_end|>↵<|im_start|>assistant↵"
+    )
+    assert alone.get_by_role("button", name="Close what the model read").count() == 0
+    scripted = page.locator(".lion-front").nth(3)
     scripted.get_by_role("button", name="What the model read for reply 1").click(timeout=30_000)
-    note = scripted.locator(".lion-prompt-note", has_text="cannot show what it read")
+    note = scripted.locator(".lion-read-note", has_text="cannot show what it read")
     note.wait_for(timeout=30_000)
     assert "llama-server" in note.inner_text() and "provider='local'" in note.inner_text()
     assert page.watched.console_errors == [], page.watched.console_errors
@@ -176,7 +189,7 @@ def test_the_chips_read_at_aa_contrast(page, jupyter_lab, theme):
     )
     page.wait_for_timeout(300)
     measured = [
-        m for m in page.evaluate(MEASURE) if "lion-pt" in m["cls"] or "lion-prompt" in m["cls"]
+        m for m in page.evaluate(MEASURE) if "lion-pt" in m["cls"] or "lion-read" in m["cls"]
     ]
     shown = {c for m in measured for c in m["cls"].split() if c.startswith("lion-pt-")}
     assert {"lion-pt-system", "lion-pt-user", "lion-pt-none", "lion-pt-special"} <= shown, shown
@@ -220,12 +233,12 @@ print("FIGURES-" + "READY", n)
 OPEN = """
 async ([i, n]) => {
   const root = document.querySelectorAll('.lion-front')[i];
-  const count = () => root.querySelectorAll('.lion-prompt .lion-pt[data-i]').length;
+  const count = () => root.querySelectorAll('.lion-read .lion-pt[data-i]').length;
   const frame = () => new Promise((r) => requestAnimationFrame(r));
   const out = [];
   for (let round = 0; round < 5; round++) {
-    const button = root.querySelector('.lion-prompt-btn');
-    if (root.querySelector('.lion-prompt')) {
+    const button = root.querySelector('.lion-read-btn');
+    if (root.querySelector('.lion-read')) {
       button.click();
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -250,7 +263,7 @@ def test_the_prompt_view_figures(page, jupyter_lab):
     run_notebook_in_lab(page, jupyter_lab, nb)
     page.get_by_text("FIGURES-READY").first.wait_for(timeout=120_000)
     n = int(kernel_execute(jupyter_lab, "print(n)").strip().splitlines()[-1])
-    page.locator(".lion-front").first.locator(".lion-prompt-btn").wait_for(timeout=30_000)
+    page.locator(".lion-front").first.locator(".lion-read-btn").wait_for(timeout=30_000)
     opened = page.evaluate(OPEN, [0, n])
     median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     figures = {

@@ -82,7 +82,7 @@ def test_each_message_is_a_named_group_and_the_legend_names_the_tints() -> None:
     groups = [el.attrs.get("aria-label") for el in tree.find_all(cls="lion-pt-msg")]
     assert groups[:3] == ["Template scaffolding", "Message 1 · system", "Template scaffolding"]
     assert "Message 2 · user" in groups and "Message 3 · user" in groups
-    legend = tree.find_all(cls="lion-prompt-legend")[0]
+    legend = tree.find_all(cls="lion-read-legend")[0]
     assert legend.attrs["role"] == "list" and legend.attrs["aria-label"] == "Legend"
     assert [el.text() for el in legend.find_all(cls="lion-pt")] == [
         "system",
@@ -90,7 +90,7 @@ def test_each_message_is_a_named_group_and_the_legend_names_the_tints() -> None:
         "template",
         "special token",
     ]
-    region = tree.find_all(cls="lion-prompt")[0]
+    region = tree.find_all(cls="lion-read")[0]
     assert region.attrs["role"] == "region" and region.attrs["aria-label"] == "What the model read"
 
 
@@ -112,5 +112,5 @@ def test_roles_outside_the_palette_share_one_tint() -> None:
 
 def test_the_note_says_why_there_are_no_tokens() -> None:
     html = prompt_note_html("This model cannot show what it read. <use the local one>")
-    assert "lion-prompt-note" in html and "&lt;use the local one&gt;" in html
+    assert "lion-read-note" in html and "&lt;use the local one&gt;" in html
     assert 'role="status"' in html

@@ -85,7 +85,7 @@ async def test_the_standalone_view_sends_its_tokens_when_the_page_asks() -> None
     view = PromptView(TOKENS, [{"role": "user", "content": "Hi"}], window=8192)
     sent: list[dict[str, Any]] = []
     view.channel._send = sent.append
-    assert view.parts == [["prompt", '<div class="lion-prompt-host"></div>']]
+    assert view.parts == [["prompt", '<div class="lion-read-host"></div>']]
     view._on_page(view, {"action": "prompt_tokens", "key": "prompt"}, [])
     await settled(sent)
     [op] = prompt_ops(sent)
@@ -107,7 +107,7 @@ async def test_prompt_view_on_a_model_that_cannot_tokenize_says_so() -> None:
     view = await lion_nb.prompt_view(iModel(provider="scripted", replies=[]), "Hello")
     assert isinstance(view, PromptView) and view.tokens == []
     assert view.note is not None and "cannot show what it read" in view.note
-    assert "lion-prompt-note" in view.static_html()
+    assert "lion-read-note" in view.static_html()
     sent: list[dict[str, Any]] = []
     view.channel._send = sent.append
     view._on_page(view, {"action": "prompt_tokens", "key": "prompt"}, [])
