@@ -68,9 +68,7 @@ def _legend(roles: Sequence[str]) -> str:
     items.append(
         '<span role="listitem" class="lion-pt lion-pt-none lion-pt-special">special token</span>'
     )
-    return (
-        f'<span class="lion-read-legend" role="list" aria-label="Legend">{"".join(items)}</span>'
-    )
+    return f'<span class="lion-read-legend" role="list" aria-label="Legend">{"".join(items)}</span>'
 
 
 def _head(title: str, count: str) -> str:
