@@ -201,13 +201,12 @@ function drawChips(panel) {
 function promptMarks(view) {
   const store = promptStore(view);
   for (const [key, part] of view.parts) {
-    // a part drawn anew whose prompt view was open: drawn again from what the page has
-    const shown = shownPrompt(view, part, key);
-    if (!shown && store.has(key)) drawPrompt(view, part, key, store.get(key));
-    if (view.kind === "prompt") {
-      if (!shown && part.el.querySelector(".lion-read-host")) readingPrompt(view, part, key);
-    } else if (view.chat) replyControl(view, part, key);
+    if (view.chat) replyControl(view, part, key);
     else if (view.inspector) rowPromptControl(view, part, key);
+    if (shownPrompt(view, part, key)) continue;
+    // a part drawn anew whose prompt view was open: drawn again from what the page has
+    if (store.has(key)) drawPrompt(view, part, key, store.get(key));
+    else if (view.kind === "prompt" && part.el.querySelector(".lion-read-host")) readingPrompt(view, part, key);
   }
 }
 
