@@ -73,7 +73,8 @@ async def read_prompt(model: Any, messages: list[dict[str, Any]]) -> list[Prompt
     try:
         tokens: list[PromptToken] = await model.tokenize(messages)
     except LionError as error:
-        return f"This model cannot show what it read. {error}"
+        said = str(error)
+        return f"This model cannot show what it read. {said[:1].upper()}{said[1:]}"
     except Exception as error:  # a view says what failed; it never raises into the page
         return f"Could not read the prompt: {error}"
     return tokens

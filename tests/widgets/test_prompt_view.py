@@ -17,6 +17,7 @@ from lion_nb.models.prompt_tokens import PromptToken
 from lion_nb.widgets.chat_view import BranchView
 from lion_nb.widgets.inspector import ProgressionInspector
 from lion_nb.widgets.prompt_view import PromptView, prompt_view, turn_messages
+from tests.support.waiting import until
 
 TOKENS = [
     PromptToken("<|im_start|>", 1, True, None),
@@ -30,10 +31,8 @@ def prompt_ops(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [op for msg in sent for op in msg["ops"] if op["op"] == "prompt_tokens"]
 
 
-async def settled(sent: list[dict[str, Any]], n: int = 1, timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while len(prompt_ops(sent)) < n:
-            await asyncio.sleep(0.01)
+async def settled(sent: list[dict[str, Any]], n: int = 1) -> None:
+    await until(lambda: len(prompt_ops(sent)) >= n, what=f"{n} prompt_tokens op(s)")
 
 
 async def test_a_model_that_cannot_tokenize_is_said_in_plain_words() -> None:
@@ -47,7 +46,7 @@ async def test_a_model_that_cannot_tokenize_is_said_in_plain_words() -> None:
     await settled(sent)
     [op] = prompt_ops(sent)
     assert op["key"] == str(reply.id) and "t" not in op
-    assert op["note"].startswith("This model cannot show what it read.")
+    assert op["note"].startswith("This model cannot show what it read. The 'scripted' provider")
     assert "iModel(provider='local')" in op["note"] and "llama-server" in op["note"]
     view.close()
 
