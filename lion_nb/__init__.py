@@ -37,6 +37,8 @@ _LAZY = {
     "ParseView": "lion_nb.widgets.parse_view",
     "CompareView": "lion_nb.widgets.compare_view",
     "FlowView": "lion_nb.widgets.flow_view",
+    "PromptView": "lion_nb.widgets.prompt_view",
+    "prompt_view": "lion_nb.widgets.prompt_view",
     "cassette": "lion_nb.cassettes.cassette",
     "use_cassette": "lion_nb.cassettes.cassette",
     "Cassette": "lion_nb.cassettes.cassette",
@@ -52,6 +54,7 @@ __all__ = [
     "Operation",
     "ParseView",
     "ProgressionInspector",
+    "PromptView",
     "ReActRoundsView",
     "Session",
     "__version__",
@@ -61,6 +64,7 @@ __all__ = [
     "iModel",
     "inspect",
     "load_ipython_extension",
+    "prompt_view",
     "recover_branch",
     "tokens",
     "use_cassette",
@@ -82,6 +86,7 @@ if TYPE_CHECKING:
     from lion_nb.widgets.flow_view import FlowView
     from lion_nb.widgets.inspector import ProgressionInspector, inspect
     from lion_nb.widgets.parse_view import ParseView
+    from lion_nb.widgets.prompt_view import PromptView, prompt_view
     from lion_nb.widgets.rounds_view import ReActRoundsView
 
 

@@ -138,6 +138,7 @@ const OPS = {
   tokens: (view, op) => tokenOp(view, op), // tokens.js
   sampler: (view, op) => samplerOp(view, op), // sampling.js
   tree: (view, op) => treeOp(view, op), // tree.js
+  prompt_tokens: (view, op) => promptOp(view, op), // prompt.js
 };
 
 // ----- the shell: title, transcript list, placeholder, status line, gauge --------------------
@@ -367,6 +368,7 @@ function nameControls(list) {
     label(".lion-compare-alt", `Compare ${what} with the previous alternative`);
     label(".lion-tokens-btn", `Tokens of ${what}`); // tokens.js
     label(".lion-sample-btn", `Sample ${what} 5 times`);
+    label(".lion-read-btn", `What the model read for ${what}`); // prompt.js
   }
 }
 
@@ -1108,6 +1110,7 @@ function marks(view) {
 
 function settle(view, follow) {
   const { shell } = view;
+  promptMarks(view); // prompt.js
   marks(view);
   if (view.inspector) view.inspector.settle();
   shell.empty.hidden = view.parts.size > 0 || !view.chat;

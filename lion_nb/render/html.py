@@ -88,6 +88,7 @@ CSS_FILES = (
     "tokens.css",
     "sampling.css",
     "tree.css",
+    "prompt.css",
 )  # the stylesheet's files, in order
 
 

@@ -73,6 +73,7 @@ from lion_nb.widgets.chat_status import ChatStatus
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.front import Front
 from lion_nb.widgets.live import LiveConfig, live_shell
+from lion_nb.widgets.prompt_view import PromptPanel
 from lion_nb.widgets.reply_tree_panel import ReplyTreePanel
 from lion_nb.widgets.sampling_panel import SamplingPanel
 from lion_nb.widgets.send_controls import SendControls
@@ -196,6 +197,8 @@ class BranchView(Front):
             self.reply_tree_panel,
         ):
             self.actions.update_from(panel.actions())
+        self.prompt_panel = PromptPanel(self)  # "What the model read" (widgets.prompt_view)
+        self.actions.update_from(self.prompt_panel.actions())
         self.prompt = self.send_controls.prompt
         self._unsubscribe = branch.subscribe(_SIGNALS, self._on_signal)
         self.transcript.rebuild()

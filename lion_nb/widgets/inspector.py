@@ -35,7 +35,12 @@ from lion_nb.operations import window as nt
 from lion_nb.provenance import provenance_of
 from lion_nb.render import timeline as tl
 from lion_nb.render import turns
-from lion_nb.render.chrome import forked_html, next_turn_pending_html, no_such_message_html
+from lion_nb.render.chrome import (
+    forked_html,
+    next_turn_pending_html,
+    no_such_message_html,
+    status_html,
+)
 from lion_nb.render.text import transcript_plain
 from lion_nb.signals import MessageAdded, MessageRetracted, RunEnd, RunFailed, RunStart, Signal
 from lion_nb.tokens import NextTurn
@@ -47,6 +52,7 @@ from lion_nb.viewmodels.timeline import (
     timeline_rows,
 )
 from lion_nb.widgets.inspector_parts import TimelineFront, TimelinePage, fork_panel
+from lion_nb.widgets.prompt_view import PromptReader, turn_messages
 from lion_nb.widgets.viewbase import StaticFallback
 
 if TYPE_CHECKING:
@@ -98,8 +104,13 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
                 "filter": lambda c: self._acted(self.set_filter, str(c["name"])),
                 "collapse": lambda _c: self._acted(self.collapse_all),
                 "leave": lambda _c: self._left(),
+                "prompt_tokens": self._read_prompt,
             },
             refresh_interval=refresh_interval,
+        )
+        # "What the model read" of an expanded row (widgets.prompt_view)
+        self._prompts = PromptReader(
+            lambda: self.front.channel, lambda: branch.chat_model_or_none, self._prompt_failed
         )
         self._forks_box = ipywidgets.VBox(_dom_classes=("lion-tl-forks",))
         super().__init__(
@@ -217,6 +228,21 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self.front.set_chrome(status_line=no_such_message_html(index, count))
             return
         self.go_to(index)
+
+    def _read_prompt(self, content: dict[str, Any]) -> None:
+        """The page asked what the model read for the expanded row ``content["key"]``
+        (``d<position>``, its detail's part)."""
+        key = str(content.get("key", ""))
+        messages = self.branch.messages
+        if not key.startswith("d") or not key[1:].isdigit() or int(key[1:]) >= len(messages):
+            return
+        index = int(key[1:])
+        self._prompts.ask(key, messages[index].id, turn_messages(messages, index))
+
+    def _prompt_failed(self, error: BaseException) -> None:
+        self.front.set_chrome(
+            status_line=status_html("failed", f"Could not read the prompt: {error}")
+        )
 
     # ----- forking -----------------------------------------------------------------------
     def fork(self, index: int, *, name: str | None = None) -> Branch:

@@ -210,6 +210,9 @@ class TimelineFront(Front):
     def _action_leave(self, content: dict[str, Any]) -> None:
         self._act("leave", content)
 
+    def _action_prompt_tokens(self, content: dict[str, Any]) -> None:
+        self._act("prompt_tokens", content)
+
     # the inspector that holds this timeline is what a notebook displays and saves
     def static_html(self) -> str:
         return ""

@@ -681,6 +681,56 @@ ACTIONS: dict[str, type] = {
 }
 
 
+# ----- the prompt as the model reads it (``widgets.prompt_view``, drawn by ``widgets/prompt.js``) -----
+class PromptTokensOp(TypedDict):
+    """The prompt a model read, token by token, for part ``key`` (a reply of the chat view, an
+    inspector row's detail ``d<n>``, the standalone view's ``prompt``): the tokens' texts ``t``,
+    the message each spells ``m`` (its index in ``roles``; -1: the template's scaffolding), the
+    indices of the special tokens ``sp``, each message's role ``roles`` and the model's context
+    window ``window`` (None: not known); or ``note``, in plain words, why there are no tokens
+    (the model cannot tokenize, the call failed)."""
+
+    op: Literal["prompt_tokens"]
+    key: str
+    t: NotRequired[list[str]]
+    m: NotRequired[list[int]]
+    sp: NotRequired[list[int]]
+    roles: NotRequired[list[str]]
+    window: NotRequired[int | None]
+    note: NotRequired[str]
+
+
+class PromptTokensAction(TypedDict):
+    """Send the prompt part ``key`` was generated from, as the model read it (a
+    ``prompt_tokens`` op): "What the model read"."""
+
+    action: Literal["prompt_tokens"]
+    key: str
+
+
+def prompt_tokens_op(
+    key: str,
+    *,
+    t: list[str] | None = None,
+    m: list[int] | None = None,
+    sp: list[int] | None = None,
+    roles: list[str] | None = None,
+    window: int | None = None,
+    note: str | None = None,
+) -> PromptTokensOp:
+    op: PromptTokensOp = {"op": "prompt_tokens", "key": key}
+    if note is not None:
+        op["note"] = note
+        return op
+    op["t"], op["m"], op["sp"] = t or [], m or [], sp or []
+    op["roles"], op["window"] = roles or [], window
+    return op
+
+
+OPS["prompt_tokens"] = PromptTokensOp
+ACTIONS["prompt_tokens"] = PromptTokensAction
+__all__ += ["prompt_tokens_op"]
+
 # ----- synced traits -----------------------------------------------------------------------------
 # the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
 CHROME = (

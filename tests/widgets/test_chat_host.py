@@ -40,6 +40,7 @@ CHAT_ACTIONS = {
     "token_controls": {"tokens", "token_top", "fork_token", "sample"},
     "sampling_panel": {"sampler"},
     "reply_tree_panel": {"tree", "tree_pick"},
+    "prompt_panel": {"prompt_tokens"},
 }
 
 
