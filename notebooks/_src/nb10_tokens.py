@@ -1,37 +1,36 @@
-"""10 — Tokens: next-token prediction on the embedded model, temperature, a fork from an
-unlikely token, and sampling ×5 (issue 25). Ships a cassette, so it runs without the model."""
+"""10 — Tokens, a lesson: what the model reads, next-token prediction, sampling explained,
+temperature side by side, a fork from an unlikely token, sampling ×5 and the tree of what could
+have been. Presentable in Voilà in about 20 minutes; ships a cassette, so it runs without the
+model."""
 
 from _src import code, md
 
 CELLS = [
     md("""
-    # What the model could have said: tokens and their probabilities
+    # What the model reads, and what it could have said
 
-    A language model writes one **token** at a time (a word, a piece of a word, a space and a
-    word...). At each step it gives a probability to every token of its vocabulary, and one of
-    them is picked: the most likely one (temperature 0), or one drawn at random from the
-    distribution (temperature > 0). This notebook looks at those distributions on the
-    **embedded SmolLM2 model**, token by token, on the conversation you are having:
+    A language model reads **tokens** (words, pieces of words, markers) and writes one token at a
+    time. At each step it gives every token of its vocabulary a probability, and a **sampler**
+    picks one. This lesson follows that on the **embedded SmolLM2 model**, on a conversation you
+    can change:
 
-    1. what it predicts next after a given start;
-    2. a reply with every token tinted by its probability;
-    3. how **temperature** reshapes the distribution;
-    4. a **fork from an unlikely token**: take another token there and let the model go on;
-    5. **sampling ×5**: five replies to one question, and where they agree.
+    1. what the model actually reads: the prompt, token by token;
+    2. what it predicts next: its distribution over the next token;
+    3. how sampling turns a distribution into a token (temperature, top-k, top-p, min-p);
+    4. temperature, side by side;
+    5. a fork from an unlikely token;
+    6. sampling ×5, and the tree of what could have been.
 
-    Ask for the probabilities with `logprobs=K` (K alternatives per position, 0–20) on the model
-    or per call. The calls were recorded on the embedded model into
-    `data/10_tokens.cassette.jsonl`, which ships with the notebook: without the model (Binder,
-    say) the same cells replay from it.
+    The model's calls were recorded into `data/10_tokens.cassette.jsonl`, which ships with the
+    notebook: without the model (Binder, say) the same cells replay from it.
     """),
     code("""
-    import math
     import os
     from pathlib import Path
 
     import lion_nb
     from lion_nb import Branch, iModel
-    from lion_nb.models.base import ModelRequest
+    from lion_nb.tokens import sample_distribution
 
     # The cassette of this notebook. (The test suite replays it strictly: mode "replay".)
     CASSETTE = Path(os.environ.get("LION_NB_CASSETTE", "data/10_tokens.cassette.jsonl"))
@@ -41,109 +40,104 @@ CELLS = [
     SYSTEM = "You are a helpful assistant."
     # temperature 0: always the most likely token; logprobs=8: each token's 8 most likely rivals
     model = iModel(provider="local", temperature=0, seed=0, max_tokens=48, logprobs=8)
+
+
+    def bar(p, width=30):
+        return "█" * max(1, round(p * width)) if p >= 0.005 else "·"
     """),
     md("""
-    ## 1. Next-token prediction
+    ## 1. What the model reads
 
-    Give the model the start of its answer and ask for one token: its `tokens[0].top` is the
-    distribution over what comes next (the 8 most likely tokens, with their log-probabilities;
-    `math.exp` turns one into a probability). A leading space is part of a token: `' Paris'`.
+    A conversation is not sent as you see it. The model's **chat template** wraps each message
+    in markers (`<|im_start|>user` … `<|im_end|>`), and the **tokenizer** cuts the result into
+    tokens. `await model.tokenize(messages)` gives exactly that; `lion_nb.prompt_view` draws it:
+    each token a chip tinted by the message it belongs to, the special markers outlined, and the
+    count against the model's window.
     """),
     code("""
-    def bar(p, width=40):
-        return "█" * max(1, round(p * width)) if p >= 0.005 else "·"
+    conversation = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "What is the capital of France?"},
+    ]
+    tokens = await model.tokenize(conversation)
+    special = [t.text for t in tokens if t.special]
+    print(f"{len(tokens)} tokens, {len(special)} of them special markers: {special[:4]}")
+    print("the user's question as tokens:", [t.text for t in tokens if t.message == 1])
+    await lion_nb.prompt_view(model, conversation)
+    """),
+    md("""
+    ## 2. Next-token prediction
 
-
-    async def next_tokens(question, start):
-        request = ModelRequest(
-            messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}],
-            prefix=start,  # the model's reply begins with this text; it continues it
-            options={"max_tokens": 1},
-        )
-        response = await model.complete(request)
-        return response.tokens[0].top
-
-
+    Given what it read (and, here, the start of its answer), the model's output is one
+    distribution over its whole vocabulary. `await model.next_tokens(messages, k=8,
+    prefix=...)` gives its 8 most likely next tokens with their probabilities — the model's
+    own numbers, before any sampling setting. A leading space is part of a token: `' Paris'`.
+    """),
+    code("""
+    predicted = {}
     for question, start in [
         ("What is the capital of France?", "The capital of France is"),
         ("Describe the weather.", "Today the sky is"),
     ]:
+        predicted[start] = await model.next_tokens(question, k=8, prefix=start)
         print(f"after {start!r}:")
-        for text, logprob in await next_tokens(question, start):
-            p = math.exp(logprob)
+        for text, p in predicted[start]:
             print(f"  {text!r:14} {p:6.1%}  {bar(p)}")
     """),
     md("""
     The first distribution is sharp: the model is sure. The second is flat: many continuations
     are plausible, and which one is written depends on how the token is picked.
 
-    ## 2. A reply, token by token
+    ## 3. Sampling, explained
 
-    `AssistantResponse.tokens` lists the reply's tokens (`.text`, `.logprob`, `.top`); their
-    texts join to exactly the reply. `lion_nb.tokens(message)` draws them tinted by probability
-    (a legend names the five bins; hover a token for its alternatives). In the chat view, the
-    *Tokens* control on a reply shows the same, live while it streams.
+    A sampler reshapes the distribution before it draws. llama.cpp (and so the embedded model)
+    applies, in order: **top-k** keeps the k most likely tokens; **top-p** keeps the smallest
+    set of most likely tokens whose probabilities reach p; **min-p** drops tokens less likely
+    than min-p × the most likely one; **temperature** T then divides the log-probabilities by T
+    (below 1 the likely get likelier; above 1 the distribution flattens; 0 leaves only the most
+    likely). `sample_distribution` computes exactly that over the 8 tokens we have. Hugging Face
+    transformers applies temperature *first*: the order changes what survives.
     """),
     code("""
-    branch = Branch(system=SYSTEM, chat_model=model)
-    answer = await branch.communicate("Describe the weather today in one sentence.")
-    reply = branch.messages[-1]
-    print(answer)
-    spelled = "".join(t.text for t in reply.tokens) == answer
-    print(f"{len(reply.tokens)} tokens; they spell the reply: {spelled}")
-    unsure = sorted(range(len(reply.tokens)), key=lambda i: reply.tokens[i].logprob)[:3]
-    for i in sorted(unsure):
-        token = reply.tokens[i]
-        rivals = [a for a, _ in token.top[1:4]]
-        print(f"  token {i} {token.text!r}: p = {math.exp(token.logprob):.1%}; rivals {rivals}")
-    lion_nb.tokens(reply)
+    top = predicted["Today the sky is"]  # the flat distribution of section 2
+    settings = {"temperature": 1.5, "top_k": 40, "top_p": 0.8, "min_p": 0.05}
+    cuts_first = sample_distribution(top, **settings)
+    temperature_first = sample_distribution(top, **settings, temperature_first=True)
+    print(f"{'token':14}{'model':>8}{'llama.cpp':>11}{'T first':>9}")
+    for (text, p), (_, a), (_, b) in zip(top, cuts_first, temperature_first):
+        print(f"{text!r:14}{p:>8.1%}{a:>11.1%}{b:>9.1%}")
+    kept = [sum(1 for _, q in d if q > 0) for d in (cuts_first, temperature_first)]
+    print(f"survivors: {kept[0]} with llama.cpp's order, {kept[1]} with temperature first")
     """),
     md("""
-    ## 3. Temperature reshapes the distribution
+    In the chat view, the same lives on every token of a reply: open the *Tokens* view of a
+    reply, hover a token, and choose **How sampling chose this** — four sliders redraw the bars
+    in the page at once, in both orders (section 6 opens one).
 
-    Sampling at temperature *T* draws token *i* with probability proportional to
-    p<sub>i</sub><sup>1/T</sup>: below 1 the likely tokens get likelier (0.2 is nearly always
-    the top one), above 1 the distribution flattens and unlikely tokens get their chance. Here is
-    the distribution after *"Today the sky is"* reshaped for 0.2, 0.8 and 1.5 (over the 8 tokens
-    listed, renormalised), then one reply to the same prompt at each temperature.
+    ## 4. Temperature, side by side
+
+    One question, three temperatures, same seed. *Surprise* is −ln p of each token the sampler
+    took (0 for a certain one): the hotter, the more surprising the tokens taken, on average.
     """),
     code("""
     TEMPERATURES = (0.2, 0.8, 1.5)
-    top = await next_tokens("Describe the weather.", "Today the sky is")
-
-
-    def reshaped(top, t):
-        weights = [math.exp(lp / t) for _, lp in top]
-        return [w / sum(weights) for w in weights]
-
-
-    columns = {t: reshaped(top, t) for t in TEMPERATURES}
-    print(f"{'token':14}" + "".join(f"{'T = ' + str(t):>10}" for t in TEMPERATURES))
-    for row, (text, _) in enumerate(top):
-        print(f"{text!r:14}" + "".join(f"{columns[t][row]:>10.1%}" for t in TEMPERATURES))
-    """),
-    code("""
     by_temperature = {}
     for t in TEMPERATURES:
         b = Branch(system=SYSTEM, chat_model=model)
         await b.communicate("Describe the weather today in one sentence.", temperature=t, seed=0)
         by_temperature[t] = b
-        tokens = b.messages[-1].tokens
-        surprise = sum(-tok.logprob for tok in tokens) / len(tokens)
+        taken = b.messages[-1].tokens
+        surprise = sum(-token.logprob for token in taken) / len(taken)
         print(f"T = {t}: mean surprise {surprise:.2f} nats/token | {b.messages[-1].text}")
     """),
     md("""
-    The higher the temperature, the more surprising (less likely) the tokens the sampler takes,
-    on average: *surprise* is −ln p, 0 for a certain token.
-
-    ## 4. A fork from an unlikely token
+    ## 5. A fork from an unlikely token
 
     `await branch.fork_at_token(message_id, index, text)` makes a fork whose reply keeps the
-    first `index` tokens, puts `text` at position `index`, and lets the model continue from
-    there. The original is untouched; the fork records where it came from
-    (`metadata["forked_from"]`). Below: the least likely token the sampler took at T = 1.5,
-    replaced by the model's own favourite at that position. (In the chat view, choosing an
-    alternative in the token view does this, and `‹ 1/2 ›` switches between the two.)
+    first `index` tokens, puts `text` at position `index`, and lets the model go on from there.
+    Below: the least likely token the sampler took at T = 1.5, replaced by the model's own
+    favourite at that position. The original is untouched. (In the chat view, choosing an
+    alternative in a token's pop-up does this.)
     """),
     code("""
     hot = by_temperature[1.5]
@@ -151,56 +145,33 @@ CELLS = [
     i = min(range(len(original.tokens)), key=lambda k: original.tokens[k].logprob)
     taken = original.tokens[i]
     favourite = next(text for text, _ in taken.top if text != taken.text)
-    p = math.exp(taken.logprob)
-    print(f"token {i}: the sampler took {taken.text!r} (p = {p:.1%}); the favourite was {favourite!r}")
+    print(f"token {i}: the sampler took {taken.text!r}; the favourite was {favourite!r}")
 
     fork = await hot.fork_at_token(original.id, i, favourite)
     print("original:", original.text)
     print("fork:    ", fork.messages[-1].text)
-    origin = fork.metadata["forked_from"]
-    print(f"forked at token {origin['token_index']} of message {origin['message_id'][:8]}")
     print(f"original untouched: {hot.messages[-1] is original}")
     """),
     md("""
-    ## 5. Sampling ×5: where do replies agree?
+    ## 6. Sampling ×5 and the tree of what could have been
 
-    `Conversation.asample(n, temperature=..., top_p=...)` (and `view.asample(...)` in the chat
-    view, its *Sample ×5* control) answers the same turn `n` times at once, each on its own fork
-    with its own seed, labelled with its settings. The result says per position how many of the
-    replies still agree: they share a beginning, then diverge.
+    *Sample ×5* answers the same turn five times at once, each on its own fork with its own
+    seed, at the temperature shown beside the button (0.8 here: the model's own is 0, which
+    would give five identical replies). The replies share a start, then diverge: the **tree of
+    what could have been** merges them — the shared start once, a branch where they part, how
+    many samples took each branch — growing live as they stream. Select a node (arrow keys,
+    Enter) and the chat view shows that reply. The *Tokens* control on a reply tints its tokens;
+    hover one for its alternatives and *How sampling chose this*.
     """),
     code("""
-    from lion_nb.session.conversation import Conversation
-
     quiz = Branch(system=SYSTEM, chat_model=model)
     await quiz.communicate("What is the capital of France? Answer in one sentence.")
-    conversation = Conversation(quiz)
-    samples = await conversation.asample(5, temperature=0.8)
-    for fork in samples.branches:
-        print(f"{fork.name}: {fork.messages[-1].text}")
-    first = samples.agreement[0]
-    run = next((k for k, a in enumerate(samples.agreement) if a < first), len(samples.agreement))
-    agree = round(first * 5)
-    print(f"all 5 share {samples.shared} tokens; {agree} of 5 agree on the first {run}, then diverge")
-    print("agreement per position:", " ".join(f"{a:.1f}" for a in samples.agreement[:12]), "...")
-    samples
-    """),
-    md("""
-    Each sample is one more alternative of the reply: in a chat view showing this conversation,
-    `‹ n/6 ›` steps through them and *Compare* sets two side by side.
-
-    ## 6. The token view in the chat view
-
-    The chat view shows the same on the conversation you are having: the *Tokens* control on a
-    reply (opened here with `show_tokens()`) tints its tokens, plots their surprise in a strip
-    above them, and shows a token's alternatives when you hover or focus it (the arrow keys move
-    from token to token). Choosing an alternative forks the conversation there, as in section 4;
-    *Sample ×5* does what section 5 did. `lion_nb.view(branch, tokens=True)` opens the token view
-    of every new reply, live while it streams.
-    """),
-    code("""
-    chat = lion_nb.view(branch, height=360)
-    chat.show_tokens()  # the last reply's token view, open
+    chat = lion_nb.view(quiz, height=420)
+    samples = await chat.asample(5, temperature=0.8)
+    tree = chat.reply_tree
+    print(f"{samples.total} samples; all share {samples.shared} tokens")
+    print(f"the tree: {tree.heading()}")
+    chat.show_tokens()  # the shown reply's tokens, tinted; hover one
     chat
     """),
 ]
