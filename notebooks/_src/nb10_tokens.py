@@ -104,7 +104,7 @@ CELLS = [
     cuts_first = sample_distribution(top, **settings)
     temperature_first = sample_distribution(top, **settings, temperature_first=True)
     print(f"{'token':14}{'model':>8}{'llama.cpp':>11}{'T first':>9}")
-    for (text, p), (_, a), (_, b) in zip(top, cuts_first, temperature_first):
+    for (text, p), (_, a), (_, b) in zip(top, cuts_first, temperature_first, strict=True):
         print(f"{text!r:14}{p:>8.1%}{a:>11.1%}{b:>9.1%}")
     kept = [sum(1 for _, q in d if q > 0) for d in (cuts_first, temperature_first)]
     print(f"survivors: {kept[0]} with llama.cpp's order, {kept[1]} with temperature first")
