@@ -15,7 +15,9 @@ Names resolve lazily: ``iModel`` imports ``active`` alone on its import path.
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
@@ -46,3 +48,19 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module("lion_nb.cassettes.cassette"), name)
     globals()[name] = value
     return value
+
+
+class _Package(ModuleType):
+    """This package's module type. ``cassette`` names both a submodule and the function this
+    package exports; Python sets a package's attribute to a submodule when the submodule is
+    imported, so once anything imported ``lion_nb.cassettes.cassette`` (``lion_nb.use_cassette``
+    does), ``from lion_nb.cassettes import cassette`` would give the module. The package keeps
+    the name for the function; the module stays ``sys.modules["lion_nb.cassettes.cassette"]``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "cassette" and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

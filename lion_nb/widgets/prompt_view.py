@@ -46,6 +46,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PromptPanel", "PromptReader", "PromptView", "prompt_view", "read_prompt"]
 
+NOT_RECORDED = (
+    "This reply is not in the branch yet (still being written, or it ended unrecorded): "
+    "what the model read opens once the branch holds the reply."
+)
+
 
 def tokens_op(
     key: str, tokens: Sequence[PromptToken], roles: Sequence[str], window: int | None
@@ -154,7 +159,9 @@ class PromptPanel:
 
     def _action_prompt_tokens(self, content: dict[str, Any]) -> None:
         index = index_of(self._host.branch, content)
-        if index is None:
+        if index is None:  # a reply still streaming, or one that ended unrecorded
+            key = str(content.get("key", ""))
+            self._host.channel.push(prompt_tokens_op(key, note=NOT_RECORDED))
             return
         messages = self._host.branch.messages
         turn = messages[index].id

@@ -51,13 +51,17 @@ async def test_a_model_that_cannot_tokenize_is_said_in_plain_words() -> None:
     view.close()
 
 
-async def test_a_key_that_is_no_message_is_ignored() -> None:
+async def test_a_reply_the_branch_does_not_hold_yet_says_so() -> None:
+    """The control is on every reply card (as Copy is): a reply still streaming, or one that
+    ended unrecorded, answers with a sentence, never with silence."""
     view = BranchView(Branch(chat_model=iModel(provider="scripted", replies=["Hi!"])))
     sent: list[dict[str, Any]] = []
     view.channel._send = sent.append
     view._on_page(view, {"action": "prompt_tokens", "key": "L1"}, [])
-    await asyncio.sleep(0.05)
-    assert prompt_ops(sent) == []
+    await settled(sent)
+    [op] = prompt_ops(sent)
+    assert op["key"] == "L1" and "t" not in op
+    assert op["note"].startswith("This reply is not in the branch yet")
     view.close()
 
 
