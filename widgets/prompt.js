@@ -228,7 +228,9 @@ function promptButtonState(view, part, key) {
 function replyControl(view, part, key) {
   // on every reply card, as Copy is (a reply still streaming or not recorded: the kernel says
   // why there is nothing to show yet)
-  const head = part.el.querySelector(".lion-msg.lion-assistant > .lion-head");
+  const head = part.el.querySelector(
+    ".lion-msg.lion-assistant > .lion-head, .lion-msg.lion-assistant > [data-slot=head] > .lion-head",
+  );
   if (!head || head.querySelector(".lion-read-btn")) return;
   const control = button("lion-act lion-read-btn", "What the model read", "The prompt this reply was generated from, token by token, as the model read it",
     () => togglePrompt(view, control.closest(".lion-part").getAttribute("data-key")));
