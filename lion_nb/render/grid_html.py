@@ -4,7 +4,7 @@ The static table (``grid_html``: the saved notebook's fallback) and the live vie
 (``GridView``: the frame, the column head, one row per prompt, one cell per column, the column
 summaries) are the same markup, so a saved notebook shows what the view showed::
 
-    <table class="lion-grid" role="grid" aria-label="…">
+    <table class="lion-grid-table" role="grid" aria-label="…">
       <tr class="lion-grid-cols"><th>Prompt</th><th scope="col" data-col="0">gpt-4.1 …</th>…
       <tr class="lion-grid-row" data-row="1"><th scope="row">2. What is …</th>
         <td class="lion-grid-cell lion-grid-done" data-key="c1-0" aria-label="Row 2, gpt-4.1:
@@ -45,8 +45,8 @@ __all__ = [
     "gap_html",
     "grid_html",
     "grid_text",
-    "row_html",
     "row_head_html",
+    "row_html",
     "shorten",
     "sum_cell_html",
     "summary_text",
@@ -233,7 +233,7 @@ def frame_html(title: str, rows: int, columns: int) -> str:
     """The live view's table: its rows are parts of their own, inside ``data-parts``."""
     return (
         f'<div class="lion-grid-frame" data-rows="{rows}" data-cols="{columns}">'
-        f'<table class="lion-grid" role="grid" aria-label="{escape(title)}" '
+        f'<table class="lion-grid-table" role="grid" aria-label="{escape(title)}" '
         f'aria-rowcount="{rows + 2}" aria-colcount="{columns + 2}"><tbody data-parts="">'
         "</tbody></table></div>"
     )
@@ -284,14 +284,15 @@ def detail_html(
 def grid_html(snapshot: GridSnapshot, *, limit: int = CELL_CHARS) -> str:
     """The whole grid as one static table (a saved notebook's output)."""
     rows = "".join(
-        row_html(i, prompt, snapshot.cells[i], snapshot.rows[i], baseline=snapshot.baseline,
-                 limit=limit)
+        row_html(
+            i, prompt, snapshot.cells[i], snapshot.rows[i], baseline=snapshot.baseline, limit=limit
+        )
         for i, prompt in enumerate(snapshot.prompts)
     )
     return (
         '<div class="lion-view lion-static lion-grid-view">'
         f'<div class="lion-title">{escape(snapshot.title)}</div>'
-        f'<div class="lion-grid-frame"><table class="lion-grid" aria-label="{escape(snapshot.title)}">'
+        f'<div class="lion-grid-frame"><table class="lion-grid-table" aria-label="{escape(snapshot.title)}">'
         f"<tbody>{columns_html(snapshot.labels, snapshot.baseline)}{rows}"
         f"{sums_html(snapshot.columns, snapshot.total)}</tbody></table></div>"
         f'<div class="lion-view-statusline">{escape(summary_text(snapshot.total))}</div></div>'

@@ -74,6 +74,18 @@ class Grid(Protocol):
     @property
     def is_running(self) -> bool: ...
 
+    async def run(
+        self,
+        max_concurrent: int = ...,
+        engine: str = ...,
+        *,
+        cells: Any = ...,
+        rows: Any = ...,
+        columns: Any = ...,
+    ) -> Any: ...
+
+    def stop(self) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class CellView:

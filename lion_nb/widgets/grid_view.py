@@ -171,7 +171,10 @@ class GridView(Front):
             pieces["gt"] = (gh.gap_html(first), "frame")
         for i in range(first, end):
             row = f"r{i}"
-            pieces[row] = (gh.row_html(i, snapshot.prompts[i], (), snapshot.rows[i], nested=True), "frame")
+            pieces[row] = (
+                gh.row_html(i, snapshot.prompts[i], (), snapshot.rows[i], nested=True),
+                "frame",
+            )
             for cell in snapshot.cells[i]:
                 pieces[cell.key] = ("", row)  # cells: put by _cell_ops
             pieces[f"s{i}"] = (gh.sum_cell_html(snapshot.rows[i]), row)
@@ -347,7 +350,9 @@ class GridView(Front):
         if self.opened == key or branch is None:
             self.opened, self.chat = None, None
         else:
-            from lion_nb.widgets.chat_view import BranchView  # lazy: a grid never opened needs no chat view
+            from lion_nb.widgets.chat_view import (
+                BranchView,
+            )  # lazy: a grid never opened needs no chat view
 
             self.opened = key
             self.chat = BranchView(branch, title=f"Row {i + 1}, {self.grid.labels[j]}")
@@ -373,8 +378,15 @@ class GridView(Front):
         for key, (html_, parent) in self._shown.items():
             if key in self._sent:
                 cell = parse_key(key)
-                html_ = gh.cell_html(self.model.cell(*cell), limit=self.cell_chars,
-                                     baseline=cell[1] == self.grid.baseline) if cell else html_
+                html_ = (
+                    gh.cell_html(
+                        self.model.cell(*cell),
+                        limit=self.cell_chars,
+                        baseline=cell[1] == self.grid.baseline,
+                    )
+                    if cell
+                    else html_
+                )
             parts.append([key, html_] if parent is None else [key, html_, parent])
         return parts
 

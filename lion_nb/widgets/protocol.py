@@ -731,6 +731,7 @@ OPS["prompt_tokens"] = PromptTokensOp
 ACTIONS["prompt_tokens"] = PromptTokensAction
 __all__ += ["prompt_tokens_op"]
 
+
 # ----- the grid view (``widgets.grid_view``, drawn by ``widgets/grid.js``) ---------------------------
 class GridRunAction(TypedDict):
     """Run cells ``[[row, column], ...]``, rows or columns of the grid again, afresh
