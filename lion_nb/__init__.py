@@ -28,6 +28,7 @@ _LAZY = {
     "Session": "lion_nb.session.session",
     "iModel": "lion_nb.models.imodel",
     "Operation": "lion_nb.flow.node",
+    "Grid": "lion_nb.flow.grid",
     "BranchView": "lion_nb.widgets.chat_view",
     "view": "lion_nb.widgets.chat_view",
     "recover_branch": "lion_nb.session.recover",
@@ -51,6 +52,7 @@ __all__ = [
     "Cassette",
     "CompareView",
     "FlowView",
+    "Grid",
     "Operation",
     "ParseView",
     "ProgressionInspector",
@@ -74,6 +76,7 @@ __all__ = [
 if TYPE_CHECKING:
     from lion_nb import errors
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
+    from lion_nb.flow.grid import Grid
     from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
     from lion_nb.render.tokens_html import TokenView
