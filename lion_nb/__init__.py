@@ -28,6 +28,7 @@ _LAZY = {
     "Session": "lion_nb.session.session",
     "iModel": "lion_nb.models.imodel",
     "Operation": "lion_nb.flow.node",
+    "Grid": "lion_nb.flow.grid",
     "BranchView": "lion_nb.widgets.chat_view",
     "view": "lion_nb.widgets.views",
     "recover_branch": "lion_nb.session.recover",
@@ -52,6 +53,7 @@ __all__ = [
     "Cassette",
     "CompareView",
     "FlowView",
+    "Grid",
     "GridView",
     "Operation",
     "ParseView",
@@ -76,6 +78,7 @@ __all__ = [
 if TYPE_CHECKING:
     from lion_nb import errors
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
+    from lion_nb.flow.grid import Grid
     from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
     from lion_nb.render.tokens_html import TokenView
