@@ -51,6 +51,7 @@ __all__ = ["GridView"]
 logger = logging.getLogger(__name__)
 
 MARGIN_ROWS = 5  # rows put beyond those in view, so a short scroll shows no gap
+RECHECK_S = 0.05  # a run with no cell running yet (or any more) is looked at again this soon
 
 
 @dataclass(slots=True)
@@ -91,7 +92,8 @@ class GridView(Front):
         self._sent: dict[str, _Sent] = {}  # cells on the page
         self._statuses: dict[str, tuple[str, int]] = {}  # every cell: (status, attempt) seen
         self._dirty: set[tuple[int, int]] = set()
-        self._task: asyncio.Task[Any] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()  # runs started from the view
+        self._recheck: asyncio.TimerHandle | None = None
         self._detail: tuple[str, str] | None = None  # (cell key, "text" | "diff")
         self.opened: str | None = None  # the key of the cell whose conversation is open
         self.model.on_change = self._on_change
@@ -149,14 +151,33 @@ class GridView(Front):
         state = "running" if running else "failed" if snapshot.total.failed else "done"
         if not running and snapshot.total.done == 0 and not snapshot.total.failed:
             state = "idle"
+        if running and not snapshot.total.running:
+            self._recheck_soon()
         self.set_chrome(
             busy=running,
             can_stop=running,
             status_line=status_html(state, gh.summary_text(snapshot.total)),
         )
 
+    def _recheck_soon(self) -> None:
+        """The grid says it runs but no cell does (its last cell settled a moment before its
+        run returns, or the next cells have not started): look again shortly, so Stop and
+        the status line follow the run's end."""
+        if self._recheck is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._recheck = loop.call_later(RECHECK_S, self._rechecked)
+
+    def _rechecked(self) -> None:
+        self._recheck = None
+        if not self.closed:
+            self.channel.push(*self._ops(full=True))
+
     def _running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return any(not task.done() for task in self._tasks)
 
     # ----- the table -------------------------------------------------------------------------
     def _pieces(self, snapshot: GridSnapshot) -> dict[str, tuple[str, str | None]]:
@@ -208,7 +229,7 @@ class GridView(Front):
                 if new and op["op"] == "put":
                     _place(op, keys[at + 1 :], parent, kept)
             ops += part_ops
-        self._statuses = {k: (c.status, c.attempt) for k, c in cells.items()}
+        self._statuses = {c.key: (c.status, c.attempt) for c in cells.values()}
         detail = self._shown.pop("detail", None)
         self._shown = dict(pieces)
         if detail is not None:
@@ -317,12 +338,10 @@ class GridView(Front):
         cells: list[Any] | None = None,
         rows: list[int] | None = None,
         columns: list[int] | None = None,
-    ) -> asyncio.Task[Any] | None:
-        """Run cells, rows or columns again, afresh, as a task the view owns (a view's click
-        returns at once); refused, in words, while the grid runs."""
-        if self.grid.is_running or self._running():
-            self.set_chrome(error_box=_said("The grid is running: Stop it, then run again."))
-            return None
+    ) -> asyncio.Task[Any]:
+        """Run cells, rows or columns again, afresh (``grid.run(cells=..., rows=...,
+        columns=...)``), as a task the view owns: a click returns at once and Stop reaches the
+        kernel while it runs. What the grid refuses (a cell running now) is said in the view."""
         self.set_chrome(error_box="", busy=True, can_stop=True)
 
         async def go() -> None:
@@ -333,12 +352,13 @@ class GridView(Front):
             except Exception as error:  # shown in the view; a click never raises
                 self.set_chrome(error_box=error_html(error))
             finally:
-                self._task = None
-                self._on_change([])
+                self._tasks.discard(task)
+                self.channel.push(*self._ops(full=True))
                 self.refresh_static()
 
-        self._task = asyncio.get_running_loop().create_task(go())
-        return self._task
+        task = asyncio.get_running_loop().create_task(go())
+        self._tasks.add(task)
+        return task
 
     def open_cell(self, i: int, j: int) -> Any:
         """Show cell ``(i, j)``'s conversation in a chat view under the grid, where it can be
@@ -403,6 +423,8 @@ class GridView(Front):
 
     def _release(self) -> None:
         self.model.detach()
+        if self._recheck is not None:
+            self._recheck.cancel()
         if self.chat is not None:
             self.chat.close()
 
@@ -420,7 +442,3 @@ def _place(op: Any, later: list[str], parent: str | None, kept: dict[str, Any]) 
 
 def gh_key(at: tuple[int, int]) -> str:
     return f"c{at[0]}-{at[1]}"
-
-
-def _said(text: str) -> str:
-    return status_html("failed", text)
