@@ -213,9 +213,16 @@ async function gridChat(view) {
 function makeGrid(view) {
   const ui = gridBar(view);
   const chat = node("div", "lion-grid-chat");
-  const grid = { el: ui.bar, ui, chat, key: view.store.gridKey || gridKey(0, 0), pendingFocus: null, windowTimer: 0, asked: "", chatDone: null };
+  const grid = { el: ui.bar, ui, chat, key: view.store.gridKey || gridKey(0, 0), pendingFocus: null, focused: false, windowTimer: 0, asked: "", chatDone: null };
   const { list, scroller } = view.shell;
   list.addEventListener("keydown", (event) => gridKeydown(view, event));
+  // a cell put anew (its status changed) while focused takes the focus with it: given back
+  list.addEventListener("focusin", (event) => {
+    grid.focused = Boolean(event.target.closest && event.target.closest("td.lion-grid-cell"));
+  });
+  list.addEventListener("focusout", (event) => {
+    if (event.relatedTarget) grid.focused = false;
+  });
   list.addEventListener("click", (event) => {
     const cell = event.target.closest && event.target.closest("td.lion-grid-cell");
     if (cell) gridChoose(view, cell.getAttribute("data-key"), true);
@@ -237,7 +244,9 @@ function makeGrid(view) {
         const first = list.querySelector("td.lion-grid-cell");
         if (first && !grid.pendingFocus) grid.key = first.getAttribute("data-key");
       }
-      gridChoose(view, grid.pendingFocus || grid.key, Boolean(grid.pendingFocus && gridCell(view, grid.pendingFocus)));
+      const lost = grid.focused && !list.contains(document.activeElement);
+      const want = grid.pendingFocus || grid.key;
+      gridChoose(view, want, Boolean((grid.pendingFocus || lost) && gridCell(view, want)));
       for (const panel of list.querySelectorAll(".lion-grid-detail:not([data-closer])")) {
         panel.setAttribute("data-closer", "");
         const close = button("lion-act lion-grid-close", "Close", "Close this panel (Escape)",
