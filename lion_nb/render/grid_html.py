@@ -35,6 +35,7 @@ __all__ = [
     "cell_html",
     "cell_name",
     "cell_tail_html",
+    "cell_text",
     "columns_html",
     "detail_html",
     "diff_html",
@@ -83,8 +84,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def figures_text(cell: CellView, *, limit: int = CELL_CHARS) -> str:
-    """What a cell says under its text: status, tokens, cost, first token, tokens/s, time; its
-    length when the cell shows only its start."""
+    """What a cell says under its text: status, tokens, cost, first token, tokens/s, time (in
+    whole seconds while it runs); its length when the cell shows only its start."""
     parts: list[str] = [cell.status]
     if cell.output_tokens is not None:
         parts.append(_plural(cell.output_tokens, "token"))
@@ -94,10 +95,12 @@ def figures_text(cell: CellView, *, limit: int = CELL_CHARS) -> str:
         parts.append(f"first token {format_ms(cell.first_token_ms)}")
     if cell.tokens_per_s is not None:
         parts.append(f"{cell.tokens_per_s:.0f} tok/s")
-    if cell.latency_ms is not None:
+    if cell.latency_ms is not None and cell.status == "running":
+        parts.append(f"{cell.latency_ms // 1000:.0f} s")  # whole seconds: one change a second
+    elif cell.latency_ms is not None:
         parts.append(format_ms(cell.latency_ms))
-    if len(cell.text) > limit:
-        parts.append(_plural(len(cell.text), "character") + (" so far" if not cell.settled else ""))
+    if len(cell.text) > limit and cell.status != "running":
+        parts.append(_plural(len(cell.text), "character"))
     if cell.attempt:
         parts.append(f"run {cell.attempt + 1}")
     return " · ".join(parts)
@@ -129,10 +132,17 @@ def cell_tail_html(text: str) -> str:
     )
 
 
+def cell_text(cell: CellView, limit: int = CELL_CHARS) -> str:
+    """The text a cell shows: all of it while it runs (the box shows its end as it grows),
+    then its start, "…" where it was cut."""
+    if cell.status == "running":
+        return cell.text
+    shown, cut = shorten(cell.text, limit)
+    return shown + " …" if cut else shown
+
+
 def cell_html(cell: CellView, *, limit: int = CELL_CHARS, baseline: bool = False) -> str:
-    shown, _cut = shorten(cell.text, limit)
-    if cell.text and _cut:
-        shown += " …"
+    shown = cell_text(cell, limit)
     classes = f"lion-grid-cell lion-grid-{cell.status}" + (" lion-grid-base" if baseline else "")
     return (
         f'<td class="{classes}" data-key="{cell.key}" data-row="{cell.row}" '

@@ -241,9 +241,7 @@ class GridView(Front):
         status changed, else its text's growth (``tail``) and its figures (``slot``)."""
         key = cell.key
         limit = self.cell_chars
-        shown, cut = gh.shorten(cell.text, limit)
-        if cut:
-            shown += " …"
+        shown = gh.cell_text(cell, limit)
         figures = gh.figures_html(cell, limit=limit)
         name = gh.cell_name(cell)
         sent = self._sent.get(key)

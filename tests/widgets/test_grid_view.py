@@ -15,6 +15,7 @@ from lion_nb import Branch, Grid, iModel
 from lion_nb.widgets.channel import MAX_RATE
 from lion_nb.widgets.chat_view import BranchView
 from lion_nb.widgets.grid_view import GridView
+from lion_nb.widgets.protocol import ENVELOPE_BYTES
 
 PROMPTS = ["Name a colour.", "Name a fish."]
 
@@ -195,4 +196,51 @@ async def test_a_large_grid_has_only_the_rows_in_view_on_the_page() -> None:
     assert put and put[0]["parent"] == "frame" and put[0]["before"] in ("r56", "gb", None)
     keys = [k for k, *_ in view.state_parts()]
     assert keys.index("gt") < keys.index("r55") < keys.index("r74") < keys.index("gb")
+    view.close()
+
+
+async def test_a_streaming_grid_costs_no_more_bytes_than_twelve_chat_views() -> None:
+    """The issue's bound: a 4 × 3 grid streaming ≤ 1.1 × the bytes of 12 chat views showing
+    the same replies (payloads, and with each message's envelope)."""
+
+    def reply(i: int, j: int) -> str:
+        return f"Reply {i}{j}: " + " ".join(f"word{k}" for k in range(60))
+
+    def model(j: int) -> iModel:
+        def answer(request: Any) -> dict[str, Any]:
+            i = int(request.messages[-1]["content"].split()[-1])
+            return {"text": reply(i, j), "delay": 0.01}
+
+        return iModel(provider="scripted", default_reply=answer)
+
+    grid = Grid([f"Prompt {i}" for i in range(4)], {f"m{j}": model(j) for j in range(3)})
+    view = GridView(grid)
+    recorded(view)
+    await grid.run()
+    await settle(view)
+    chats = [
+        BranchView(
+            Branch(
+                chat_model=iModel(
+                    provider="scripted", replies=[{"text": reply(i, j), "delay": 0.01}]
+                )
+            )
+        )
+        for i in range(4)
+        for j in range(3)
+    ]
+    for chat in chats:
+        chat.channel._send = lambda _content: None
+    await asyncio.gather(*(c.branch.communicate(f"Prompt {k}") for k, c in enumerate(chats)))
+    await asyncio.sleep(0.15)
+    for chat in chats:
+        chat.channel.flush()
+    payload = sum(c.channel.sent_bytes for c in chats)
+    envelopes = ENVELOPE_BYTES * sum(c.channel.messages for c in chats)
+    assert view.channel.sent_bytes <= 1.1 * payload
+    assert view.channel.sent_bytes + ENVELOPE_BYTES * view.channel.messages <= 1.1 * (
+        payload + envelopes
+    )
+    for chat in chats:
+        chat.close()
     view.close()
