@@ -213,7 +213,9 @@ async function gridChat(view) {
 function makeGrid(view) {
   const ui = gridBar(view);
   const chat = node("div", "lion-grid-chat");
-  const grid = { el: ui.bar, ui, chat, key: view.store.gridKey || gridKey(0, 0), pendingFocus: null, focused: false, windowTimer: 0, asked: "", chatDone: null };
+  const head = node("div", "lion-grid-head");
+  head.append(node("div", "lion-title", view.model.get("title") || ""), ui.bar);
+  const grid = { el: head, ui, chat, key: view.store.gridKey || gridKey(0, 0), pendingFocus: null, focused: false, windowTimer: 0, asked: "", chatDone: null };
   const { list, scroller } = view.shell;
   list.addEventListener("keydown", (event) => gridKeydown(view, event));
   // a cell put anew (its status changed) while focused takes the focus with it: given back
