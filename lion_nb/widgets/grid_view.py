@@ -94,6 +94,7 @@ class GridView(Front):
         self._dirty: set[tuple[int, int]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()  # runs started from the view
         self._recheck: asyncio.TimerHandle | None = None
+        self._was_running = False
         self._detail: tuple[str, str] | None = None  # (cell key, "text" | "diff")
         self.opened: str | None = None  # the key of the cell whose conversation is open
         self.model.on_change = self._on_change
@@ -113,7 +114,7 @@ class GridView(Front):
 
     def _first_text(self, at: tuple[int, int]) -> bool:
         """A running cell's first text goes out at once (as the chat view's first token)."""
-        sent = self._sent.get(gh_key(at))
+        sent = self._sent.get(cell_key(*at))
         return sent is not None and sent.status == "running" and not sent.text
 
     def _update_ops(self) -> list[Op]:
@@ -153,6 +154,9 @@ class GridView(Front):
             state = "idle"
         if running and not snapshot.total.running:
             self._recheck_soon()
+        if self._was_running and not running:
+            self.refresh_static()  # the saved output: the run's end, not each cell's
+        self._was_running = running
         self.set_chrome(
             busy=running,
             can_stop=running,
@@ -296,7 +300,7 @@ class GridView(Front):
     def show(self, i: int, j: int, what: str = "text") -> None:
         """Show cell ``(i, j)``'s full text (``what="text"``) or its diff against the baseline
         column (``"diff"``) under the grid; ``what=""`` closes the panel."""
-        self._detail = (gh_key((i, j)), what) if what in ("text", "diff") else None
+        self._detail = (cell_key(i, j), what) if what in ("text", "diff") else None
         self.channel.push(*self._detail_ops())
 
     # ----- page actions ----------------------------------------------------------------------
@@ -352,7 +356,6 @@ class GridView(Front):
             finally:
                 self._tasks.discard(task)
                 self.channel.push(*self._ops(full=True))
-                self.refresh_static()
 
         task = asyncio.get_running_loop().create_task(go())
         self._tasks.add(task)
@@ -362,15 +365,14 @@ class GridView(Front):
         """Show cell ``(i, j)``'s conversation in a chat view under the grid, where it can be
         continued (again: close it). Returns the chat view, or None when closed or the cell
         has no conversation yet."""
-        key = gh_key((i, j))
+        key = cell_key(i, j)
         branch = self.grid.cell(i, j).branch
         old = self.chat
         if self.opened == key or branch is None:
             self.opened, self.chat = None, None
         else:
-            from lion_nb.widgets.chat_view import (
-                BranchView,
-            )  # lazy: a grid never opened needs no chat view
+            # lazy: a grid never opened needs no chat view (nor the verbs it loads)
+            from lion_nb.widgets.chat_view import BranchView
 
             self.opened = key
             self.chat = BranchView(branch, title=f"Row {i + 1}, {self.grid.labels[j]}")
@@ -394,17 +396,10 @@ class GridView(Front):
     def state_parts(self) -> list[list[str]]:
         parts: list[list[str]] = []
         for key, (html_, parent) in self._shown.items():
-            if key in self._sent:
-                cell = parse_key(key)
-                html_ = (
-                    gh.cell_html(
-                        self.model.cell(*cell),
-                        limit=self.cell_chars,
-                        baseline=cell[1] == self.grid.baseline,
-                    )
-                    if cell
-                    else html_
-                )
+            at = parse_key(key) if key in self._sent else None
+            if at is not None:  # a cell: as it is now (the channel was flushed)
+                base = at[1] == self.grid.baseline
+                html_ = gh.cell_html(self.model.cell(*at), limit=self.cell_chars, baseline=base)
             parts.append([key, html_] if parent is None else [key, html_, parent])
         return parts
 
@@ -436,7 +431,3 @@ def _place(op: Any, later: list[str], parent: str | None, kept: dict[str, Any]) 
     if parent is not None:
         op["parent"] = parent
     op["before"] = next((k for k in later if k in kept and kept[k][1] == parent), None)
-
-
-def gh_key(at: tuple[int, int]) -> str:
-    return f"c{at[0]}-{at[1]}"

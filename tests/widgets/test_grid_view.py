@@ -244,3 +244,17 @@ async def test_a_streaming_grid_costs_no_more_bytes_than_twelve_chat_views() -> 
     for chat in chats:
         chat.close()
     view.close()
+
+
+async def test_the_saved_output_holds_the_grid_as_it_ended(outputs: Any) -> None:
+    grid = Grid(PROMPTS, {"a": answering("A", delay=0.005), "b": answering("B")})
+    view = GridView(grid)
+    outputs.show(view)
+    assert "A says" not in outputs.of(view)["text/html"]
+    with outputs.cell():
+        await grid.run()
+        await settle(view)
+    saved = outputs.of(view)
+    assert saved["text/html"].count("lion-grid-done") == 4
+    assert grid[1, 0].text in saved["text/html"] and grid[1, 0].text in saved["text/plain"]
+    view.close()
