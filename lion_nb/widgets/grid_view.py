@@ -39,6 +39,16 @@ from ipywidgets import widget_serialization
 from lion_nb.render import grid_html as gh
 from lion_nb.render.chrome import error_html, status_html
 from lion_nb.viewmodels.grid import CellView, GridSnapshot, GridViewModel, cell_key, parse_key
+from lion_nb.widgets.channel import Op
+from lion_nb.widgets.front import Front
+from lion_nb.widgets.protocol import attrs_op, drop_op, put_op, slot_op, tail_op
+
+if TYPE_CHECKING:
+    from lion_nb.viewmodels.grid import Grid
+
+__all__ = ["GridView"]
+
+logger = logging.getLogger(__name__)
 
 MARGIN_ROWS = 5  # rows put beyond those in view, so a short scroll shows no gap
 RECHECK_S = 0.05  # a run with no cell running yet (or any more) is looked at again this soon
