@@ -94,7 +94,6 @@ class GridView(Front):
         self._dirty: set[tuple[int, int]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()  # runs started from the view
         self._recheck: asyncio.TimerHandle | None = None
-        self._was_running = False
         self._detail: tuple[str, str] | None = None  # (cell key, "text" | "diff")
         self.opened: str | None = None  # the key of the cell whose conversation is open
         self.model.on_change = self._on_change
@@ -154,9 +153,8 @@ class GridView(Front):
             state = "idle"
         if running and not snapshot.total.running:
             self._recheck_soon()
-        if self._was_running and not running:
-            self.refresh_static()  # the saved output: the run's end, not each cell's
-        self._was_running = running
+        if not running:  # the saved output: at rest (a bundle saved already is not re-sent)
+            self.refresh_static()
         self.set_chrome(
             busy=running,
             can_stop=running,
