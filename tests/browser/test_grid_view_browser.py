@@ -206,8 +206,8 @@ def test_keys_move_between_cells_and_enter_opens_a_live_chat_view(page, jupyter_
     root.get_by_role("button", name="Diff of row 2, beta against the baseline").click()
     panel = root.locator(".lion-grid-detail")
     panel.wait_for(timeout=30_000)
-    assert panel.locator("del.lion-grid-del").first.inner_text() == "A"
-    assert panel.locator("ins.lion-grid-ins").first.inner_text() == "B"
+    assert panel.locator(".lion-grid-diff del.lion-grid-del").first.inner_text() == "A"
+    assert panel.locator(".lion-grid-diff ins.lion-grid-ins").first.inner_text() == "B"
 
     # Enter opens the cell's conversation in a chat view under the grid
     root.locator("td[data-key='c1-1']").focus()
