@@ -195,13 +195,10 @@ def row_html(
     limit: int = CELL_CHARS,
     nested: bool = False,
 ) -> str:
-    """Row ``index``: its prompt, its cells, its summary. ``nested``: the live view's row, its
-    cells and summary sent as parts of their own (``data-parts``)."""
-    if nested:
-        return (
-            f'<tr class="lion-grid-row" data-row="{index}" data-parts="">'
-            f"{row_head_html(index, prompt)}</tr>"
-        )
+    """Row ``index``: its prompt, its cells, its summary. ``nested``: the live view's row, an
+    empty ``data-parts`` box: its head (``row_head_html``), cells and summary are parts."""
+    if nested:  # its head, cells and summary are parts of their own (the page orders them)
+        return f'<tr class="lion-grid-row" data-row="{index}" data-parts=""></tr>'
     body = "".join(cell_html(c, limit=limit, baseline=c.column == baseline) for c in cells)
     return (
         f'<tr class="lion-grid-row" data-row="{index}">{row_head_html(index, prompt)}'

@@ -198,6 +198,7 @@ class GridView(Front):
                 gh.row_html(i, snapshot.prompts[i], (), snapshot.rows[i], nested=True),
                 "frame",
             )
+            pieces[f"h{i}"] = (gh.row_head_html(i, snapshot.prompts[i]), row)
             for cell in snapshot.cells[i]:
                 pieces[cell.key] = ("", row)  # cells: put by _cell_ops
             pieces[f"s{i}"] = (gh.sum_cell_html(snapshot.rows[i]), row)

@@ -188,6 +188,12 @@ def test_keys_move_between_cells_and_enter_opens_a_live_chat_view(page, jupyter_
     _all_done(page, 9)
     table = root.get_by_role("grid", name="Test grid · 3 prompts × 3 columns")
     assert table.count() == 1
+    # prompts down, columns across: each row its prompt, then alpha, beta, gamma, its summary
+    for r in range(3):
+        kinds = root.locator(f"tr.lion-grid-row[data-row='{r}'] > *").evaluate_all(
+            "(els) => els.map((e) => e.getAttribute('data-key') || e.className)"
+        )
+        assert kinds == ["lion-grid-prompt", f"c{r}-0", f"c{r}-1", f"c{r}-2", "lion-grid-sum"]
     first = root.get_by_role("gridcell", name=re.compile(r"^Row 1, alpha: done"))
     first.click()
     assert page.evaluate("document.activeElement.getAttribute('data-key')") == "c0-0"

@@ -258,3 +258,16 @@ async def test_the_saved_output_holds_the_grid_as_it_ended(outputs: Any) -> None
     assert saved["text/html"].count("lion-grid-done") == 4
     assert grid[1, 0].text in saved["text/html"] and grid[1, 0].text in saved["text/plain"]
     view.close()
+
+
+def test_every_piece_of_a_row_is_a_part_in_column_order() -> None:
+    """The page orders a row's nested parts from the synced state at the start of the row's
+    box: markup of the row's own would be pushed behind them (its prompt ended up last)."""
+    grid = Grid(PROMPTS, {"a": answering("A"), "b": answering("B")})
+    view = GridView(grid)
+    row = [(k, html) for k, html, *parent in view.state_parts() if parent == ["r1"]]
+    assert [k for k, _ in row] == ["h1", "c1-0", "c1-1", "s1"]
+    assert row[0][1].startswith('<th scope="row"') and "Name a fish." in row[0][1]
+    tr = dict((k, html) for k, html, *_ in view.state_parts())["r1"]
+    assert tr == '<tr class="lion-grid-row" data-row="1" data-parts=""></tr>'
+    view.close()
