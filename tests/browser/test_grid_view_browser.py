@@ -267,7 +267,7 @@ def test_a_large_grid_keeps_only_the_rows_in_view_and_scrolls_without_long_tasks
     root = page.locator(".lion-front.lion-grid").first
     root.locator("td.lion-grid-cell").first.wait_for(timeout=30_000)
     on_page = root.locator("tr.lion-grid-row").count()
-    assert 10 <= on_page <= 45, on_page  # the rows in view and a margin, not 100
+    assert 3 <= on_page <= 45, on_page  # the rows in view and a margin, not 100
     page.evaluate(LONG_TASKS)
     started = page.evaluate("performance.now()")
     scroller = root.locator(":scope > .lion-scroll")
