@@ -51,7 +51,7 @@ function gridBar(view) {
   const bar = node("div", "lion-grid-bar");
   bar.setAttribute("role", "toolbar");
   named(bar, "Grid controls");
-  const stop = button("lion-grid-stop", "Stop", "Stop the grid's run", () => model.send({ action: "stop" }));
+  const stop = button("lion-act lion-grid-stop", "Stop", "Stop the grid's run", () => model.send({ action: "stop" }));
   named(stop, "Stop the grid");
   const chosen = node("span", "lion-grid-chosen");
   const send = (content) => view.gone || model.send(content);

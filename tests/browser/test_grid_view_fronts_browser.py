@@ -107,4 +107,4 @@ def test_the_grid_streams_in_marimo(front_page, marimo_root, marimo):
     (marimo_root / "grid.py").write_text(MARIMO_NB.format(setup=setup))
     front_page.goto(marimo.url("?file=grid.py"))
     view = front_page.locator(".lion-view.lion-grid").first
-    _streams_and_settles(front_page, view, "marimo")
+    _streams_and_settles(front_page, view, "marimo", live=False)
