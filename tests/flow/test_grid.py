@@ -315,9 +315,9 @@ async def test_the_figures_over_loopback_http_are_what_the_server_did(chat_serve
         assert cell.usage.output_tokens == deltas
         assert pause * 1000 <= cell.first_token_ms < cell.latency_ms <= wall_ms
         assert cell.latency_ms >= deltas * pause * 1000
-        # the generation rate: 9 gaps of 30 ms after the first token (a busy machine only slows
-        # it down, so the upper bound is firm and the lower one generous)
-        assert 5 < cell.tokens_per_s <= deltas / ((deltas - 1) * pause) * 1.05
+        # the generation rate: 10 tokens over the 9 gaps of 30 ms after the first (~37/s);
+        # generous both ways for a busy machine, far from an instant reply's thousands
+        assert 5 < cell.tokens_per_s < deltas / ((deltas - 1) * pause) * 3
         assert cell.cost_usd is not None and cell.cost_usd > 0  # priced from the table
     assert len(chat_server.requests) == 4
 
