@@ -94,6 +94,7 @@ class Grid:
         ]
         self._listeners: list[Callable[[GridCell], Any]] = []
         self._runs: set[asyncio.Task[Any]] = set()
+        self._in_flight: set[GridCell] = set()  # the cells of the runs in progress
 
     # ----- shape and cells ----------------------------------------------------------------
     @property
@@ -189,6 +190,7 @@ class Grid:
         if not chosen:
             return self
         flow = self._flow_for(chosen)
+        self._in_flight.update(chosen)
         task = asyncio.ensure_future(
             flow.run(max_concurrent=max_concurrent, engine=engine, ray_options=ray_options)
         )
@@ -202,6 +204,7 @@ class Grid:
             raise
         finally:
             self._runs.discard(task)
+            self._in_flight.difference_update(chosen)
             for cell in chosen:
                 self._unwatch(cell)
         if not task.cancelled():
@@ -222,7 +225,7 @@ class Grid:
     def _chosen(self, cells: Any, rows: Any, columns: Any) -> list[GridCell]:
         """The cells a run runs (checked before anything changes)."""
         if cells is None and rows is None and columns is None:
-            return [c for c in self.cells() if not c.ran and c.status != "running"]
+            return [c for c in self.cells() if not c.ran and c not in self._in_flight]
         picked: dict[tuple[int, int], GridCell] = {}
         for ij in cells or ():
             if not isinstance(ij, tuple | list) or len(ij) != 2:
@@ -232,11 +235,11 @@ class Grid:
             picked.update({(c.row, c.column): c for c in self.row(i)})
         for j in columns or ():
             picked.update({(c.row, c.column): c for c in self.column(j)})
-        busy = [c.name() for c in picked.values() if c.status == "running"]
+        busy = [c.name() for c in picked.values() if c in self._in_flight]
         if busy:
             raise ValueError(
-                f"{', '.join(busy)}: running now; wait for it or grid.stop() before running "
-                "it again"
+                f"{', '.join(busy)}: running now (or about to); wait for it or grid.stop() "
+                "before running it again"
             )
         return sorted(picked.values(), key=lambda c: (c.row, c.column))
 
@@ -247,6 +250,7 @@ class Grid:
         by_node: dict[Any, GridCell] = {}
         for cell in chosen:
             new_branch = self._branch_for(cell)
+            changed = new_branch or cell.status != "pending"
             cell.reset()
             cell.status = "pending"
             node = flow.add(
@@ -255,7 +259,7 @@ class Grid:
             cell.node = node
             by_node[node.id] = cell
             self._watch(cell)
-            if new_branch:
+            if changed:
                 self._notify(cell)
         flow.subscribe(lambda node: self._on_node(by_node[node.id], node))
         return flow

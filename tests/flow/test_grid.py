@@ -215,8 +215,31 @@ async def test_a_running_cell_cannot_be_run_again_until_it_settles() -> None:
     await until(lambda: grid[0, 0].status == "running")
     with pytest.raises(ValueError, match="Row 1, scripted: running now"):
         await grid.run(cells=[(0, 0)])
+    assert await grid.run() is grid  # nothing that has not run is left out of the run
     grid.stop()
     await task
+
+
+async def test_a_second_run_leaves_the_cells_of_the_first_alone_and_stop_ends_both() -> None:
+    slow = echo("m", chunks=["x "] * 40, delay=0.05)
+    grid = Grid(["a", "b", "c"], [slow])
+    first = asyncio.create_task(grid.run(max_concurrent=1))  # a and b wait their turn
+    await until(lambda: grid[0, 0].status == "running")
+    assert await grid.run() is grid  # b and c are the first run's: nothing to run here
+    with pytest.raises(ValueError, match="Row 3, scripted: running now"):
+        await grid.run(rows=[2])
+    assert len(slow.provider.requests) == 1
+    assert grid.stop()
+    await first
+    assert [c.status for c in grid.column(0)] == ["stopped"] * 3
+    again = asyncio.create_task(grid.run(rows=[0]))
+    await until(lambda: grid[0, 0].status == "running")
+    other = asyncio.create_task(grid.run(rows=[1]))  # two runs at once, on other cells
+    await until(lambda: grid[1, 0].status == "running")
+    assert grid.is_running and grid.stop()
+    assert await again is grid and await other is grid and not grid.is_running
+    assert [c.status for c in grid.column(0)] == ["stopped", "stopped", "stopped"]
+    assert grid[0, 0].attempt == 1 and grid[1, 0].attempt == 0  # b had never started
 
 
 # -- failures -------------------------------------------------------------------------------
