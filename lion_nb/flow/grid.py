@@ -47,7 +47,6 @@ from lion_nb.flow.grid_shape import (
     prompt_line,
 )
 from lion_nb.flow.node import Operation, Status
-from lion_nb.signals import Signal, StreamDelta
 from lion_nb.tracebacks import flow_stop_line, mark_stopped
 
 if TYPE_CHECKING:
@@ -206,7 +205,7 @@ class Grid:
             self._runs.discard(task)
             self._in_flight.difference_update(chosen)
             for cell in chosen:
-                self._unwatch(cell)
+                cell.unwatch()
         if not task.cancelled():
             task.result()  # a bug in the flow itself surfaces here, never silently
         failed = [c for c in chosen if c.status == "failed"]
@@ -258,7 +257,7 @@ class Grid:
             )
             cell.node = node
             by_node[node.id] = cell
-            self._watch(cell)
+            cell.watch_first_delta()
             if changed:
                 self._notify(cell)
         flow.subscribe(lambda node: self._on_node(by_node[node.id], node))
@@ -309,29 +308,9 @@ class Grid:
             cell.status = "running"
             self._notify(cell)
         elif node.status.settled:
-            self._unwatch(cell)
+            cell.unwatch()
             cell.settle(node)
             self._notify(cell)
-
-    # The first delta of a cell: the grid watches its branch from the start of the run (on
-    # Ray a watched stream is relayed from its first token) until that delta arrives, then
-    # lets go (an unwatched Ray node keeps its deltas on the worker; nothing runs per token).
-    def _watch(self, cell: GridCell) -> None:
-        branch = cell.branch
-        assert branch is not None
-
-        def first(signal: Signal) -> None:
-            cell.first_delta()
-            self._unwatch(cell)
-
-        self._unwatch(cell)
-        cell._unwatch = branch.subscribe((StreamDelta,), first)
-
-    @staticmethod
-    def _unwatch(cell: GridCell) -> None:
-        stop, cell._unwatch = cell._unwatch, None
-        if stop is not None:
-            stop()
 
     # ----- reading ------------------------------------------------------------------------
     def to_records(self) -> list[dict[str, Any]]:

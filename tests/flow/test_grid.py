@@ -136,7 +136,7 @@ async def test_a_template_is_forked_for_every_cell_and_left_as_it_was() -> None:
 
 
 async def test_stop_keeps_what_each_running_cell_streamed_and_run_finishes_the_rest() -> None:
-    slow = echo("slow", chunks=["one ", "two ", "three ", "four ", "five"], delay=0.1)
+    slow = echo("slow", chunks=["one ", "two ", "three ", "four ", "five"], delay=0.2)
     grid = Grid(["a", "b", "c"], [slow])
     streamed: list[Any] = []
     grid.session.observe(StreamDelta, handler=streamed.append)
