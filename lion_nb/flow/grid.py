@@ -41,6 +41,7 @@ from lion_nb.flow.grid_shape import (
     GridIndexError,
     check_baseline,
     check_prompts,
+    check_run,
     check_template,
     check_verb,
     columns_of,
@@ -185,6 +186,7 @@ class Grid:
         given (their union), at most ``max_concurrent`` at once, in this kernel
         (``engine="local"``) or on Ray (``"ray"``; ``ray_options`` as ``Flow.run``'s).
         Returns the grid once they settled, also when ``stop()`` stopped them."""
+        check_run(max_concurrent, engine)
         chosen = self._chosen(cells, rows, columns)
         if not chosen:
             return self

@@ -309,6 +309,10 @@ async def test_cells_out_of_range_are_refused_and_nothing_runs() -> None:
         await grid.run(rows=[0, 7])
     with pytest.raises(ValueError, match=r"\(row, column\) pairs"):
         await grid.run(cells=[0])
+    with pytest.raises(ValueError, match="engine='gpu'"):
+        await grid.run(engine="gpu")
+    with pytest.raises(ValueError, match="at least 1"):
+        await grid.run(0)
     assert model.provider.requests == [] and all(c.branch is None for c in grid.cells())
 
 
