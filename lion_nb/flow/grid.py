@@ -41,13 +41,13 @@ from lion_nb.flow.grid_shape import (
     GridIndexError,
     check_baseline,
     check_prompts,
+    check_run,
     check_template,
     check_verb,
     columns_of,
     prompt_line,
 )
 from lion_nb.flow.node import Operation, Status
-from lion_nb.signals import Signal, StreamDelta
 from lion_nb.tracebacks import flow_stop_line, mark_stopped
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ class Grid:
         ]
         self._listeners: list[Callable[[GridCell], Any]] = []
         self._runs: set[asyncio.Task[Any]] = set()
+        self._in_flight: set[GridCell] = set()  # the cells of the runs in progress
 
     # ----- shape and cells ----------------------------------------------------------------
     @property
@@ -185,10 +186,12 @@ class Grid:
         given (their union), at most ``max_concurrent`` at once, in this kernel
         (``engine="local"``) or on Ray (``"ray"``; ``ray_options`` as ``Flow.run``'s).
         Returns the grid once they settled, also when ``stop()`` stopped them."""
+        check_run(max_concurrent, engine)
         chosen = self._chosen(cells, rows, columns)
         if not chosen:
             return self
         flow = self._flow_for(chosen)
+        self._in_flight.update(chosen)
         task = asyncio.ensure_future(
             flow.run(max_concurrent=max_concurrent, engine=engine, ray_options=ray_options)
         )
@@ -202,8 +205,9 @@ class Grid:
             raise
         finally:
             self._runs.discard(task)
+            self._in_flight.difference_update(chosen)
             for cell in chosen:
-                self._unwatch(cell)
+                cell.unwatch()
         if not task.cancelled():
             task.result()  # a bug in the flow itself surfaces here, never silently
         failed = [c for c in chosen if c.status == "failed"]
@@ -222,7 +226,7 @@ class Grid:
     def _chosen(self, cells: Any, rows: Any, columns: Any) -> list[GridCell]:
         """The cells a run runs (checked before anything changes)."""
         if cells is None and rows is None and columns is None:
-            return [c for c in self.cells() if not c.ran and c.status != "running"]
+            return [c for c in self.cells() if not c.ran and c not in self._in_flight]
         picked: dict[tuple[int, int], GridCell] = {}
         for ij in cells or ():
             if not isinstance(ij, tuple | list) or len(ij) != 2:
@@ -232,11 +236,11 @@ class Grid:
             picked.update({(c.row, c.column): c for c in self.row(i)})
         for j in columns or ():
             picked.update({(c.row, c.column): c for c in self.column(j)})
-        busy = [c.name() for c in picked.values() if c.status == "running"]
+        busy = [c.name() for c in picked.values() if c in self._in_flight]
         if busy:
             raise ValueError(
-                f"{', '.join(busy)}: running now; wait for it or grid.stop() before running "
-                "it again"
+                f"{', '.join(busy)}: running now (or about to); wait for it or grid.stop() "
+                "before running it again"
             )
         return sorted(picked.values(), key=lambda c: (c.row, c.column))
 
@@ -247,6 +251,7 @@ class Grid:
         by_node: dict[Any, GridCell] = {}
         for cell in chosen:
             new_branch = self._branch_for(cell)
+            changed = new_branch or cell.status != "pending"
             cell.reset()
             cell.status = "pending"
             node = flow.add(
@@ -254,8 +259,8 @@ class Grid:
             )
             cell.node = node
             by_node[node.id] = cell
-            self._watch(cell)
-            if new_branch:
+            cell.watch_first_delta()
+            if changed:
                 self._notify(cell)
         flow.subscribe(lambda node: self._on_node(by_node[node.id], node))
         return flow
@@ -305,29 +310,9 @@ class Grid:
             cell.status = "running"
             self._notify(cell)
         elif node.status.settled:
-            self._unwatch(cell)
+            cell.unwatch()
             cell.settle(node)
             self._notify(cell)
-
-    # The first delta of a cell: the grid watches its branch from the start of the run (on
-    # Ray a watched stream is relayed from its first token) until that delta arrives, then
-    # lets go (an unwatched Ray node keeps its deltas on the worker; nothing runs per token).
-    def _watch(self, cell: GridCell) -> None:
-        branch = cell.branch
-        assert branch is not None
-
-        def first(signal: Signal) -> None:
-            cell.first_delta()
-            self._unwatch(cell)
-
-        self._unwatch(cell)
-        cell._unwatch = branch.subscribe((StreamDelta,), first)
-
-    @staticmethod
-    def _unwatch(cell: GridCell) -> None:
-        stop, cell._unwatch = cell._unwatch, None
-        if stop is not None:
-            stop()
 
     # ----- reading ------------------------------------------------------------------------
     def to_records(self) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from lion_nb.flow.node import Operation, Status
+from lion_nb.signals import Signal, StreamDelta
 from lion_nb.usage import Usage
 
 if TYPE_CHECKING:
@@ -136,9 +137,24 @@ class GridCell:
     def started(self) -> None:
         self._started = time.perf_counter()
 
-    def first_delta(self) -> None:
-        if self._first_delta is None:
-            self._first_delta = time.perf_counter()
+    # The first delta: the grid watches the cell's branch from the start of the run (on Ray a
+    # watched stream is relayed from its first token) until that delta arrives, then lets go
+    # (an unwatched Ray node keeps its deltas on the worker; nothing here runs per token).
+    def watch_first_delta(self) -> None:
+        assert self.branch is not None
+        self.unwatch()
+
+        def first(signal: Signal) -> None:
+            if self._first_delta is None:
+                self._first_delta = time.perf_counter()
+            self.unwatch()
+
+        self._unwatch = self.branch.subscribe((StreamDelta,), first)
+
+    def unwatch(self) -> None:
+        stop, self._unwatch = self._unwatch, None
+        if stop is not None:
+            stop()
 
     def settle(self, node: Operation) -> None:
         """Read the figures of ``node``'s settled run (see the module)."""

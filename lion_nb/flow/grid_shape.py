@@ -24,6 +24,7 @@ __all__ = [
     "GridShapeError",
     "check_baseline",
     "check_prompts",
+    "check_run",
     "check_template",
     "check_verb",
     "columns_of",
@@ -211,3 +212,14 @@ def prompt_line(prompt: str | Mapping[str, Any], limit: int | None = None) -> st
     if limit is not None and len(text) > limit:
         return text[: limit - 1] + "…"
     return text
+
+
+def check_run(max_concurrent: int, engine: str) -> None:
+    """A run's options, checked before any cell changes (a flow would check them only once
+    the cells it runs had new forks)."""
+    if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
+        raise GridShapeError(f"max_concurrent= takes a whole number, not {max_concurrent!r}")
+    if max_concurrent < 1:
+        raise GridShapeError(f"max_concurrent must be at least 1, not {max_concurrent}")
+    if engine not in ("local", "ray"):
+        raise GridShapeError(f"engine={engine!r}: a grid runs on 'local' or 'ray'")
