@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -317,3 +318,49 @@ def test_the_grid_reads_at_aa_contrast(page, jupyter_lab, theme):
     ]
     print(theme, "worst:", min(measured, key=lambda m: m["ratio"]))
     assert not failures, "\n".join(failures)
+
+
+XSS = """
+import json, pathlib
+import lion_nb
+from lion_nb import Grid, iModel
+
+corpus = [c["payload"] for c in json.loads(pathlib.Path({corpus!r}).read_text())]
+
+def model(k):
+    return iModel(provider="scripted", default_reply=lambda r: {{"text": " ".join(corpus[k::3])}})
+
+grid = Grid(corpus[:20], {{corpus[20 + j]: model(j) for j in range(3)}}, name=corpus[30])
+await grid.run()
+view = lion_nb.view(grid)
+display(view)
+print("XSS-" + "SHOWN")
+"""
+
+
+def test_hostile_prompts_labels_and_replies_execute_nothing(page, jupyter_lab):
+    """Every payload of the corpus as a prompt, a column label, the grid's name and in the
+    replies; the panel's full text and diff and the opened chat view too: no dialog, no
+    request off the machine, the payloads shown as text."""
+    corpus = str(Path(__file__).resolve().parents[1] / "fixtures" / "xss_corpus.json")
+    cells = [XSS.format(corpus=corpus)]
+    run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, "grid_xss.ipynb", cells))
+    page.get_by_text("XSS-SHOWN").first.wait_for(timeout=120_000)
+    root = page.locator(".lion-front.lion-grid").first
+    root.locator("td.lion-grid-done").first.wait_for(timeout=30_000)
+    cell = root.locator("td[data-key='c0-1']")
+    cell.click()
+    root.locator(".lion-grid-fulltext").click()
+    root.locator(".lion-grid-detail[data-what='text']").wait_for(timeout=30_000)
+    assert "<script>alert(1)</script>" in root.locator(".lion-grid-full").inner_text()
+    root.locator(".lion-grid-diff").click()
+    root.locator(".lion-grid-detail[data-what='diff']").wait_for(timeout=30_000)
+    cell.focus()
+    page.keyboard.press("Enter")
+    root.locator(".lion-grid-chat .lion-assistant").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    screenshot(page, "grid_xss")
+    assert page.watched.dialogs == [], page.watched.dialogs
+    assert page.watched.external_requests == [], page.watched.external_requests
+    assert root.locator("script, iframe, object, embed, img, svg").count() == 0
+    assert "<script>alert(1)</script>" in root.locator("th.lion-grid-prompt").first.inner_text()
