@@ -28,8 +28,9 @@ _LAZY = {
     "Session": "lion_nb.session.session",
     "iModel": "lion_nb.models.imodel",
     "Operation": "lion_nb.flow.node",
+    "Grid": "lion_nb.flow.grid",
     "BranchView": "lion_nb.widgets.chat_view",
-    "view": "lion_nb.widgets.chat_view",
+    "view": "lion_nb.widgets.views",
     "recover_branch": "lion_nb.session.recover",
     "ProgressionInspector": "lion_nb.widgets.inspector",
     "inspect": "lion_nb.widgets.inspector",
@@ -37,6 +38,7 @@ _LAZY = {
     "ParseView": "lion_nb.widgets.parse_view",
     "CompareView": "lion_nb.widgets.compare_view",
     "FlowView": "lion_nb.widgets.flow_view",
+    "GridView": "lion_nb.widgets.grid_view",
     "PromptView": "lion_nb.widgets.prompt_view",
     "prompt_view": "lion_nb.widgets.prompt_view",
     "cassette": "lion_nb.cassettes.cassette",
@@ -51,6 +53,8 @@ __all__ = [
     "Cassette",
     "CompareView",
     "FlowView",
+    "Grid",
+    "GridView",
     "Operation",
     "ParseView",
     "ProgressionInspector",
@@ -74,6 +78,7 @@ __all__ = [
 if TYPE_CHECKING:
     from lion_nb import errors
     from lion_nb.cassettes.cassette import Cassette, cassette, use_cassette
+    from lion_nb.flow.grid import Grid
     from lion_nb.flow.node import Operation
     from lion_nb.models.imodel import iModel
     from lion_nb.render.tokens_html import TokenView
@@ -81,13 +86,15 @@ if TYPE_CHECKING:
     from lion_nb.session.recover import recover_branch
     from lion_nb.session.session import Session
     from lion_nb.tracebacks import debug
-    from lion_nb.widgets.chat_view import BranchView, view
+    from lion_nb.widgets.chat_view import BranchView
     from lion_nb.widgets.compare_view import CompareView
     from lion_nb.widgets.flow_view import FlowView
+    from lion_nb.widgets.grid_view import GridView
     from lion_nb.widgets.inspector import ProgressionInspector, inspect
     from lion_nb.widgets.parse_view import ParseView
     from lion_nb.widgets.prompt_view import PromptView, prompt_view
     from lion_nb.widgets.rounds_view import ReActRoundsView
+    from lion_nb.widgets.views import view
 
 
 def __getattr__(name: str) -> Any:

@@ -15,6 +15,12 @@ alone. The branch lives in the notebook as a variable: ``--branch NAME`` (defaul
 The run is a background task owned by the view, so the cell returns at once and Stop works;
 ``--wait`` blocks until the reply is complete (for "Run All" notebooks whose next cells read it).
 
+``%%lion --grid`` sends every line of the cell (one prompt a line) to every ``--model``
+(repeat it, one per column: a spec such as ``openai/gpt-4.1-mini``, or the name of a notebook
+variable holding an ``iModel``) as a ``lion_nb.Grid``, shows the grid's view and runs it in the
+background (``--wait`` blocks); the grid is the cell's result (``_``), or the variable
+``--name NAME``.
+
 ``--cassette PATH`` records the cell's model calls into a cassette, or replays them from it
 (mode "auto", see ``lion_nb.cassette``). The line magic ``%lion_cassette PATH [--mode MODE]
 [--speed SPEED]`` switches a cassette on for the rest of the notebook (``use_cassette``);
@@ -117,7 +123,25 @@ def _parser() -> Any:
         metavar="NAME",
         help=f"notebook variable holding the Branch (default {DEFAULT_BRANCH})",
     )
-    p.add_argument("--model", metavar="SPEC", help='e.g. "openai/gpt-4.1-mini", "local"')
+    p.add_argument(
+        "--model",
+        metavar="SPEC",
+        action="append",
+        help='e.g. "openai/gpt-4.1-mini", "local"; with --grid once per column (or a variable)',
+    )
+    p.add_argument(
+        "--grid",
+        action="store_true",
+        help="one prompt per line, run on every --model: a lion_nb.Grid and its view",
+    )
+    p.add_argument("--name", metavar="NAME", help="with --grid: the variable holding the grid")
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=8,
+        metavar="N",
+        help="with --grid: at most N cells at once (default 8)",
+    )
     p.add_argument("--system", metavar="TEXT", help="system message of a new branch")
     p.add_argument("--wait", action="store_true", help="block until the reply is complete")
     p.add_argument("--height", default="420px", help="height of the view")
@@ -182,7 +206,10 @@ def lion_cassette(line: str) -> Any:
 def _branch_for(ns: dict[str, Any], args: Any) -> Any:
     if not args.branch.isidentifier():
         raise MagicUsageError(f"%%lion: --branch must be a variable name, not {args.branch!r}")
-    model = iModel.from_spec(args.model) if args.model else None
+    specs = args.model or []
+    if len(specs) > 1:
+        raise MagicUsageError("%%lion: one --model for a branch (several need --grid)")
+    model = iModel.from_spec(specs[0]) if specs else None
     existing = ns.get(args.branch)
     if existing is None:
         branch = Branch(system=args.system, chat_model=model, name=args.branch)
@@ -208,6 +235,10 @@ def lion(line: str, cell: str, ns: dict[str, Any]) -> Any:
 
 def _prepare(line: str, cell: str, ns: dict[str, Any]) -> Any:
     args = _parser().parse_args(shlex.split(line))
+    if args.grid:
+        return _prepare_grid(args, cell, ns)
+    if args.name is not None:
+        raise MagicUsageError("%%lion: --name names a grid; use it with --grid")
     text = interpolate(cell, ns).strip()
     if not text:
         raise MagicUsageError("%%lion: the cell is empty; write the prompt below the magic line")
@@ -220,8 +251,137 @@ def _prepare(line: str, cell: str, ns: dict[str, Any]) -> Any:
     return view, text, args
 
 
+def _prepare_grid(args: Any, cell: str, ns: dict[str, Any]) -> Any:
+    """The ``--grid`` form: the grid (made, not run yet) and what shows it."""
+    from lion_nb.flow.grid import Grid  # lazy: the flow engine, only for --grid
+
+    prompts = [interpolate(line, ns).strip() for line in cell.splitlines()]
+    prompts = [p for p in prompts if p]
+    if not prompts:
+        raise MagicUsageError("%%lion --grid: the cell is empty; write one prompt per line")
+    if not args.model:
+        raise MagicUsageError(
+            "%%lion --grid: give the columns' models with --model, once per column "
+            "(e.g. --model openai/gpt-4.1-mini --model local)"
+        )
+    if args.name is not None and not args.name.isidentifier():
+        raise MagicUsageError(f"%%lion: --name must be a variable name, not {args.name!r}")
+    if args.max_concurrent < 1:
+        raise MagicUsageError("%%lion: --max-concurrent must be at least 1")
+    columns: dict[str, iModel] = {}
+    for spec in args.model:
+        label = spec if spec not in columns else f"{spec} ({len(columns) + 1})"
+        columns[label] = _model_of(spec, ns)
+    try:
+        grid = Grid(prompts, columns, system=args.system, verb=args.verb, name=args.name)
+    except ValueError as exc:  # a grid's shape, said in words
+        raise MagicUsageError(f"%%lion --grid: {exc}") from None
+    return grid, _grid_display(grid), args
+
+
+def _model_of(spec: str, ns: dict[str, Any]) -> iModel:
+    """A notebook variable holding an ``iModel``, else a spec (``provider/model``)."""
+    value = ns.get(spec) if spec.isidentifier() else None
+    return value if isinstance(value, iModel) else iModel.from_spec(spec)
+
+
+def _grid_display(grid: Any) -> Any:
+    """The grid's view; a text table of its cells, updated as they settle, where this
+    installation has no grid view."""
+    try:
+        # lazy: the views and ipywidgets (~300 ms)
+        from lion_nb.widgets.grid_view import GridView  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return GridTable(grid)
+    return GridView(grid)
+
+
+class GridTable:
+    """A grid's cells as a plain text table (prompt, column, status, text, figures)."""
+
+    def __init__(self, grid: Any) -> None:
+        self.grid = grid
+
+    def follow(self, handle: Any) -> None:
+        """Redraw through ``handle`` (IPython's ``DisplayHandle``) whenever a cell settles."""
+
+        def redraw(cell: Any) -> None:
+            if cell.status not in ("pending", "running"):
+                handle.update(self)
+
+        self.grid.subscribe(redraw)
+
+    def __repr__(self) -> str:
+        return records_table(self.grid.to_records())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+def records_table(records: list[dict[str, Any]], width: int = 40) -> str:
+    """``Grid.to_records()`` as aligned text, one line per cell."""
+
+    def cut(value: Any) -> str:
+        text = " ".join(str(value).split()) if value is not None else ""
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    def ms(value: Any) -> str:
+        return f"{value:.0f} ms" if value is not None else ""
+
+    head = ("prompt", "column", "status", "text", "latency", "first token", "error")
+    rows = [head] + [
+        (
+            cut(r["prompt"]),
+            cut(r["label"]),
+            r["status"],
+            cut(r["text"]),
+            ms(r["latency_ms"]),
+            ms(r["first_token_ms"]),
+            cut(r["error"]),
+        )
+        for r in records
+    ]
+    widths = [max(len(row[k]) for row in rows) for k in range(len(head))]
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
 # What Kernel -> Interrupt prints in a ``%%lion --wait`` cell: the wait ends, not the reply
 WAIT_INTERRUPTED = "stopped waiting — the reply goes on in the view (its Stop ends it)"
+GRID_WAIT_INTERRUPTED = "stopped waiting — the grid goes on (grid.stop() or its view's Stop)"
+_GRID_RUNS: set[Any] = set()  # the grids' background runs, held until they end
+
+
+def run_grid(grid: Any, args: Any, tape: Any) -> Any:
+    """Start the grid's run under ``tape`` (a background task, so the cell returns and Stop
+    works; to the end with ``--wait``, or where no loop runs) and return the grid."""
+    import asyncio  # lazy: as the module's other kernel-only imports
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no running loop (terminal IPython): run it to the end here
+        with tape:
+            run_sync(grid.run(max_concurrent=args.max_concurrent))
+        return grid
+    with tape:  # the task copies the context: the cassette stays in force for its calls
+        task = loop.create_task(grid.run(max_concurrent=args.max_concurrent))
+    _GRID_RUNS.add(task)
+    task.add_done_callback(_grid_run_ended)
+    if args.wait:
+        try:
+            run_sync(asyncio.wait({task}))
+        except KeyboardInterrupt as stop:  # the wait ends; the grid's run goes on
+            mark_stopped(stop, GRID_WAIT_INTERRUPTED)
+            raise
+        task.result()  # every cell failed: GridFailed says why, here
+    return grid
+
+
+def _grid_run_ended(task: Any) -> None:
+    _GRID_RUNS.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: a grid whose every cell failed shows it in its cells
 
 
 def register(ipython: Any) -> None:
@@ -231,7 +391,7 @@ def register(ipython: Any) -> None:
     from IPython.core.error import UsageError
     from IPython.display import display  # lazy: as the line above
 
-    def lion_magic(line: str, cell: str) -> None:
+    def lion_magic(line: str, cell: str) -> Any:
         try:
             view, text, args = _prepare(line, cell, ipython.user_ns)
         except MagicUsageError as exc:
@@ -239,6 +399,17 @@ def register(ipython: Any) -> None:
         # The view's run task is created inside the block, so it keeps the cassette (a task
         # copies the context it was created in) however long it streams after the cell returns.
         tape = Cassette(args.cassette) if args.cassette else nullcontext()
+        if args.grid:
+            grid, shown = view, text
+            if isinstance(shown, GridTable):  # no grid view here: a table redrawn as cells end
+                shown.follow(display(shown, display_id=True))
+            else:
+                display(shown)
+            run_grid(grid, args, tape)
+            if args.name:
+                ipython.user_ns[args.name] = grid
+                return None
+            return grid  # the cell's result: ``_``
         display(view)
         with tape:
             try:

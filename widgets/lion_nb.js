@@ -1113,6 +1113,7 @@ function settle(view, follow) {
   promptMarks(view); // prompt.js
   marks(view);
   if (view.inspector) view.inspector.settle();
+  if (view.grid) view.grid.settle();
   shell.empty.hidden = view.parts.size > 0 || !view.chat;
   if (!view.chat) return;
   if (follow) {
@@ -1171,6 +1172,7 @@ function chrome(view) {
   if (cstate.cassette) (shell.status.firstElementChild || shell.status).insertAdjacentHTML("beforeend", cstate.cassette);
   if (view.flowStop) view.flowStop.chrome(cstate);
   if (view.inspector) view.inspector.chrome(cstate);
+  if (view.grid) view.grid.chrome(cstate);
   if (!view.chat) return;
   view.promptBox.chrome(cstate);
   view.comparePanel.show(cstate.compare_html || "");
@@ -1304,6 +1306,7 @@ function makeView(model) {
   view.reveal = makeReveal(view);
   if (view.flow) view.flowStop = makeFlowStop(view);
   if (kind === "inspector") view.inspector = makeInspector(view);
+  if (kind === "grid") view.grid = makeGrid(view); // grid.js
   if (view.chat) {
     view.promptBox = makePromptBox(view);
     view.comparePanel = makeComparePanel(model);
@@ -1321,9 +1324,11 @@ function assemble(view, el) {
     root.append(title);
   }
   if (view.flowStop) root.append(view.flowStop.el);
+  if (view.grid) root.append(view.grid.el);
   root.append(shell.empty, shell.scroller, shell.jump, shell.error);
   if (view.chat) root.append(view.promptBox.el);
   root.append(shell.status, shell.gauge);
+  if (view.grid) root.append(view.grid.chat);
   if (view.chat) root.append(view.comparePanel.el);
   el.appendChild(root);
   root.addEventListener("focusout", (event) => {
@@ -1393,6 +1398,7 @@ function render({ model, el }) {
   const unwatch = watchKernel(view, el);
   return () => {
     view.reveal.finish();
+    if (view.grid) view.grid.dispose();
     unwatch();
     for (const [name, fn] of handlers) model.off(name, fn);
   };

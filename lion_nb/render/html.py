@@ -89,6 +89,7 @@ CSS_FILES = (
     "sampling.css",
     "tree.css",
     "prompt.css",
+    "grid.css",
 )  # the stylesheet's files, in order
 
 

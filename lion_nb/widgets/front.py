@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 
 # the files of the ES module, in order: one module scope (no build step, no imports)
-MODULE_FILES = ("lion_nb.js", "tokens.js", "sampling.js", "tree.js", "prompt.js")
+MODULE_FILES = ("lion_nb.js", "tokens.js", "sampling.js", "tree.js", "prompt.js", "grid.js")
 
 
 @functools.cache

@@ -731,6 +731,40 @@ OPS["prompt_tokens"] = PromptTokensOp
 ACTIONS["prompt_tokens"] = PromptTokensAction
 __all__ += ["prompt_tokens_op"]
 
+
+# ----- the grid view (``widgets.grid_view``, drawn by ``widgets/grid.js``) ---------------------------
+class GridRunAction(TypedDict):
+    """Run cells ``[[row, column], ...]``, rows or columns of the grid again, afresh
+    (``grid.run(cells=..., rows=..., columns=...)``, a task the view owns)."""
+
+    action: Literal["grid_run"]
+    cells: NotRequired[list[list[int]]]
+    rows: NotRequired[list[int]]
+    columns: NotRequired[list[int]]
+
+
+class GridShowAction(TypedDict):
+    """Show cell ``key``'s full text (``what`` "text") or its word diff against the baseline
+    column (``"diff"``) in the panel under the grid; ``""`` closes the panel."""
+
+    action: Literal["grid_show"]
+    key: str
+    what: Literal["text", "diff", ""]
+
+
+class GridWindowAction(TypedDict):
+    """The page shows rows ``first`` .. ``first + count`` of a large grid: put those (and a
+    few around) on the page, drop the rest."""
+
+    action: Literal["grid_window"]
+    first: int
+    count: int
+
+
+ACTIONS["grid_run"] = GridRunAction
+ACTIONS["grid_show"] = GridShowAction
+ACTIONS["grid_window"] = GridWindowAction
+
 # ----- synced traits -----------------------------------------------------------------------------
 # the view's small traits, sent as ``chrome`` ops (and with the state on a resync)
 CHROME = (

@@ -93,9 +93,10 @@ def url_problem(value: str) -> str | None:
 
 
 class _Inspector(HTMLParser):
-    def __init__(self, *, document: bool) -> None:
+    def __init__(self, *, document: bool, allow: frozenset[str] = frozenset()) -> None:
         super().__init__(convert_charrefs=True)
         self.document = document
+        self.allow = allow  # inert attributes a renderer adds (data-*, aria-*, role)
         self.in_head = False
         self.styles = 0
         self.problems: list[str] = []
@@ -118,7 +119,7 @@ class _Inspector(HTMLParser):
             name = name.lower()
             if name.startswith("on"):
                 self.problems.append(f"event handler {name} on <{tag}>")
-            elif name not in ATTRS and not (head_ok and name in HEAD_ATTRS):
+            elif name not in ATTRS | self.allow and not (head_ok and name in HEAD_ATTRS):
                 self.problems.append(f"attribute {name} on <{tag}>")
             if name in URL_ATTRS and value and (p := url_problem(value)):
                 self.problems.append(f"{p} in {name} on <{tag}>")
@@ -144,9 +145,14 @@ class _Inspector(HTMLParser):
         self.problems.append(f"declaration {data[:20]!r}")
 
 
-def html_problems(markup: str, *, document: bool = False) -> list[str]:
-    """Everything executable or fetching in ``markup``; [] when it is inert."""
-    inspector = _Inspector(document=document)
+def html_problems(
+    markup: str, *, document: bool = False, allow: frozenset[str] = frozenset()
+) -> list[str]:
+    """Everything executable or fetching in ``markup``; [] when it is inert. ``allow``:
+    inert attributes the renderer under test adds besides the shared vocabulary (never an
+    ``on*`` handler, ``style`` or a URL attribute)."""
+    assert not {a for a in allow if a.startswith("on") or a == "style" or a in URL_ATTRS}
+    inspector = _Inspector(document=document, allow=allow)
     inspector.feed(markup)
     inspector.close()
     if document and inspector.styles != 1:

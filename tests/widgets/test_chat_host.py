@@ -20,6 +20,7 @@ from lion_nb.widgets.chat_view import BranchView
 from lion_nb.widgets.compare_view import CompareView
 from lion_nb.widgets.conversation_controls import ConversationControls
 from lion_nb.widgets.flow_view import FlowView
+from lion_nb.widgets.grid_view import GridView
 from lion_nb.widgets.inspector import ProgressionInspector
 from lion_nb.widgets.send_controls import SendControls
 from lion_nb.widgets.token_panels import TokenControls
@@ -69,6 +70,7 @@ def test_every_protocol_action_is_handled_by_some_view() -> None:
     inspector = ProgressionInspector(Branch())
     handled |= set(inspector.front.actions)
     handled |= {n for n in protocol.ACTIONS if hasattr(FlowView, f"_action_{n}")}
+    handled |= {n for n in protocol.ACTIONS if hasattr(GridView, f"_action_{n}")}
     assert handled == set(protocol.ACTIONS)
     inspector.close()
 
