@@ -1,4 +1,4 @@
-// ----- sampling, explained (issue 33): what the samplers leave of a token's alternatives -----
+// ----- sampling, explained: what the samplers leave of a token's alternatives -----
 //
 // Joined after tokens.js into one ES module (lion_nb.widgets.front.MODULE_FILES): it uses
 // lion_nb.js's helpers (node, button, named) and tokens.js's (shownToken, percentOf,

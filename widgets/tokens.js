@@ -1,4 +1,4 @@
-// ----- the token view (issue 25): a reply's tokens tinted by probability -----------------------
+// ----- the token view: a reply's tokens tinted by probability -----------------------
 //
 // Joined after lion_nb.js into one ES module (lion_nb.widgets.front.MODULE_FILES): it uses that
 // file's helpers (node, button, named) and is reached from it at two places: the `tokens` op and

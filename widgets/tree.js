@@ -1,4 +1,4 @@
-// ----- the tree of what could have been (issue 33): one turn's alternatives as a prefix tree ----
+// ----- the tree of what could have been: one turn's alternatives as a prefix tree ----
 //
 // Joined after lion_nb.js and tokens.js into one ES module (lion_nb.widgets.front.MODULE_FILES):
 // it uses lion_nb.js's helpers (node, button, named) and is reached from it at two places: the
