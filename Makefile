@@ -86,6 +86,11 @@ browser:
 	  echo ">>> Installing Debian chromium for the browser tests"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+	@# node runs the front end's sampling port against Python's (tests/test_sampling_port.py)
+	@command -v node >/dev/null 2>&1 || { \
+	  echo ">>> Installing Debian nodejs for the front end's unit tests"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nodejs; }
 
 # default_url: the URL JupyterLab prints (and opens) is the quickstart itself, so it also opens
 # when no browser can be started here and the printed link is pasted into one elsewhere.
