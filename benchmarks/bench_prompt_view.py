@@ -19,10 +19,7 @@ each. Exit status 1 when a goal is missed (the results are written either way).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _common import write_result  # noqa: E402
+from _common import browser_test_figures, write_result  # noqa: E402
 
 FIGURES = ROOT / "test-artifacts" / "prompt_view_browser.json"
 TEST = "tests/browser/test_prompt_view_browser.py::test_the_prompt_view_figures"
@@ -43,22 +40,9 @@ GOALS = {
 }
 
 
-def one_round(tries: int = 2) -> dict[str, Any]:
-    """One run of the browser test; tried again once when it wrote nothing (on a busy machine
-    JupyterLab's kernel can be slow to start)."""
-    for _ in range(tries):
-        FIGURES.unlink(missing_ok=True)
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", TEST],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        if FIGURES.exists():
-            return json.loads(FIGURES.read_text())  # type: ignore[no-any-return]
-    raise RuntimeError(f"the browser test wrote no figures:\n{done.stdout[-3000:]}")
+def one_round() -> dict[str, Any]:
+    """One run of the browser test: its figures."""
+    return browser_test_figures(TEST, FIGURES, ROOT)
 
 
 def rows_of(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
