@@ -147,7 +147,9 @@ def to_markdown(nb: nbformat.NotebookNode, name: str) -> tuple[str, list[str]]:
             elif kind in ("display_data", "execute_result"):
                 parts.append(_rich(output, name, html))
             elif kind == "error":
-                raise SystemExit(f"{name}: a cell failed: {output['ename']}: {output['evalue']}")
+                raise SystemExit(
+                    f"{name}: cell {index} failed: {output['ename']}: {output['evalue']}"
+                )
     return "\n\n".join(parts) + "\n", html
 
 

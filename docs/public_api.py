@@ -17,7 +17,6 @@ from typing import Any
 # Module → the one line its API page opens with. Order is the reference's order.
 PUBLIC_MODULES: dict[str, str] = {
     "lion_nb": "Everything a notebook imports: the branch, the session, the models, the views.",
-    "lion_nb.session": "The conversation (`Branch`) and the session that holds branches.",
     "lion_nb.models": "Models and providers: `iModel`, the provider registry.",
     "lion_nb.messages": "The messages a branch records.",
     "lion_nb.progression": "A branch's ordered message ids: forks, alternatives.",
@@ -39,16 +38,23 @@ PUBLIC_MODULES: dict[str, str] = {
 
 
 def module_names(module_name: str) -> list[str]:
-    """The public names of one module, in the order it gives them."""
+    """The public names of one module, in the order it gives them: its ``__all__``, else what
+    it defines (a package: what its own modules define) under a name without ``_``."""
     module = importlib.import_module(module_name)
     names = getattr(module, "__all__", None)
     if names is None:
         names = [
             name
             for name, value in vars(module).items()
-            if not name.startswith("_") and getattr(value, "__module__", None) == module_name
+            if not name.startswith("_") and _defined_in(value, module_name)
         ]
     return [name for name in names if not name.startswith("__")]
+
+
+def _defined_in(value: Any, module_name: str) -> bool:
+    """Defined in the module, or for a package in one of its modules (what it re-exports)."""
+    home = getattr(value, "__module__", None) or ""
+    return home == module_name or home.startswith(module_name + ".")
 
 
 def _ours(obj: Any) -> bool:

@@ -221,3 +221,23 @@ def test_search_finds_fit_context_from_a_file(site: Path, site_page: Any):
     assert any("fit_context" in item for item in found), found
     assert not site_page.watched.external_requests
     assert not site_page.watched.console_errors, site_page.watched.console_errors
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_transcripts_follow_the_site_theme_and_read_in_both(
+    served: str, site_page: Any, scheme: str
+):
+    """The transcripts take the site palette's colours (Light or Dark, as the reader's system
+    asks on a first visit), and every text in them reads at WCAG AA on what it is drawn on."""
+    from tests.support.page_measure import contrast_failures
+
+    site_page.emulate_media(color_scheme=scheme)
+    expected = {"light": "default", "dark": "slate"}[scheme]
+    for tutorial in ("01_quickstart", "10_tokens", "11_grid"):
+        site_page.goto(f"{served}/tutorials/{tutorial}.html", wait_until="load")
+        assert site_page.get_attribute("body", "data-md-color-scheme") == expected
+        views = site_page.locator(".nb-output:has([class^='lion-'])")
+        assert views.count() > 0, tutorial
+        for i in range(views.count()):
+            texts, failures = contrast_failures(site_page, views.nth(i))
+            assert texts > 0 and not failures, (tutorial, i, failures[:5])
