@@ -24,6 +24,7 @@ Generated files (``docs/tutorials/``, ``docs/reference/``, ``docs/changelog.md``
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import os
@@ -195,8 +196,6 @@ def _summary(obj: Any) -> str:
 
 def reference_page(module_name: str, documented: dict[int, str]) -> str:
     """One module's page. ``documented`` maps an object already on a page to its link."""
-    import importlib
-
     module = importlib.import_module(module_name)
     lines = [f"# `{module_name}`", "", public_api.PUBLIC_MODULES[module_name], ""]
     module_doc = inspect.getdoc(module)
@@ -205,7 +204,7 @@ def reference_page(module_name: str, documented: dict[int, str]) -> str:
     values = []
     for name in public_api.module_names(module_name):
         obj = getattr(module, name)
-        if inspect.ismodule(obj) or (callable(obj) and type(obj).__name__ == "_Package"):
+        if inspect.ismodule(obj):
             target = obj.__name__
             link = f"[`{target}`]({target}.md)" if target in public_api.PUBLIC_MODULES else ""
             lines += [f"## `{name}`", "", _summary(obj), "", f"See {link}." if link else "", ""]
