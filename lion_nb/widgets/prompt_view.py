@@ -192,6 +192,8 @@ class PromptView(Front):
         self._ready = True
 
     def state_parts(self) -> list[list[str]]:
+        """The one part: an empty host the page fills with the chips (it asks for them with
+        its ``prompt_tokens`` action, so the tokens are not part of the synced state)."""
         return [["prompt", HOST_HTML]]
 
     def _action_prompt_tokens(self, content: dict[str, Any]) -> None:
@@ -202,11 +204,15 @@ class PromptView(Front):
             self.channel.push(tokens_op(key, self.tokens, self.roles, self.window))
 
     def static_html(self) -> str:
+        """The tokens as chips in HTML for a saved notebook, or the note saying why there
+        are none."""
         if self.note is not None:
             return prompt_note_html(self.note, title=self.heading)
         return prompt_tokens_html(self.tokens, self.roles, window=self.window, title=self.heading)
 
     def static_text(self) -> str:
+        """The count against the window, then the prompt's text as the tokens spell it (or
+        the note)."""
         if self.note is not None:
             return f"{self.heading}: {self.note}"
         return f"{self.heading}: {count_text(len(self.tokens), self.window)}\n" + "".join(
