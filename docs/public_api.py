@@ -9,6 +9,7 @@ inherits from (what a user calls on a view includes what its base class defines)
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from collections.abc import Iterator
@@ -99,12 +100,20 @@ def public_objects() -> Iterator[tuple[str, Any]]:
                         yield f"{obj.__module__}.{qualname}", member
 
 
+def _class_docstring(cls: type) -> str:
+    """A class's own docstring; the one ``@dataclass`` writes (its signature) is none."""
+    doc = (cls.__dict__.get("__doc__") or "").strip()
+    if dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "("):
+        return ""
+    return doc
+
+
 def undocumented() -> list[str]:
     """The public names with no docstring (a class's own, not one it inherits)."""
     missing = []
     for qualname, obj in public_objects():
-        doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else _docstring(obj)
-        if not (doc or "").strip():
+        doc = _class_docstring(obj) if inspect.isclass(obj) else _docstring(obj)
+        if not doc:
             missing.append(qualname)
     return missing
 

@@ -66,6 +66,8 @@ class NextTurn:
 
     @property
     def fraction(self) -> float | None:
+        """How much of the context window the next turn fills (0 to 1, more when it does not
+        fit); None when the window is not known."""
         return self.tokens / self.window if self.window else None
 
 
