@@ -65,7 +65,9 @@ def _docstring(member: Any) -> str:
 
 
 def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
-    """A class's own public methods and properties, then those of its lion_nb bases."""
+    """A class's own public methods and properties, then those of its lion_nb bases. A
+    member defined outside lion_nb is not its API (the test suite's doubles set on
+    ``BranchView`` by ``tests/support/chat_view_doubles.py``)."""
     for klass in cls.__mro__:
         if not _ours(klass):
             continue
@@ -73,7 +75,11 @@ def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
             if name.startswith("_"):
                 continue
             function = member.__func__ if isinstance(member, staticmethod | classmethod) else member
-            if isinstance(member, property) or inspect.isfunction(function):
+            if isinstance(member, property):
+                function = member.fget
+            elif not inspect.isfunction(function):
+                continue
+            if _ours(function):
                 yield f"{klass.__qualname__}.{name}", member
 
 
