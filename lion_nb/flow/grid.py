@@ -83,10 +83,10 @@ class Grid:
         name: Names the grid's session and its cells' branches.
 
     Raises:
-        ConfigurationError: A shape that cannot run (no prompts, one model instead of a
-            list, an unknown verb, a row argument the verb does not take, ``template`` with a
-            system prompt, a baseline that is no column); raised here, before anything runs.
-            It is a ``ValueError`` too.
+        GridShapeError: A shape that cannot run (no prompts, one model instead of a list, an
+            unknown verb, a row argument the verb does not take, ``template`` with a system
+            prompt, a baseline that is no column); raised here, before anything runs. It is
+            a ``ConfigurationError`` and a ``ValueError``.
 
     Example:
         ```python

@@ -72,7 +72,8 @@ class iModel:
 
     Raises:
         ConfigurationError: An unknown provider, an API or option the provider does not
-            take, or a ``max_concurrent`` or ``logprobs`` it cannot honour.
+            take, a ``max_concurrent`` that is not a whole number of at least 1, or
+            ``logprobs`` the provider cannot give.
 
     Example:
         ```python

@@ -505,8 +505,11 @@ class Branch:
             handle_validation: What a text that never parses gives: raise
                 (``"raise"``), the text itself (``"return_value"``), or None
                 (``"return_none"``).
+            max_retries: How many repair turns to try after local extraction fails.
             fuzzy_match: Match keys that are spelled nearly like the model's fields.
             similarity_threshold: How near a key must be (0 to 1) to match.
+            parse_model: The model for the repair turns; default: ``parse_model``.
+            request_type: An older name for ``response_format`` (used when that is None).
 
         Returns:
             The parsed value, or what ``handle_validation`` says for a text that never parses.

@@ -112,10 +112,10 @@ class BranchView(Front):
     The view renders from the branch's signals and never calls a provider itself: Send (the
     button, Enter, or ``send(text)``) runs the branch's verb as a background task, so Stop
     (or Esc) reaches the kernel while the model streams. Runs started in a cell (``await
-    branch.communicate(...)``) show up live too. Below the transcript are the conversation's
+    branch.communicate(...)``) show up live too. Each message has the conversation's
     controls: regenerate, edit, continue, alternatives (‹ n/of ›), samples, the token view and
-    the reply tree; each has a method here, so code and a click do the same thing. A saved
-    notebook keeps the transcript as HTML beside the widget.
+    the reply tree; each has a method here (``aregenerate``, ``aedit``, ...), so code and a
+    click do the same thing. A saved notebook keeps the transcript as HTML beside the widget.
 
     For ``communicate``, ``operate`` and ``ReAct`` the view's turns pass ``on_stop="record"``
     and ``fit_context=True`` (set in ``verb_kwargs`` unless given there): Stop keeps the

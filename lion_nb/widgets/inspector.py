@@ -70,7 +70,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     provenance. The header sums the branch and says what the next turn will send, in tokens
     against the model's context window. It opens on the newest messages and follows new ones
     while it shows the end (``follow``); paging back keeps the rows still as messages arrive.
-    A 10,000-message branch stays quick: only the visible page is on the page.
+    Only the visible page is sent to the page, so a long branch opens quickly.
 
     Args:
         branch: The branch to inspect.
