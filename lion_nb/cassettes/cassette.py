@@ -450,8 +450,15 @@ def cassette(
     *,
     record_to: str | os.PathLike[str] | None = None,
 ) -> Cassette:
-    """A cassette for a ``with`` / ``async with`` block: every model call inside is recorded
-    or replayed (see the module docstring for the modes, ``speed`` and ``record_to``)."""
+    """A ``Cassette`` for a ``with`` / ``async with`` block: every model call inside is
+    recorded or replayed. Arguments as for ``Cassette`` (the modes, ``speed``, ``record_to``).
+
+    Example:
+        ```python
+        with lion_nb.cassette("lesson.cassette.jsonl", speed=None):
+            await branch.communicate("What is a cassette?")
+        ```
+    """
     return Cassette(path, mode=mode, speed=speed, record_to=record_to)
 
 

@@ -467,5 +467,6 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
 
 def inspect(branch: Branch, **kwargs: Any) -> ProgressionInspector:
-    """``ProgressionInspector(branch, **kwargs)``."""
+    """A ``ProgressionInspector`` of ``branch``: its timeline, paginated, with "Fork here".
+    Keyword arguments go to ``ProgressionInspector``."""
     return ProgressionInspector(branch, **kwargs)

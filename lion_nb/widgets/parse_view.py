@@ -148,7 +148,8 @@ class ParseView(Front):
 
     @property
     def result(self) -> Any:
-        """The parsed result so far: the validated model once the reply validates, else None."""
+        """The result: the one given, or in live mode the validated model once the reply
+        validates (None until then)."""
         self.model.catch_up()
         return self.model.result
 
