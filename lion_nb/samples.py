@@ -100,8 +100,7 @@ class Samples:
 
     @property
     def agreement(self) -> list[float]:
-        """Per position, the share of replies that still agree (see the module's
-        ``agreement``): 1.0 over the shared prefix, falling where they diverge."""
+        """Per position, the share of replies that still agree (1.0 over the shared prefix)."""
         return agreement(self.replies)
 
     @property

@@ -66,8 +66,7 @@ class NextTurn:
 
     @property
     def fraction(self) -> float | None:
-        """How much of the context window the next turn fills (0 to 1, more when it does not
-        fit); None when the window is not known."""
+        """The share of the window the next turn fills (above 1: it does not fit); None: unknown."""
         return self.tokens / self.window if self.window else None
 
 

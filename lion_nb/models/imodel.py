@@ -116,8 +116,7 @@ class iModel:
 
     @property
     def provider(self) -> Any:
-        """The provider object that makes the calls, constructed on first use (use
-        ``provider_or_none`` to look without constructing one)."""
+        """The provider object that makes the calls, constructed on first use."""
         if self._provider is None:
             spec = self.spec
             cls = spec.load(self.request_defaults.get("api"))

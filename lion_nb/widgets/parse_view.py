@@ -148,8 +148,7 @@ class ParseView(Front):
 
     @property
     def result(self) -> Any:
-        """The result: the one given, or in live mode the validated model once the reply
-        validates (None until then)."""
+        """The result given, or in live mode the validated model once the reply validates."""
         self.model.catch_up()
         return self.model.result
 
