@@ -9,6 +9,7 @@ inherits from (what a user calls on a view includes what its base class defines)
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from collections.abc import Iterator
@@ -70,7 +71,9 @@ def _docstring(member: Any) -> str:
 
 
 def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
-    """A class's own public methods and properties, then those of its lion_nb bases."""
+    """A class's own public methods and properties, then those of its lion_nb bases. A
+    member defined outside lion_nb is not its API (the test suite's doubles set on
+    ``BranchView`` by ``tests/support/chat_view_doubles.py``)."""
     for klass in cls.__mro__:
         if not _ours(klass):
             continue
@@ -78,7 +81,11 @@ def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
             if name.startswith("_"):
                 continue
             function = member.__func__ if isinstance(member, staticmethod | classmethod) else member
-            if isinstance(member, property) or inspect.isfunction(function):
+            if isinstance(member, property):
+                function = member.fget
+            elif not inspect.isfunction(function):
+                continue
+            if _ours(function):
                 yield f"{klass.__qualname__}.{name}", member
 
 
@@ -105,12 +112,20 @@ def public_objects() -> Iterator[tuple[str, Any]]:
                         yield f"{obj.__module__}.{qualname}", member
 
 
+def _class_docstring(cls: type) -> str:
+    """A class's own docstring; the one ``@dataclass`` writes (its signature) is none."""
+    doc = (cls.__dict__.get("__doc__") or "").strip()
+    if dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "("):
+        return ""
+    return doc
+
+
 def undocumented() -> list[str]:
     """The public names with no docstring (a class's own, not one it inherits)."""
     missing = []
     for qualname, obj in public_objects():
-        doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else _docstring(obj)
-        if not (doc or "").strip():
+        doc = _class_docstring(obj) if inspect.isclass(obj) else _docstring(obj)
+        if not doc:
             missing.append(qualname)
     return missing
 

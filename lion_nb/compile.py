@@ -39,6 +39,9 @@ from lion_nb.messages import (
 
 
 def call_id_of(message: ActionRequest | ActionResponse) -> str:
+    """The tool-call id a request sends for this call: the provider's ``call_id`` when it
+    gave one, else one made from the request's message id (a response linked through
+    ``action_request_id`` gets its request's), so a call and its result always match."""
     if message.call_id:
         return message.call_id
     if isinstance(message, ActionResponse) and message.action_request_id is not None:
@@ -53,6 +56,9 @@ def _output_text(output: Any) -> str:
 
 
 def instruction_content(ins: Instruction) -> str | list[dict[str, Any]]:
+    """An instruction as a chat message's ``content``: its text, or, with images, a list of
+    a text part and an ``image_url`` part per image (a bare base64 string is sent as PNG
+    data; ``image_detail`` goes with each)."""
     text = ins.text
     if not ins.images:
         return text

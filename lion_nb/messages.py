@@ -71,11 +71,14 @@ class RoledMessage(BaseModel):
 
 
 class System(RoledMessage):
+    """The system message: how the model should behave. A branch holds at most one, first."""
+
     role: Literal["system"] = "system"
     system: str
 
     @property
     def text(self) -> str:
+        """The system prompt."""
         return self.system
 
 
@@ -156,10 +159,12 @@ class AssistantResponse(RoledMessage):
 
     @property
     def text(self) -> str:
+        """The reply's text (``response``)."""
         return self.response
 
     @property
     def usage(self) -> dict[str, Any]:
+        """The call's token usage as ``Usage.as_dict`` gives it (``{}`` when none was reported)."""
         return dict(self.metadata.get("usage") or {})
 
 
@@ -174,6 +179,7 @@ class ActionRequest(RoledMessage):
 
     @property
     def text(self) -> str:
+        """The call as one line: ``function({"arg": value})``."""
         return f"{self.function}({json.dumps(self.arguments, default=str)})"
 
 
@@ -190,6 +196,7 @@ class ActionResponse(RoledMessage):
 
     @property
     def text(self) -> str:
+        """The tool's output as text (JSON for structured output; the error text on error)."""
         return _as_text(self.output)
 
 

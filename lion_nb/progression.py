@@ -12,7 +12,11 @@ from typing import Any
 
 
 class Progression:
-    """An ordered sequence of message ids (the order a conversation is read in)."""
+    """An ordered sequence of message ids (the order a conversation is read in).
+
+    A ``Progression`` you make yourself chooses which messages a call sends
+    (``branch.chat(..., progression=...)``); a branch's own (``branch.progression``) is
+    changed only through the branch, so its messages and signals stay in step."""
 
     __slots__ = ("_order",)
 
@@ -20,18 +24,23 @@ class Progression:
         self._order: list[uuid.UUID] = list(ids)
 
     def append(self, message_id: uuid.UUID) -> None:
+        """Add ``message_id`` at the end."""
         self._order.append(message_id)
 
     def insert(self, index: int, message_id: uuid.UUID) -> None:
+        """Put ``message_id`` at position ``index`` (as ``list.insert``)."""
         self._order.insert(index, message_id)
 
     def remove(self, message_id: uuid.UUID) -> None:
+        """Take ``message_id`` out; ``ValueError`` if it is not there."""
         self._order.remove(message_id)
 
     def clear(self) -> None:
+        """Remove every id."""
         self._order.clear()
 
     def index(self, message_id: uuid.UUID) -> int:
+        """The position of ``message_id``; ``ValueError`` if it is not there."""
         return self._order.index(message_id)
 
     def __iter__(self) -> Iterator[uuid.UUID]:
@@ -96,6 +105,7 @@ class Messages:
         return None
 
     def get(self, message_id: uuid.UUID) -> Any:
+        """The message with id ``message_id``, or None when it is not recorded."""
         return self._by_id.get(message_id)
 
     def __iter__(self) -> Iterator[Any]:

@@ -100,10 +100,12 @@ class Samples:
 
     @property
     def agreement(self) -> list[float]:
+        """Per position, the share of replies that still agree (1.0 over the shared prefix)."""
         return agreement(self.replies)
 
     @property
     def texts(self) -> list[str]:
+        """Each reply's text, in the order of ``replies``."""
         return [getattr(r, "text", "") for r in self.replies]
 
     @property

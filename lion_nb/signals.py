@@ -28,12 +28,19 @@ logger = logging.getLogger("lion_nb")
 
 @dataclass(slots=True, kw_only=True)
 class Signal:
+    """What every signal carries: the branch it is about and when it was emitted
+    (``time.time()``). Observe signals with ``branch.observe(Type, handler=fn)``."""
+
     branch_id: uuid.UUID
     at: float = field(default_factory=time.time)
 
 
 @dataclass(slots=True, kw_only=True)
 class RunStart(Signal):
+    """A run began: one verb with a lifecycle (``communicate``, ``operate``, ``run``,
+    ``ReAct``, ...). Exactly one ``RunEnd`` or ``RunFailed`` with the same ``run_id``
+    follows; ``operation`` names the verb."""
+
     run_id: uuid.UUID
     operation: str
 
@@ -59,6 +66,9 @@ class RunEnd(Signal):
 
 @dataclass(slots=True, kw_only=True)
 class RunFailed(Signal):
+    """A run ended with an exception (``error``, which the verb also raises); a stop is a
+    ``RunEnd(stopped=True)``, not a failure."""
+
     run_id: uuid.UUID
     operation: str
     duration_ms: float
@@ -67,6 +77,8 @@ class RunFailed(Signal):
 
 @dataclass(slots=True, kw_only=True)
 class MessageAdded(Signal):
+    """A message was recorded on the branch (at the end of its progression)."""
+
     message: Any  # RoledMessage; typed loosely so this module imports no pydantic models
 
 
@@ -118,10 +130,12 @@ class TextAccumulator:
         self.length = len(initial)
 
     def append(self, delta: str) -> None:
+        """Add ``delta`` at the end (O(1): nothing is joined until ``value()``)."""
         self._parts.append(delta)
         self.length += len(delta)
 
     def value(self) -> str:
+        """The text so far, joined now (and kept joined, so reading twice costs once)."""
         parts = self._parts
         if len(parts) > 1:
             parts[:] = ["".join(parts)]
@@ -152,6 +166,7 @@ class StreamDelta(Signal):
 
     @property
     def snapshot(self) -> str:
+        """The ``kind`` part of the message so far, as it was when this delta was emitted."""
         text = self.source if isinstance(self.source, str) else self.source.value()
         if self.length < 0 or self.length == len(text):
             return text
@@ -262,6 +277,10 @@ class RoundStart(Signal):
 
 @dataclass(slots=True, kw_only=True)
 class RoundEnd(Signal):
+    """A ReAct round ended. ``error``: what ended it (a tool failure, a ``ReActError`` for a
+    round that gave no answer), else None; ``extension_needed``: the model asked for more
+    rounds (None for the answer round)."""
+
     run_id: uuid.UUID | None
     round: int
     final: bool = False
@@ -353,6 +372,9 @@ class Observers:
         return found
 
     def emit(self, signal: Signal) -> None:
+        """Call every handler subscribed to ``signal``'s type, now. A sync handler runs
+        inline; an async one becomes a task that ``drain()`` awaits. A handler's exception
+        is logged, never raised: observing never changes what is observed."""
         for handler in self._for(type(signal)):
             try:
                 result = handler(signal)
@@ -369,6 +391,8 @@ class Observers:
             logger.error("async observer failed: %r", error, exc_info=error)
 
     async def drain(self) -> None:
+        """Wait until every async handler's task has finished (including tasks they started
+        meanwhile); their exceptions are logged, not raised."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 

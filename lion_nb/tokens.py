@@ -66,6 +66,7 @@ class NextTurn:
 
     @property
     def fraction(self) -> float | None:
+        """The share of the window the next turn fills (above 1: it does not fit); None: unknown."""
         return self.tokens / self.window if self.window else None
 
 

@@ -36,10 +36,13 @@ class Usage:
     reasoning_tokens: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The fields the call reported (None ones left out): the form saved in a reply's
+        ``metadata["usage"]``."""
         return {k: v for k in FIELDS if (v := getattr(self, k)) is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        """The ``Usage`` an ``as_dict()`` describes; missing fields (and a None dict) are None."""
         data = data or {}
         return cls(**{k: data.get(k) for k in FIELDS})
 
@@ -62,6 +65,7 @@ class RunUsage:
         return {k: v for k in FIELDS if (v := getattr(self, k)) is not None}
 
     def add(self, usage: Usage | None) -> None:
+        """Add one call's usage: each field it reports is summed; None adds nothing."""
         if usage is None:
             return
         for name in FIELDS:

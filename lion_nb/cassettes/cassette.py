@@ -75,12 +75,43 @@ def _speed(speed: float | None) -> float | None:
 
 
 class Cassette:
-    """One cassette file in one mode. Usable as a (sync or async) context manager, which makes
-    it the cassette of the code inside; ``use_cassette`` makes it the default everywhere.
+    """One cassette file in one mode: model calls recorded once and replayed anywhere.
 
-    ``record_to`` (modes "auto" and "record"): the file new calls are recorded into; by default
-    ``path`` in "record" mode and in "auto" mode when ``path`` does not exist yet, else
-    ``sibling(path)``. ``recording_to`` says which (None: this cassette records nothing)."""
+    A cassette sits at the provider seam (``iModel.complete`` / ``iModel.stream``): a
+    replayed call streams its recorded reply through the same path as a live one, so verbs,
+    signals and views behave alike, and it never constructs the provider (no key, no
+    server, no weights). A request is matched by what the model would see (provider, model,
+    messages, tools, response format, sampling options), never by credentials, URLs or
+    machine-local settings, so a recording made on one machine replays on another; secrets
+    are never written. Identical requests replay their
+    recordings in recorded order, the last one repeating.
+
+    Usable as a (sync or async) context manager, which makes it the cassette of the code
+    inside; ``use_cassette`` makes one the default everywhere.
+
+    Args:
+        path: The cassette file (JSON lines, e.g. ``lesson.cassette.jsonl``).
+        mode: ``"auto"`` replays what the cassette has and records what it lacks;
+            ``"record"`` calls the models and rewrites what it calls; ``"replay"`` never
+            calls a model (a request without a recording raises ``CassetteMiss``); ``"off"``
+            calls the models and touches no file.
+        speed: 1.0 replays at the recorded pace, 10 ten times faster, None (or 0) at once.
+        record_to: The file new calls are recorded into (modes "auto" and "record"). By
+            default ``path`` in "record" mode, and in "auto" mode when ``path`` does not exist
+            yet; else ``sibling(path)``, so "auto" never changes a shipped cassette.
+            ``recording_to`` says which (None: this cassette records nothing).
+
+    Raises:
+        ValueError: An unknown mode or a negative speed.
+        CassetteError: In "replay" mode, a damaged line in the file (in the other modes it
+            is a ``CassetteWarning`` and the line is skipped).
+
+    Example:
+        ```python
+        with Cassette("lesson.cassette.jsonl", mode="replay", speed=None):
+            await branch.communicate("What is a cassette?")  # no model is called
+        ```
+    """
 
     def __init__(
         self,
@@ -352,6 +383,14 @@ class Cassette:
         on_delta: DeltaSink | None,
         live: LiveComplete,
     ) -> ModelResponse:
+        """One API call through the cassette (``iModel.complete`` calls it): the recorded
+        reply replayed through ``on_delta``, else ``live(request, on_delta)`` called and
+        recorded, as the mode says.
+
+        Raises:
+            CassetteMiss: No recording matches, in "replay" mode (or in "auto" mode when
+                the model that would record it cannot be used here).
+        """
         if self.mode == "off":
             return await live(request, on_delta)
         matched, secrets = self._matched(model, request)
@@ -375,6 +414,10 @@ class Cassette:
     def stream(
         self, model: Any, request: CLIRequest, live: LiveStream
     ) -> AsyncGenerator[Chunk, None]:
+        """A CLI agent's stream through the cassette (``iModel.stream`` calls it): the
+        recorded chunks replayed (no process starts), else ``live(request)`` streamed and
+        recorded, as the mode says. A miss in "replay" mode raises ``CassetteMiss`` from
+        the stream."""
         if self.mode == "off":
             return live(request)
         matched, secrets = self._matched(model, request)
@@ -407,8 +450,15 @@ def cassette(
     *,
     record_to: str | os.PathLike[str] | None = None,
 ) -> Cassette:
-    """A cassette for a ``with`` / ``async with`` block: every model call inside is recorded
-    or replayed (see the module docstring for the modes, ``speed`` and ``record_to``)."""
+    """A ``Cassette`` for a ``with`` / ``async with`` block: every model call inside is
+    recorded or replayed. Arguments as for ``Cassette`` (the modes, ``speed``, ``record_to``).
+
+    Example:
+        ```python
+        with lion_nb.cassette("lesson.cassette.jsonl", speed=None):
+            await branch.communicate("What is a cassette?")
+        ```
+    """
     return Cassette(path, mode=mode, speed=speed, record_to=record_to)
 
 
@@ -419,9 +469,23 @@ def use_cassette(
     *,
     record_to: str | os.PathLike[str] | None = None,
 ) -> Cassette | None:
-    """Make ``path`` the cassette of every model call from now on (where no ``with
-    cassette(...)`` block says otherwise); ``use_cassette(None)`` turns it off. Returns the
-    cassette (None when turned off)."""
+    """Make ``path`` the cassette of every model call from now on, where no ``with
+    cassette(...)`` block says otherwise; ``use_cassette(None)`` turns it off.
+
+    This is how a notebook ships with its model calls: record them once (``mode="auto"``
+    records what the cassette lacks), commit the file, and a reader without a key or a GPU
+    replays them. Arguments as for ``Cassette``; the chat view's status line says while one
+    is in force ("replaying from …", "recording to …").
+
+    Returns:
+        The cassette now in force (None when turned off).
+
+    Example:
+        ```python
+        lion_nb.use_cassette("lesson.cassette.jsonl")  # for the rest of the notebook
+        lion_nb.use_cassette(None)  # off again
+        ```
+    """
     if path is None:
         active.set_default(None)
         return None

@@ -38,8 +38,29 @@ NodeRef = Operation | uuid.UUID
 
 
 class Flow:
-    """``Flow()`` or ``Flow(session)``. Without a session, the flow uses the session of the
-    first branch given to ``add`` (or a new one)."""
+    """A graph of ``Operation`` nodes over the branches of one session, run in this kernel
+    or on Ray.
+
+    ``add`` a node per step, with the nodes it waits for; ``await run()`` runs every pending
+    node once its dependencies completed, at most ``max_concurrent`` at once. A node without
+    a branch runs on a fork of its first dependency's branch (so it continues that
+    conversation), or on a new branch. Every branch a flow runs on belongs to its session, so
+    ``session.observe(...)`` sees every node's signals; ``FlowView`` shows a flow live.
+
+    Args:
+        session: The session the flow's branches belong to. Without one, the flow uses the
+            session of the first branch given to ``add`` (or a new one).
+        name: Names the flow (its view, a new session).
+
+    Example:
+        ```python
+        flow = Flow(session)
+        outline = flow.add("communicate", branch, instruction="Outline a talk on tides.")
+        for n in (1, 2):
+            flow.add("communicate", depends_on=outline, instruction=f"Write section {n}.")
+        results = await flow.run(max_concurrent=2)  # {node.id: response}
+        ```
+    """
 
     def __init__(self, session: Session | None = None, *, name: str | None = None) -> None:
         self._session = session
@@ -52,6 +73,7 @@ class Flow:
     # ----- the session -------------------------------------------------------------------
     @property
     def session(self) -> Session:
+        """The session the flow's branches belong to (a new one, made on first use, if none)."""
         if self._session is None:
             self._session = Session(name=self.name)
         return self._session
@@ -163,9 +185,11 @@ class Flow:
         return self._nodes[node_id]
 
     def dependencies(self, node: NodeRef) -> list[Operation]:
+        """The nodes ``node`` (a node or its id) waits for."""
         return [self._nodes[i] for i in self._node(node).depends_on]
 
     def dependents(self, node: NodeRef) -> list[Operation]:
+        """The nodes that wait for ``node`` (a node or its id)."""
         key = self._node(node).id
         return [n for n in self._nodes.values() if key in n.depends_on]
 
@@ -233,6 +257,7 @@ class Flow:
 
     @property
     def is_running(self) -> bool:
+        """Whether a ``run()`` of this flow is in progress."""
         return self._running is not None and not self._running.done()
 
     def cancel(self) -> bool:

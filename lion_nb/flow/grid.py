@@ -59,9 +59,47 @@ __all__ = ["Grid", "GridCell", "GridFailed", "GridIndexError"]
 
 
 class Grid:
-    """``Grid(prompts, models, *, system=None, template=None, verb="communicate",
-    response_format=None, baseline=0, name=None)``; see the module. Bad shapes raise a
-    ``ValueError`` (a ``ConfigurationError``) here, before anything runs."""
+    """Many prompts × many models: each cell (a prompt on a model) a real conversation.
+
+    A row is a prompt; a column a model, the same model with other settings, or a model with
+    its own system prompt. Every cell runs on its own branch in ``session`` (a fork of
+    ``template``, or a new branch with the column's system prompt, else ``system``), so any
+    cell can be opened and continued. The cells of one ``run()`` are the nodes of a ``Flow``:
+    at most ``max_concurrent`` at once, in this kernel or on Ray. A failed cell never fails
+    the others; its ``error`` says what happened. ``GridView`` shows a grid live.
+
+    Args:
+        prompts: One per row: text, or a dict of the verb's arguments
+            (``{"instruction": ..., "context": ...}``).
+        models: One per column: a list of ``iModel``s (labelled by their model names), or a
+            dict ``{label: iModel}`` / ``{label: (iModel, system)}``.
+        system: The system prompt of every column that gives none.
+        template: A branch each cell forks (its history and system message); not together
+            with a system prompt.
+        verb: What each cell runs: ``"communicate"``, ``"run"``, ``"operate"`` or
+            ``"ReAct"``.
+        response_format: A pydantic model each cell's reply is parsed into (``cell.parsed``).
+        baseline: The column (index or label) the others are compared with ("Diff").
+        name: Names the grid's session and its cells' branches.
+
+    Raises:
+        GridShapeError: A shape that cannot run (no prompts, one model instead of a list, an
+            unknown verb, a row argument the verb does not take, ``template`` with a system
+            prompt, a baseline that is no column); raised here, before anything runs. It is
+            a ``ConfigurationError`` and a ``ValueError``.
+
+    Example:
+        ```python
+        grid = Grid(
+            ["Name a colour.", "Name a fish."],
+            {"cold": iModel(provider="local", temperature=0.2),
+             "warm": iModel(provider="local", temperature=0.9)},
+        )
+        await grid.run(max_concurrent=4)
+        grid[1, 0].text, grid[1, 0].first_token_ms
+        pandas.DataFrame(grid.to_records())
+        ```
+    """
 
     def __init__(
         self,
@@ -108,6 +146,11 @@ class Grid:
         return prompt_line(self.prompts[i])
 
     def cell(self, i: int, j: int) -> GridCell:
+        """The cell of row ``i`` (a prompt) and column ``j`` (a model); ``grid[i, j]`` too.
+
+        Raises:
+            GridIndexError: No such row or column (an ``IndexError``, saying the grid's shape).
+        """
         self._check_row(i)
         if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < self.shape[1]:
             raise GridIndexError(
@@ -126,10 +169,12 @@ class Grid:
         return [c for row in self._cells for c in row]
 
     def row(self, i: int) -> list[GridCell]:
+        """Row ``i``'s cells: one prompt on every model, left to right."""
         self._check_row(i)
         return list(self._cells[i])
 
     def column(self, j: int | str) -> list[GridCell]:
+        """Column ``j``'s cells (by index or label): one model on every prompt, top to bottom."""
         j = self._column_index(j)
         return [row[j] for row in self._cells]
 
@@ -170,6 +215,7 @@ class Grid:
     # ----- running ------------------------------------------------------------------------
     @property
     def is_running(self) -> bool:
+        """Whether a ``run()`` of this grid is in progress."""
         return any(not t.done() for t in self._runs)
 
     async def run(

@@ -31,6 +31,12 @@ VERB_OPTIONS = frozenset({"on_stop"})  # options a flow adds for the verb; not w
 
 
 class Status(StrEnum):
+    """Where a node is: waiting, running, or settled one of five ways.
+
+    ``STOPPED`` (cancelled while it ran) and ``CANCELLED`` (stopped before it started; a
+    later run may still run it) are not failures and carry no ``error``; ``SKIPPED`` means a
+    node it depends on did not complete."""
+
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"
@@ -41,16 +47,44 @@ class Status(StrEnum):
 
     @property
     def settled(self) -> bool:
+        """Whether the node is done with: anything but pending or running."""
         return self not in (Status.PENDING, Status.RUNNING)
 
 
 class Operation:
-    """``Operation("communicate", {"instruction": "hi"})``. ``invoke(branch)`` settles the
-    node; a failure is captured in ``status``/``error`` while ``execute`` raises.
+    """A node of a flow: one named branch operation with its parameters, and what came of it.
+
+    A node is an event, not a call: ``invoke(branch)`` runs the operation and settles the
+    node to a ``status`` with a ``response`` or an ``error``, and records where (``branch``)
+    and when (``started_at``, ``ended_at``, ``duration_ms``) it ran. The name resolves as
+    ``Session.run_operation`` resolves it: a facade verb first, then the session's registered
+    operations. A failure is captured in ``status``/``error`` (``invoke``) while ``execute``
+    raises. Nodes are usually made by ``Flow.add`` (or ``Session.map``), which also sets their
+    dependencies.
 
     ``usage`` (input/output tokens, cost) is what the node's model calls reported: the run
     lifecycle's figures (``RunEnd``, added by the flow engines) plus calls made outside any
-    run (``chat``, registered operations), counted while the node ran."""
+    run (``chat``, registered operations), counted while the node ran.
+
+    Args:
+        operation: A facade verb (``"communicate"``, ``"operate"``, ...) or a name registered
+            on the session.
+        parameters: The operation's keyword arguments.
+        branch_id: The branch it should run on, if chosen already.
+        depends_on: The ids of the nodes it waits for.
+        metadata: Free-form data carried with the node.
+        name: What views and the forks made for it call it (see ``title``).
+
+    Raises:
+        TypeError: ``operation`` is not a non-empty string.
+
+    Example:
+        ```python
+        node = Operation("communicate", {"instruction": "Name a prime."})
+        await node.invoke(branch)
+        node.status, node.response, node.duration_ms
+        ```
+    """
 
     def __init__(
         self,
@@ -83,6 +117,9 @@ class Operation:
 
     # ----- state transitions (used by invoke and by the flow engines) -----------------------
     def mark_running(self, branch: Branch | None) -> None:
+        """Start: the node runs on ``branch`` from now (``started_at``). The flow engines call
+        the ``mark_*`` methods; ``invoke`` does for a node run by hand. Raises
+        ``RuntimeError`` for a node that has settled already."""
         if self.status.settled:
             raise RuntimeError(f"{self!r} has already settled")
         self.branch = branch
@@ -98,11 +135,13 @@ class Operation:
             self.duration_ms = (time.perf_counter() - self._started) * 1000.0
 
     def mark_completed(self, response: Any) -> None:
+        """Settle as completed with the operation's ``response``; the run time is taken."""
         self.response = response
         self.status = Status.COMPLETED
         self._finish()
 
     def mark_failed(self, error: BaseException) -> None:
+        """Settle as failed with ``error`` (kept, not raised); the run time is taken."""
         self.error = error
         self.status = Status.FAILED
         self._finish()

@@ -95,6 +95,10 @@ NEW_NODE_ONLY = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class StartedRay:
+    """How Ray came up for a flow: how long it took, whether it was already running here, how
+    many tries a busy machine needed, and the cluster joined (``address``, None for a new
+    local one)."""
+
     seconds: float  # how long the start (or join) took, importing Ray included; 0 when reused
     reused: bool  # Ray was already initialised in this process
     attempts: int = 1
@@ -102,6 +106,7 @@ class StartedRay:
 
     @property
     def joined(self) -> bool:
+        """Whether an existing cluster was joined (``address``), rather than a new one started."""
         return self.address is not None
 
 

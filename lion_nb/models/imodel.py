@@ -42,17 +42,45 @@ __all__ = [
 
 
 class iModel:
-    """A configured model. ``iModel(provider="openai", model="gpt-4.1-mini")``.
+    """A configured model: a provider, a model name, credentials and request defaults.
+
+    A branch talks to its model only through this class; the provider behind it (an HTTP
+    client, the embedded llama.cpp model, a CLI agent's process) is constructed on first
+    use, so making an ``iModel`` is cheap, opens nothing and loads no weights. Every call
+    goes through the active cassette when there is one (``use_cassette``).
 
     ``api_key`` (or the provider's environment variable) is held privately and never appears in
     ``repr``, ``settings()`` or logs; nor does any option, header or ``env`` variable whose name
-    ``lion_nb.secrets.is_secret_name`` calls secret. Other keyword arguments are request
-    defaults (temperature, max_tokens, timeout, ...) or provider options (``cli_path``, ``cwd``,
-    ``env``, ...); ``context_window=N`` gives the model's window where lion_nb cannot know it
-    (fitting a request, ``ContextWindowError`` before sending, the views' gauge);
-    ``max_concurrent=N`` sends at most N generations at a time to this model's server, for
-    every model on it (the others wait, unsent; a llama.cpp server's slots set it by
-    themselves: ``capabilities()``).
+    ``lion_nb.secrets.is_secret_name`` calls secret.
+
+    Args:
+        provider: A name in the provider registry (``PROVIDERS``): ``"openai"`` (and any
+            OpenAI-compatible server with ``base_url=``), ``"anthropic"``, ``"gemini"``,
+            ``"ollama"``, ``"openrouter"``, ``"local"`` (the embedded model), the CLI agents
+            ``"claude_code"``, ``"codex"``, ``"gemini_cli"``, or ``"scripted"`` (replies given
+            in advance, offline).
+        model: The provider's model name; None for the provider's default.
+        api_key: The key; default: the provider's environment variable (``key_env``).
+        base_url: The server's URL, for OpenAI-compatible and local servers.
+        **request_defaults: Request defaults (``temperature``, ``max_tokens``, ``timeout``,
+            ``logprobs=K``, ...) and provider options (``api="responses"``, ``cli_path``,
+            ``cwd``, ``env``, ...). ``context_window=N`` gives the model's window where
+            lion_nb cannot know it (fitting a request, ``ContextWindowError`` before
+            sending, the views' gauge). ``max_concurrent=N`` sends at most N generations
+            at a time to this model's server, for every model on it (the others wait,
+            unsent; a llama.cpp server's slots set it by themselves: ``capabilities()``).
+
+    Raises:
+        ConfigurationError: An unknown provider, an API or option the provider does not
+            take, a ``max_concurrent`` that is not a whole number of at least 1, or
+            ``logprobs`` the provider cannot give.
+
+    Example:
+        ```python
+        model = iModel(provider="openai", model="gpt-4.1-mini", temperature=0)
+        local = iModel(provider="openai", base_url="http://127.0.0.1:8080/v1")
+        offline = iModel(provider="scripted", replies=["Paris."])
+        ```
     """
 
     def __init__(
@@ -88,6 +116,7 @@ class iModel:
 
     @property
     def provider(self) -> Any:
+        """The provider object that makes the calls, constructed on first use."""
         if self._provider is None:
             spec = self.spec
             cls = spec.load(self.request_defaults.get("api"))
@@ -151,6 +180,7 @@ class iModel:
 
     @property
     def provider_session_id(self) -> str | None:
+        """A CLI agent's session id, which the next ``run`` resumes; None for other models."""
         return getattr(self.provider, "session_id", None) if self.is_cli else None
 
     @provider_session_id.setter

@@ -54,6 +54,8 @@ def default_data_dir() -> Path:
 
 
 def default_persist_dir() -> Path:
+    """Where ``run(stream_persist=True)`` writes a stream when no ``persist_dir`` is given:
+    ``runs/`` in ``default_data_dir()``."""
     return default_data_dir() / "runs"
 
 
@@ -67,11 +69,22 @@ class _Param:
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
+        """Every field by name, values as they are (not copied, not made JSON-safe)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclasses.dataclass(slots=True, frozen=True, kw_only=True)
 class ChatParam(_Param):
+    """The options of one model request, frozen: what ``Branch.chat`` and ``communicate``
+    build from their arguments and hand to a verb (and to a custom ``Middle``).
+
+    The fields mirror the verbs' arguments: ``guidance``, ``context``, ``images`` and
+    ``request_fields`` shape the instruction; ``progression`` picks the history sent;
+    ``imodel`` is the model for this call (None: the branch's) and ``imodel_kw`` request
+    options for it; ``include_token_usage_to_model`` tells the model roughly how long the
+    conversation is; ``on_stop`` and ``fit_context`` / ``context_window`` as for
+    ``communicate``. ``with_(...)`` gives a changed copy."""
+
     guidance: Any = None
     context: Any = None
     sender: str | None = None
@@ -97,6 +110,9 @@ class ChatParam(_Param):
 
 @dataclasses.dataclass(slots=True, frozen=True, kw_only=True)
 class RunParam(ChatParam):
+    """A ``ChatParam`` for ``run`` (a CLI agent's stream): plus whether and where the stream
+    is written to disk as it arrives (``stream_persist``, ``persist_dir``, ``snapshot_dir``)."""
+
     stream_persist: bool = False
     persist_dir: str | Path | None = None  # None -> default_persist_dir()
     snapshot_dir: str | Path | None = None  # None -> persist_dir
@@ -111,6 +127,11 @@ class RunParam(ChatParam):
 
 @dataclasses.dataclass(slots=True, frozen=True, kw_only=True)
 class ParseParam(_Param):
+    """How to parse a reply, frozen: the target (``response_format``), key matching
+    (``fuzzy_match``, ``similarity_threshold``), how many repair turns (``max_retries``) with
+    which model (``imodel``, ``imodel_kw``), and what a text that never parses gives
+    (``handle_validation``)."""
+
     response_format: type[BaseModel] | dict | None = None
     fuzzy_match: bool = True
     similarity_threshold: float = 0.85

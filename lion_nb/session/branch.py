@@ -44,7 +44,47 @@ _RUN_AND_COLLECT_FIELDS = (
 
 
 class Branch:
-    """One conversation. ``Branch(system="You are terse.", chat_model=iModel(...))``."""
+    """One conversation: its messages, its models and tools, and the verbs that talk to a model.
+
+    A branch records messages in order (``messages``, ``progression``) and emits signals
+    (``observe``) as it does; views, persistence and your own handlers follow those signals.
+    Each verb builds its parameters and delegates to its module in ``lion_nb.operations``.
+    The verbs differ in what they record and which lifecycle signals they emit, which is why
+    there are several:
+
+    | verb | records | lifecycle signals |
+    | --- | --- | --- |
+    | `chat` | nothing | none (`CallStart`, `StreamDelta`, `CallEnd` for the call) |
+    | `chat_and_record` | instruction, response | none (the call's, then `MessageAdded` ×2) |
+    | `communicate` | instruction, response | `RunStart` → `RunEnd` / `RunFailed` |
+    | `run` (CLI agents) | instruction, then each streamed message | `RunStart` → `RunEnd` / `RunFailed` |
+    | `run_and_collect` | as `run` | as `run` |
+    | `operate` | its `Middle`'s exchange, plus actions | `RunStart` → `RunEnd` / `RunFailed` |
+    | `parse` | nothing | `ParseAttempt` per attempt |
+    | `act` | `ActionRequest`, `ActionResponse` per call | none |
+    | `interpret` | nothing | none (the call's) |
+    | `ReAct`, `ReActStream` | every round's exchange and actions | one run; `RoundStart`/`RoundEnd` per round |
+    | `fork_at_token` | a new reply, on a fork | `RunStart` → `RunEnd` / `RunFailed` |
+
+    Args:
+        system: The system message (text or a ``System``), recorded first.
+        chat_model: The model the verbs use; when None, one is resolved from the environment
+            on first use (see ``chat_model``).
+        parse_model: The model that repairs a reply that does not parse; defaults to
+            ``chat_model``.
+        tools: Python functions (sync or async) offered to the model; see ``register_tools``.
+        name: A label shown in views and reprs; ``Session.get_branch`` finds a branch by it.
+        user: Who the conversation is with (a session's branches default to its user).
+        id: The branch's id; a new one when None (``from_dict`` passes the saved one).
+
+    Example:
+        ```python
+        model = iModel(provider="scripted", replies=["7.", "11."])
+        branch = Branch(system="You are terse.", chat_model=model)
+        await branch.communicate("Name a prime.")  # "7.", recorded with its instruction
+        await branch.chat("And another?")  # "11.", not recorded
+        ```
+    """
 
     def __init__(
         self,
@@ -95,14 +135,17 @@ class Branch:
 
     @property
     def messages(self) -> Messages:
+        """The recorded messages in order: iterable, ``len()``-able, indexable by position or id."""
         return self._messages
 
     @property
     def progression(self) -> Progression:
+        """The ids of ``messages`` in order (read it; the branch's verbs change it)."""
         return self._messages.progression
 
     @property
     def system(self) -> System | None:
+        """The system message, when the conversation starts with one, else None."""
         return self._messages.system
 
     @property
@@ -126,6 +169,7 @@ class Branch:
 
     @property
     def parse_model(self) -> iModel:
+        """The model that repairs replies that do not parse; ``chat_model`` unless one was set."""
         return self._parse_model if self._parse_model is not None else self.chat_model
 
     @parse_model.setter
@@ -134,6 +178,7 @@ class Branch:
 
     @property
     def tools(self) -> ToolRegistry:
+        """The tools offered to the model (a ``ToolRegistry``, empty until ``register_tools``)."""
         if self._tools is None:
             # lazy: tools build pydantic models; a branch without tools loads no pydantic
             from lion_nb.port.tools import ToolRegistry
@@ -263,8 +308,31 @@ class Branch:
         include_token_usage_to_model: bool = False,
         **kwargs: Any,
     ) -> str | tuple[Instruction, AssistantResponse]:
-        """One unrecorded request. Returns the response text, or the (Instruction,
-        AssistantResponse) pair with ``return_ins_res_message=True``. Messages are unchanged."""
+        """One request to the model, sent with the branch's history; nothing is recorded.
+
+        Records nothing; emits ``CallStart``, ``StreamDelta`` while the reply streams, and
+        ``CallEnd``, but no run lifecycle. Use it to ask something on the side of the
+        conversation; ``chat_and_record`` or ``communicate`` keep the exchange.
+
+        Args:
+            instruction: What to ask (text, an ``Instruction``, or JSON-able data).
+            guidance: Extra direction sent with the instruction.
+            context: Data the model should consider, sent with the instruction.
+            progression: The messages to send as history (ids or a ``Progression``);
+                default: the whole branch.
+            imodel: The model for this call only; default: ``chat_model``.
+            return_ins_res_message: Return the messages the call would have recorded.
+            **kwargs: Request options for the provider (``temperature=``, ...), and
+                ``fit_context=`` / ``context_window=`` as for ``communicate``.
+
+        Returns:
+            The reply text, or the ``(Instruction, AssistantResponse)`` pair with
+            ``return_ins_res_message=True``.
+
+        Raises:
+            ContextWindowError: The request is known not to fit the model's window (and
+                ``fit_context`` was not given).
+        """
         from lion_nb.operations.chat import chat
 
         param = self._chat_param(
@@ -291,8 +359,11 @@ class Branch:
         return await chat(self.port(), instruction, param)
 
     async def chat_and_record(self, instruction: Instruction | Any = None, **kwargs: Any) -> str:
-        """``chat`` plus recording of the instruction and response (``add_message``: one
-        ``MessageAdded`` each); no run lifecycle."""
+        """``chat``, then record the instruction and the reply; returns the reply text.
+
+        Records the instruction and the response (one ``MessageAdded`` each, after the call's
+        ``CallStart``/``CallEnd``); no run lifecycle, so no ``RunEnd`` handler sees it. Takes
+        ``chat``'s arguments."""
         kwargs.pop("return_ins_res_message", None)
         ins, res = await self.chat(instruction, return_ins_res_message=True, **kwargs)
         self.add_message(ins)
@@ -323,15 +394,36 @@ class Branch:
         fit_context: bool = False,
         **kwargs: Any,
     ) -> BaseModel | dict | str | None:
-        """A recorded exchange (instruction + response) under one run lifecycle, optionally
-        parsed into ``response_format`` or the ``request_fields`` mapping.
+        """A recorded exchange: the instruction and the reply, optionally parsed.
 
-        ``on_stop``: what a stopped (cancelled) exchange keeps: nothing (``"discard"``, the
-        ADR's contract) or the instruction and the partial reply marked
-        ``metadata["stopped"] = True`` (``"record"``, what the chat view passes).
-        ``fit_context=True``: send the system message and the most recent whole turns that
-        fit the model's context window (``context_window=N`` overrides it for this call);
-        without it a request known not to fit raises ``ContextWindowError`` before sending."""
+        Records the instruction and the response; emits ``RunStart``, then ``RunEnd`` (with
+        duration and usage) or ``RunFailed``. This is the verb for a conversation turn.
+
+        Args:
+            instruction: What to say (text, an ``Instruction``, or JSON-able data).
+            response_format: A pydantic model to parse the reply into (repaired by
+                ``parse_model`` up to ``num_parse_retries`` times, at most 5).
+            request_fields: Field names (or a name -> default mapping) to read from the reply.
+            chat_model: The model for this exchange only; default: ``chat_model``.
+            parse_model: The model that repairs a reply that does not parse.
+            skip_validation: Return the raw reply text even with ``response_format``.
+            clear_messages: Forget the conversation (keeping the system message) first.
+            on_stop: What a stopped (cancelled) exchange keeps: nothing (``"discard"``) or
+                the instruction and the partial reply marked ``metadata["stopped"] = True``
+                (``"record"``, what the chat view passes).
+            fit_context: Send the system message and the most recent whole turns that fit
+                the model's context window (``context_window=N`` overrides the window for
+                this call); the recorded instruction says what was left out.
+            **kwargs: Request options for the provider (``temperature=``, ``max_tokens=``, ...).
+
+        Returns:
+            The reply text, the parsed ``response_format`` object, or the ``request_fields``
+            mapping.
+
+        Raises:
+            ContextWindowError: Without ``fit_context``, a request known not to fit the
+                window; raised before anything is sent or recorded.
+        """
         from lion_nb.operations.communicate import communicate
         from lion_nb.operations.types import ParseParam, check_on_stop
 
@@ -401,8 +493,27 @@ class Branch:
         parse_model: iModel | None = None,
         request_type: type[BaseModel] | None = None,
     ) -> Any:
-        """Turn ``text`` into ``response_format`` without recording anything: local
-        extraction first, then up to ``max_retries`` unrecorded repair turns."""
+        """Turn ``text`` into ``response_format`` without recording anything.
+
+        Tries local extraction first (JSON in the text, fuzzy key matching), then up to
+        ``max_retries`` unrecorded repair turns with ``parse_model``. Records nothing;
+        emits a ``ParseAttempt`` per attempt.
+
+        Args:
+            text: The text to parse (usually a reply).
+            response_format: A pydantic model, or a dict describing the wanted keys.
+            handle_validation: What a text that never parses gives: raise
+                (``"raise"``), the text itself (``"return_value"``), or None
+                (``"return_none"``).
+            max_retries: How many repair turns to try after local extraction fails.
+            fuzzy_match: Match keys that are spelled nearly like the model's fields.
+            similarity_threshold: How near a key must be (0 to 1) to match.
+            parse_model: The model for the repair turns; default: ``parse_model``.
+            request_type: An older name for ``response_format`` (used when that is None).
+
+        Returns:
+            The parsed value, or what ``handle_validation`` says for a text that never parses.
+        """
         from lion_nb.operations.parse import parse
         from lion_nb.operations.types import ParseParam
 
@@ -425,7 +536,10 @@ class Branch:
         interpret_model: iModel | None = None,
         **kwargs: Any,
     ) -> str:
-        """Rewrite a raw request into a clearer prompt (one unrecorded turn)."""
+        """Rewrite a raw request into a clearer prompt for a model (one unrecorded turn).
+
+        Records nothing; emits only the call's ``CallStart``/``CallEnd``. ``domain`` and
+        ``style`` are added to the rewriting guidance; returns the rewritten prompt."""
         from lion_nb.operations.interpret import interpret
 
         param = self._chat_param(imodel=interpret_model, imodel_kw=kwargs or None)
@@ -448,7 +562,30 @@ class Branch:
         response_format: type[BaseModel] | None = None,
         **kwargs: Any,
     ) -> AsyncGenerator[RoledMessage, None]:
-        """Stream a CLI agent's turn as recorded messages (instruction first)."""
+        """Stream a CLI agent's turn (Claude Code, Codex, ...) as recorded messages.
+
+        Records and yields the instruction, then assistant text, tool calls and tool results
+        as they arrive; emits ``RunStart``, then ``RunEnd`` or ``RunFailed``. Breaking out of
+        the loop (or ``await gen.aclose()``) ends the CLI's process group before ``aclose()``
+        returns, records the partial text, and is a clean ``RunEnd``. A model given here
+        becomes the branch's ``chat_model`` (the one verb that adopts a model).
+
+        Args:
+            instruction: What to ask the agent.
+            chat_model: A CLI model; default: ``chat_model``.
+            stream_persist: Write the stream to disk as it arrives, so ``recover_branch`` can
+                rebuild the branch after a crash (``persist_dir``, ``snapshot_dir``: where).
+            response_format: A pydantic model the agent is asked to answer in.
+
+        Yields:
+            Each recorded message, instruction first.
+
+        Example:
+            ```python
+            async for message in branch.run("Read hello.txt and say what it says."):
+                print(message.role, message.text[:80])
+            ```
+        """
         from lion_nb.operations.run import run
         from lion_nb.operations.types import RunParam
 
@@ -483,7 +620,10 @@ class Branch:
         skip_validation: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """Consume ``run`` and return the joined assistant text (or its parse)."""
+        """Consume ``run`` and return the joined assistant text (or its parse).
+
+        Records and emits what ``run`` does. With ``response_format`` the joined text is
+        parsed into it (unless ``skip_validation``); other keyword arguments go to ``run``."""
         from lion_nb.operations.run import run_and_collect
         from lion_nb.operations.types import ParseParam, RunParam
 
@@ -528,8 +668,33 @@ class Branch:
         fit_context: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """A structured turn with optional tool calls, through one Middle exchange.
-        ``on_stop`` and ``fit_context`` as for ``communicate`` (they reach the exchange)."""
+        """A structured turn with optional tool calls, through one ``Middle`` exchange.
+
+        Records what its ``Middle`` records (``communicate``'s exchange by default, or
+        ``run_and_collect``'s for a CLI model) plus an ``ActionRequest``/``ActionResponse``
+        per tool call; emits one ``RunStart`` → ``RunEnd`` / ``RunFailed``.
+
+        Args:
+            instruction: What to ask.
+            response_format: A pydantic model the reply is validated into.
+            actions: Let the model request tool calls (the reply schema gains an
+                ``action_requests`` field).
+            reason: Ask the model for its reasoning too (a ``reason`` field).
+            tools: Tools for this turn (names, functions or ``Tool``s; implies ``actions``;
+                functions are registered on the branch).
+            invoke_actions: Run the requested tools and merge their results into the answer.
+            handle_validation: What a reply that never validates gives, as for ``parse``.
+            middle: The exchange to use instead of the default (see
+                ``lion_nb.operations.types.Middle``).
+            on_stop: As for ``communicate``; it reaches the exchange.
+            fit_context: As for ``communicate``; it reaches the exchange.
+
+        Returns:
+            The reply validated against ``response_format`` (plus ``reason`` and
+            ``action_requests`` when asked), with the tools' results in
+            ``action_responses``; what ``handle_validation`` says for a reply that never
+            validates.
+        """
         from lion_nb.operations.operate import operate
         from lion_nb.operations.types import check_on_stop
 
@@ -567,7 +732,27 @@ class Branch:
         suppress_errors: bool = True,
         **kwargs: Any,
     ) -> Any:
-        """Run requested tool calls; records ActionRequest then ActionResponse for each."""
+        """Run the tool calls the model asked for.
+
+        Records an ``ActionRequest`` then an ``ActionResponse`` for each call; emits no run
+        lifecycle of its own.
+
+        Args:
+            action_request: One request or a list of them: an ``ActionRequest``, a
+                ``ToolCall``, or a dict such as ``{"function": ..., "arguments": ...}``.
+            strategy: Run the calls together (``"concurrent"``: every request is recorded
+                first) or one at a time (``"sequential"``: request, call, response).
+            suppress_errors: Record an unknown tool, bad arguments or a tool's exception as
+                an error response the model can read, instead of raising.
+            **kwargs: ``action_timeout=`` (seconds each call may take).
+
+        Returns:
+            One ``ActionResponseModel`` per request, in the order given.
+
+        Raises:
+            ValueError: Without ``suppress_errors``, an unknown tool or arguments that do not
+                fit it, before anything is recorded.
+        """
         from lion_nb.operations.act import act
 
         return await act(
@@ -589,9 +774,28 @@ class Branch:
         return_analysis: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """Reason, act and observe over rounds, then answer (one run lifecycle). Returns the
-        answer text, the ``response_format`` object, or every round with ``return_analysis``;
-        never ``None`` for an answer: a run that got none raises ``ReActError``."""
+        """Reason, act and observe over rounds, then answer.
+
+        Records every round's exchange and tool calls; emits one ``RunStart`` → ``RunEnd`` /
+        ``RunFailed`` for the whole run and ``RoundStart``/``RoundEnd`` per round.
+
+        Args:
+            instruction: The task.
+            tools: Tools for the run (default: the branch's).
+            response_format: A pydantic model for the final answer.
+            extension_allowed: Let the model ask for more rounds.
+            max_extensions: How many more rounds it may ask for (capped at 100).
+            return_analysis: Return every round's analysis as well as the answer.
+
+        Returns:
+            The answer text, the ``response_format`` object, or every round with
+            ``return_analysis``; never None.
+
+        Raises:
+            ReActError: A round that should have answered did not (no answer, a cut reply, the
+                schema echoed back), or a forced tool call was not made. Every round stays
+                recorded.
+        """
         from lion_nb.operations.react import ReAct
 
         return await self._observed_run(
@@ -618,8 +822,10 @@ class Branch:
         max_extensions: int | None = 3,
         **kwargs: Any,
     ) -> AsyncGenerator[Any, None]:
-        """Like ReAct, yielding each round's analysis and then the final answer object; one
-        run lifecycle for the whole stream (stopping early is a ``RunEnd(stopped=True)``)."""
+        """Like ``ReAct``, yielding each round's analysis and then the final answer object.
+
+        Records and emits what ``ReAct`` does, with one run lifecycle for the whole stream:
+        stopping early is a ``RunEnd(stopped=True)``."""
         from lion_nb.operations.react import ReActStream
 
         port = self.port()
@@ -653,12 +859,28 @@ class Branch:
         on_fork: Callable[[Branch], Any] | None = None,
         **kwargs: Any,
     ) -> Branch:
-        """A fork whose last reply starts with reply ``message_id``'s first ``index`` tokens
-        followed by ``text``, continued by the model; this branch is untouched. The fork's
-        ``metadata["forked_from"]`` names the reply and the token position. ``kwargs`` are
-        request options (``logprobs`` defaults to the reply's own K). ``on_fork(fork)`` runs
-        before the model is asked. A provider that cannot continue a prefix raises
-        ``ConfigurationError`` (see ``lion_nb.operations.fork_at_token``)."""
+        """A fork whose last reply takes ``text`` at token ``index`` of a reply, continued by
+        the model; this branch is untouched.
+
+        The fork holds the messages before reply ``message_id`` and a new reply that starts
+        with its first ``index`` tokens followed by ``text``. It records that reply on the
+        fork and emits ``RunStart`` → ``RunEnd`` / ``RunFailed``. The fork's
+        ``metadata["forked_from"]`` names the reply and the token position.
+
+        Args:
+            message_id: The reply: its id (a UUID or its string) or its position in ``messages``.
+            index: How many of its tokens to keep.
+            text: What comes instead of token ``index``.
+            on_fork: Called with the fork before the model is asked (a view shows it).
+            **kwargs: Request options (``logprobs`` defaults to the reply's own K).
+
+        Returns:
+            The fork (in this branch's session, if it has one).
+
+        Raises:
+            ConfigurationError: The provider cannot continue a given prefix (see
+                ``lion_nb.operations.fork_at_token``).
+        """
         from lion_nb.operations.fork_at_token import fork_at_token
 
         return await fork_at_token(
@@ -682,6 +904,21 @@ class Branch:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Branch:
+        """Rebuild a branch from ``to_dict()``'s output, with its id, name and messages.
+
+        Restoring emits no ``MessageAdded``: nothing new happened. Models are rebuilt from
+        their settings with keys from the environment; a scripted model (its replies are
+        code, not data) and tools (functions) are not restored: pass ``chat_model=`` and call
+        ``register_tools`` again.
+
+        Args:
+            data: A dict from ``to_dict()`` (format ``"lion_nb.branch/1"``).
+            **overrides: Constructor arguments that replace the saved ones (``chat_model=``,
+                ``name=``, ...).
+
+        Raises:
+            ValueError: ``data`` names another format.
+        """
         # lazy: snapshot.py loads lion_nb.messages (pydantic, ~90 ms)
         from lion_nb.session.snapshot import branch_from_dict
 

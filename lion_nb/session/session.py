@@ -14,6 +14,33 @@ from lion_nb.signals import Observers, Signal
 
 
 class Session:
+    """A set of branches that share one registry of named operations and one set of observers.
+
+    Use a session when a notebook holds more than one conversation: forks of a branch,
+    alternatives, a fan-out with ``map``. Its branches reach your ``session.observe(...)``
+    handlers with every signal they emit, and an operation registered once
+    (``register_operation``, ``@session.operation()``) can be run on any of them by name,
+    from a cell (``run_operation``) or from a flow's ``Operation`` node. A facade verb always
+    wins over a registered name, so a registration never changes what ``communicate`` means.
+
+    Args:
+        name: A label for reprs.
+        user: The user new and included branches get when they name none.
+        default_branch: A branch to include at once; it becomes the default.
+
+    Example:
+        ```python
+        session = Session()
+        branch = session.new_branch(system="You are terse.", name="main")
+
+        @session.operation()
+        async def summarize(branch, text):
+            return await branch.communicate(f"Summarize: {text}")
+
+        await session.run_operation("summarize", branch="main", text="...")
+        ```
+    """
+
     def __init__(
         self,
         *,
@@ -62,6 +89,11 @@ class Session:
         as_default: bool = False,
         **kwargs: Any,
     ) -> Branch:
+        """Make a ``Branch`` with these arguments and include it in the session.
+
+        The branch's ``user`` defaults to the session's. ``as_default=True`` makes it the
+        default branch even when there is one already (the first branch is the default
+        anyway). Other keyword arguments go to ``Branch``. Returns the branch."""
         branch = Branch(
             system=system,
             chat_model=chat_model,
@@ -125,12 +157,22 @@ class Session:
         *,
         name: str | None = None,
     ) -> Branch:
+        """``Branch.fork`` of one of the session's branches (by object, id or name); the fork
+        is included in the session."""
         return self.get_branch(branch).fork(at, name=name)
 
     # ----- named operations ---------------------------------------------------------------
     def register_operation(
         self, operation: str, func: Callable[..., Any], *, update: bool = False
     ) -> None:
+        """Give ``func`` a name every branch of the session can run (``run_operation``, a
+        flow's ``Operation`` node). ``func`` is an ``async def`` that receives ``branch=``
+        plus the call's keyword arguments. A facade verb of the same name still wins.
+
+        Raises:
+            ValueError: The name is empty or already registered (pass ``update=True`` to
+                replace it), or ``func`` is not asynchronous (it is not wrapped).
+        """
         self._operation_manager.register(operation, func, update=update)
 
     def operation(self, name: str | None = None, *, update: bool = False):

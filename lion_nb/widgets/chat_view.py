@@ -107,23 +107,46 @@ _SIGNALS = (
 
 
 class BranchView(Front):
-    """A chat view over ``branch``: transcript, prompt box, Send and Stop.
+    """A live chat view over ``branch``: transcript, prompt box, Send and Stop.
 
-    ``verb`` is what Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
-    ``"operate"``, ``"ReAct"``, or an ``async def f(branch, text)``. ``verb_kwargs`` are passed
-    to it. ``height`` bounds the transcript (CSS length or pixels); it scrolls and follows the
-    newest message while the reader is at the bottom. ``history=False`` shows only messages
-    recorded after the view was made (the ``%%lion`` magic uses it so each cell shows its own
-    exchange). ``context_window`` (tokens) overrides the model's window for the gauge and the
-    cut. ``tokens=True``: every reply streamed from now on shows its token view as it
-    streams (the replies' tokens tinted by probability; ``widgets.token_panels``; a reply
-    has tokens when the model was asked for them, ``iModel(..., logprobs=K)``).
+    The view renders from the branch's signals and never calls a provider itself: Send (the
+    button, Enter, or ``send(text)``) runs the branch's verb as a background task, so Stop
+    (or Esc) reaches the kernel while the model streams. Runs started in a cell (``await
+    branch.communicate(...)``) show up live too. Each message has the conversation's
+    controls: regenerate, edit, continue, alternatives (‹ n/of ›), samples, the token view and
+    the reply tree; each has a method here (``aregenerate``, ``aedit``, ...), so code and a
+    click do the same thing. A saved notebook keeps the transcript as HTML beside the widget.
 
     For ``communicate``, ``operate`` and ``ReAct`` the view's turns pass ``on_stop="record"``
     and ``fit_context=True`` (set in ``verb_kwargs`` unless given there): Stop keeps the
     instruction and the partial reply (``metadata["stopped"] = True``) — the verb records
     them — and a long history is cut to fit the window. ``await branch.communicate(...)`` in a
     cell keeps the ADR's defaults unless given the same options.
+
+    Args:
+        branch: The conversation to show and drive.
+        verb: What Send does: ``"communicate"`` (default), ``"run"`` (stream a CLI agent),
+            ``"operate"``, ``"ReAct"``, or an ``async def f(branch, text)``.
+        height: The transcript's height (CSS length or pixels); it scrolls and follows the
+            newest message while the reader is at the bottom.
+        title: The heading; default: the branch's name.
+        verb_kwargs: Keyword arguments passed to the verb on every Send.
+        history: ``False`` shows only messages recorded after the view was made (the
+            ``%%lion`` magic uses it so each cell shows its own exchange).
+        config: How often the page is updated while a reply streams (``LiveConfig``).
+        context_window: Tokens; overrides the model's window for the gauge and the cut.
+        tokens: Show the token view of every reply streamed from now on as it streams (a
+            reply has tokens when the model was asked for them, ``iModel(..., logprobs=K)``).
+
+    Raises:
+        ValueError: ``verb`` is a name that is not a verb.
+
+    Example:
+        ```python
+        view = BranchView(branch, height=360)
+        view  # last line of a cell: shows it
+        await view.asend("Hello!")  # as if typed and sent; returns the verb's result
+        ```
     """
 
     def __init__(
@@ -207,9 +230,11 @@ class BranchView(Front):
         self._ready = True
 
     def state_parts(self) -> list[list[str]]:
+        """The transcript as the page holds it: ``[[part key, html], ...]`` in order."""
         return self.transcript.state()
 
     def copy_text(self, key: str) -> str | None:
+        """What the copy control of part ``key`` copies: its message's text as Markdown."""
         return self.transcript.text_of(key)
 
     # ----- public --------------------------------------------------------------------------
@@ -304,6 +329,8 @@ class BranchView(Front):
         )
 
     def alternatives(self, k: int) -> list[Branch]:
+        """The branches that share the shown branch's first ``k`` messages and differ at
+        message ``k`` (regenerated or edited there), earliest first, the shown one among them."""
         return self.conversation_controls.alternatives(k)
 
     def show(self, branch: Branch) -> Branch:
@@ -329,6 +356,8 @@ class BranchView(Front):
         self.token_controls.close_samples()
 
     def context_marks(self) -> dict[str, Any]:
+        """See ``ConversationControls.context_marks``: the context gauge of the next turn
+        and the notice where the last request was cut, as the page draws them."""
         return self.conversation_controls.context_marks()
 
     def stop_control(self) -> bool:
@@ -336,6 +365,9 @@ class BranchView(Front):
         return self.conversation_controls.stop_control()
 
     async def controlled(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        """Run ``make()`` as a turn of one of the view's controls: Stop cancels it, Send
+        waits, and the view's marks follow when it ends; returns its result. Raises
+        ``RuntimeError`` while a run is active on the branch."""
         return await self.conversation_controls.controlled(make)
 
     def show_tokens(self, index: int | None = None, *, open: bool = True) -> None:
@@ -404,6 +436,8 @@ class BranchView(Front):
     # Static fallback (viewbase.StaticFallback): a saved notebook opened without a kernel or
     # widget state (GitHub, nbviewer) shows the recorded transcript instead of the widget.
     def static_html(self) -> str:
+        """The transcript as HTML for a saved notebook, with the context gauge, the open
+        token views and the reply tree."""
         return (
             transcript_html(
                 self.transcript.messages(), title=self.title or None, footer=self._gauge_html()
@@ -419,6 +453,7 @@ class BranchView(Front):
         return gauge_html(ctx["t"], ctx["w"], exact=bool(ctx.get("x")), cuts=bool(ctx.get("next")))
 
     def static_text(self) -> str:
+        """The transcript as plain text, under the title."""
         body = transcript_plain(self.transcript.messages())
         return f"{self.title}\n\n{body}" if self.title else body
 
@@ -497,6 +532,7 @@ class BranchView(Front):
         self.status_panel.show_error(error, given_back=given_back)
 
     def clear_error(self) -> None:
+        """Empty the error box; errors already shown may be shown again (a new turn)."""
         self.status_panel.clear_error(bool(self.chrome_value("error_box")))
 
     def __repr__(self) -> str:
@@ -519,8 +555,18 @@ def _marks_change(message: Any) -> bool:
 
 
 def view(branch: Branch | None = None, **kwargs: Any) -> BranchView:
-    """A live chat view over ``branch`` (a new Branch when None). Keyword arguments go to
-    ``BranchView``: ``verb``, ``height``, ``title``, ``verb_kwargs``."""
+    """A live chat view over ``branch`` (a new ``Branch`` when None): the notebook's way to
+    chat with a model.
+
+    Keyword arguments go to ``BranchView`` (``verb``, ``height``, ``title``,
+    ``verb_kwargs``, ``history``, ``context_window``, ``tokens``).
+
+    Example:
+        ```python
+        branch = Branch(system="You are terse.", chat_model=iModel(provider="local"))
+        lion_nb.view(branch)  # type below it, Enter sends, Esc stops
+        ```
+    """
     if branch is None:
         branch = Branch()
     return BranchView(branch, **kwargs)

@@ -36,7 +36,19 @@ def _title(branch: Branch) -> str:
 
 
 class CompareView(Front):
-    """``branch_a`` on the left, ``branch_b`` on the right."""
+    """Two branches side by side: ``branch_a`` on the left, ``branch_b`` on the right.
+
+    The shared history is shown once (collapsed), then the turns aligned, the differing ones
+    highlighted, with tokens and latency per side. It follows both branches and redraws when
+    a message is recorded or a run ends (it does not stream).
+
+    Example:
+        ```python
+        fork = branch.fork(3)
+        await fork.communicate("Try it another way")
+        CompareView(branch, fork)
+        ```
+    """
 
     def __init__(
         self,
@@ -68,6 +80,8 @@ class CompareView(Front):
         self._ready = True
 
     def alignment(self) -> Alignment:
+        """The two branches aligned now: the shared prefix, then a row per position marked
+        ``"same"``, ``"changed"``, ``"added"`` or ``"missing"``."""
         return align(self.branch_a, self.branch_b)
 
     def differing(self) -> list[int]:
@@ -75,6 +89,8 @@ class CompareView(Front):
         return [i for i, (_, _, kind) in enumerate(self.alignment().rows) if kind != "same"]
 
     def html(self) -> str:
+        """The comparison as HTML (sanitized, from ``render.compare``), with each side's
+        token and latency figures."""
         al = self.alignment()
         n = len(al.prefix)
         a_own = self.branch_a.messages[n:]
@@ -116,12 +132,15 @@ class CompareView(Front):
         return [put_op("compare", html_)]
 
     def state_parts(self) -> list[list[str]]:
+        """The one part the page shows: ``[["compare", html]]``."""
         return [["compare", self._shown]]
 
     def static_html(self) -> str:
+        """The comparison as HTML for a saved notebook (``html()``)."""
         return self.html()
 
     def static_text(self) -> str:
+        """The comparison as plain text: a summary line, then a line per aligned turn."""
         al = self.alignment()
         lines = [
             f"{self.titles[0]} | {self.titles[1]}: {len(al.prefix)} shared "

@@ -58,6 +58,28 @@ def _settled_part(row: NodeRow) -> tuple[Any, ...]:
 
 
 class FlowView(Front):
+    """A flow's nodes, live: one row per node (status, run time, tokens, cost), a time strip
+    of which node ran when and where, and Stop.
+
+    A row's open control shows that node's transcript, with the reply being written (only the
+    open node's stream is followed, so on Ray the other nodes send no per-token deltas). Stop
+    cancels the flow's ``run()`` wherever it was started: running nodes settle as "stopped"
+    (keeping what they streamed), unstarted ones as "cancelled". The view can be made before,
+    during or after the run.
+
+    Args:
+        flow: The flow to show.
+        refresh_interval: Seconds between updates of the page at most.
+        tick: Seconds between ticks of the running nodes' run times and the strip.
+
+    Example:
+        ```python
+        view = FlowView(flow)
+        view
+        await flow.run()  # or flow.run(engine="ray")
+        ```
+    """
+
     # 10 updates a second, not MAX_RATE: an update re-renders every changed row of a flow of
     # hundreds of nodes, and a node's row changes at most with its status and run time
     def __init__(self, flow: Flow, *, refresh_interval: float = 0.1, tick: float = 0.5) -> None:
@@ -281,6 +303,8 @@ class FlowView(Front):
 
     # ----- reading -----------------------------------------------------------------------
     def state_parts(self) -> list[list[str]]:
+        """The parts as the page holds them: the heading and rows, the strip (``"ss"`` in
+        part ``"strip"``) and the open node's transcript cards (in part ``"detail"``)."""
         parts = [[key, value] for key, value in self._shown.items()]
         parts.append(["ss", self._strip, "strip"])
         for name, value in self._pieces.items():
@@ -290,9 +314,11 @@ class FlowView(Front):
         return parts
 
     def static_html(self) -> str:
+        """The flow's table and strip as HTML for a saved notebook."""
         return flow_html(self.model.snapshot())
 
     def static_text(self) -> str:
+        """The flow as plain text: its title, then a line per node (status, run time, usage)."""
         return flow_text(self.model.snapshot())
 
     def _release(self) -> None:

@@ -301,12 +301,16 @@ class Front(StaticFallback, anywidget.AnyWidget):  # type: ignore[misc]  # _repr
         return True
 
     def flush_static(self) -> bool:
+        """Replace the saved output now, with the complete state sent to the pages first;
+        returns whether an update was sent (``StaticFallback.flush_static``)."""
         self._leave_pending = False
         if not self.closed:
             self.sync_state(send=True)  # the view JupyterLab draws anew renders from it
         return super().flush_static()
 
     def close(self) -> None:
+        """Close the view: its delta channel (nothing more is sent), its subscriptions and
+        the widget (``StaticFallback.close``)."""
         if getattr(self, "channel", None) is not None:
             self.channel.close()
         super().close()

@@ -66,9 +66,29 @@ class _Sent:
 
 
 class GridView(Front):
-    """The live view of ``grid``. ``cell_chars``: how much of a reply a cell shows;
-    ``page_rows``: at most this many rows are on the page at once (a larger grid shows the rows
-    in view)."""
+    """A ``Grid`` live: prompts down, columns across, every cell streaming as it runs, its
+    figures underneath, a summary per row and per column.
+
+    Choose a cell (click, or the arrow keys) for its controls: Open shows its conversation in
+    a chat view under the grid, where it can be continued; Full text and Diff (against the
+    baseline column) put a panel under the grid; Run again runs it afresh on a new fork.
+    Rows and columns have Run again too, and Stop stops the grid's run wherever it was
+    started. Each control is a method here. A saved notebook keeps the grid as an HTML table.
+
+    Args:
+        grid: The grid to show.
+        cell_chars: How much of a reply a cell shows (the rest: Full text).
+        page_rows: At most this many rows are on the page at once; a larger grid shows the
+            rows in view as the reader scrolls.
+        title: The heading; default: the grid's name and shape.
+
+    Example:
+        ```python
+        grid = Grid(prompts, models)
+        lion_nb.view(grid)  # a GridView; then, in this or another cell:
+        await grid.run()
+        ```
+    """
 
     # the chat view "Open" shows under the grid (the page draws it with the same module)
     chat = traitlets.Instance(Front, allow_none=True).tag(sync=True, **widget_serialization)
@@ -393,6 +413,8 @@ class GridView(Front):
 
     # ----- reading ---------------------------------------------------------------------------
     def state_parts(self) -> list[list[str]]:
+        """The parts on the page: the table's frame, a part per row in view, a part per cell
+        inside its row (``[key, html, parent]``), each cell as it is now."""
         parts: list[list[str]] = []
         for key, (html_, parent) in self._shown.items():
             at = parse_key(key) if key in self._sent else None
@@ -403,9 +425,12 @@ class GridView(Front):
         return parts
 
     def static_html(self) -> str:
+        """The whole grid as an HTML table for a saved notebook (every row, not just those
+        in view)."""
         return gh.grid_html(self.model.snapshot(), limit=self.cell_chars)
 
     def static_text(self) -> str:
+        """The grid as plain text: a block per prompt, a line per column, then the totals."""
         return gh.grid_text(self.model.snapshot())
 
     def rendered_html(self) -> str:

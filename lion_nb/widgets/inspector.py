@@ -62,11 +62,34 @@ __all__ = ["ROLE_FILTERS", "ProgressionInspector", "inspect"]
 
 
 class ProgressionInspector(StaticFallback, ipywidgets.VBox):
-    """The timeline of ``branch``, ``page_size`` rows at a time. It opens on the newest
-    messages and follows new ones while it shows the end (``follow``); paging back keeps the
-    rows still as messages arrive. ``on_fork(fork)`` replaces the default of showing a fork
-    panel (chat view + compare button) under the timeline. ``refresh_interval``: the least
-    time between two updates while a run adds messages."""
+    """A branch's timeline: one row per message, paginated, each row expandable, with "Fork
+    here".
+
+    A row shows the message's index, role, preview, usage, run, notebook cell and time;
+    expanded, its card, what the model saw for that turn (the compiled request) and its
+    provenance. The header sums the branch and says what the next turn will send, in tokens
+    against the model's context window. It opens on the newest messages and follows new ones
+    while it shows the end (``follow``); paging back keeps the rows still as messages arrive.
+    Only the visible page is sent to the page, so a long branch opens quickly.
+
+    Args:
+        branch: The branch to inspect.
+        page_size: Rows per page.
+        title: The heading; default: the branch's name.
+        follow: Follow new messages while the last page is shown.
+        on_fork: Called with each fork "Fork here" makes, instead of the default of showing a
+            fork panel (chat view and compare button) under the timeline.
+        refresh_interval: The least time (seconds) between two updates while a run adds
+            messages.
+
+    Example:
+        ```python
+        inspector = ProgressionInspector(branch, page_size=20)
+        inspector
+        inspector.go_to(3)  # the page holding message 3, expanded
+        fork = inspector.fork(3)  # what "Fork here" does
+        ```
+    """
 
     def __init__(
         self,
@@ -127,14 +150,17 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
     # ----- paging (the view model's state) ---------------------------------------------
     @property
     def page_size(self) -> int:
+        """How many rows a page shows."""
         return self.timeline.page_size
 
     @property
     def follow(self) -> bool:
+        """Whether the view follows new messages while it shows the last page."""
         return self.timeline.follow
 
     @property
     def expanded(self) -> set[int]:
+        """The positions of the expanded rows."""
         return self.timeline.expanded
 
     @property
@@ -149,6 +175,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
     @property
     def pages(self) -> int:
+        """How many pages the listed messages fill."""
         return self.timeline.pages
 
     @property
@@ -158,6 +185,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
     @property
     def at_end(self) -> bool:
+        """Whether the last page (the newest messages) is shown."""
         return self.timeline.at_end
 
     @property
@@ -171,6 +199,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         return str(self.front.chrome_value("status_line"))
 
     def visible_indices(self) -> Sequence[int]:
+        """The progression positions of the rows shown now, in order."""
         return self.timeline.visible_indices()
 
     def show_start(self, start: int) -> None:
@@ -179,6 +208,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self.front.update()
 
     def show_page(self, page: int) -> None:
+        """Show page ``page`` (0-based; clamped to the last full page)."""
         self.show_start(page * self.page_size)
 
     def show_end(self) -> None:
@@ -205,6 +235,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         self.front.update()
 
     def collapse_all(self) -> None:
+        """Collapse every expanded row."""
         self.timeline.expanded.clear()
         self.front.update()
 
@@ -380,6 +411,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         return self.timeline.static_bounds()
 
     def static_html(self) -> str:
+        """The timeline as HTML for a saved notebook: the rows shown (the newest page when a
+        filter is on or the view shows the end), with the header and next-turn estimate."""
         start, stop = self._static_bounds()
         return tl.static_html(
             self.title,
@@ -393,6 +426,7 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
         )
 
     def static_text(self) -> str:
+        """The same messages as plain text, under a line saying which are shown."""
         messages = self.branch.messages
         start, stop = self._static_bounds()
         head = f"{self.title}: {len(messages):,} messages"
@@ -415,6 +449,8 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
             self.flush_static()
 
     def flush_static(self) -> bool:
+        """Replace the saved output now, with the timeline's state sent to the pages first;
+        returns whether an update was sent (``StaticFallback.flush_static``)."""
         self._leave_pending = False
         if not self.closed:
             self.front.sync_state(send=True)  # the view JupyterLab draws anew renders from it
@@ -431,5 +467,6 @@ class ProgressionInspector(StaticFallback, ipywidgets.VBox):
 
 
 def inspect(branch: Branch, **kwargs: Any) -> ProgressionInspector:
-    """``ProgressionInspector(branch, **kwargs)``."""
+    """A ``ProgressionInspector`` of ``branch``: its timeline, paginated, with "Fork here".
+    Keyword arguments go to ``ProgressionInspector``."""
     return ProgressionInspector(branch, **kwargs)

@@ -64,11 +64,38 @@ _SIGNALS = (StreamDelta, MessageAdded, ParseAttempt, RunEnd, RunFailed)
 
 
 class ParseView(Front):
-    """A result (pydantic model instance, dict or list) or, given a model *type*, a live view
-    of the reply being parsed into it. ``branch`` feeds live mode from its signals (the next
-    reply's text, its ParseAttempt rounds); ``errors`` and ``attempts`` can be given for a
-    finished parse. A model type with ``errors`` is a finished parse that failed: its fields
-    are listed with the failing ones marked (no live mode, so no ``branch``)."""
+    """A structured result as a tree table, its validation errors per field, and the parse
+    attempts that led to it; given a model *type*, filled in live as the reply streams.
+
+    Three ways to make one: a result (a pydantic model instance, dict or list) shows it;
+    a model type with ``branch`` follows the branch's next structured reply and the parse of
+    it (each field appears as its JSON value completes), then settles and stops listening;
+    a model type with ``errors`` shows a finished parse that failed, its fields listed with
+    the failing ones marked. A saved notebook keeps the settled result as HTML.
+
+    Args:
+        result_or_model_type: The result to show, or the pydantic model class a reply is
+            parsed into (live mode).
+        branch: The branch whose next reply and ``ParseAttempt`` signals feed live mode.
+        errors: A ``ValidationError``, a ``ParseError`` caused by one, or a list of pydantic
+            error dicts: the errors of a finished parse.
+        attempts: The attempts of a finished parse (dicts with ``attempt``, ``ok``, ``raw``,
+            ``errors``).
+        title: The heading; default: the model's name.
+        refresh_interval: Seconds between live updates of the page at most.
+
+    Raises:
+        ValueError: Both ``errors`` and ``branch`` given with a model type (a finished
+            parse, or the next one: not both).
+
+    Example:
+        ```python
+        view = ParseView(Order, branch=branch)  # shows the next reply as it is parsed
+        view
+        order = await branch.communicate("Order two apples.", response_format=Order)
+        view.result  # the same Order, once the view has settled
+        ```
+    """
 
     def __init__(
         self,
@@ -106,41 +133,51 @@ class ParseView(Front):
     # ----- the view model's state ------------------------------------------------------------
     @property
     def live(self) -> bool:
+        """Whether the view follows a reply being parsed (made from a model type, no errors)."""
         return self.model.live
 
     @property
     def model_type(self) -> type[BaseModel] | None:
+        """The pydantic model the result is (or is being parsed into); None for a dict or list."""
         return self.model.model_type
 
     @property
     def parser(self) -> LiveParse | None:
+        """The incremental parser of the streamed reply in live mode, else None."""
         return self.model.parser
 
     @property
     def result(self) -> Any:
+        """The result given, or in live mode the validated model once the reply validates."""
         self.model.catch_up()
         return self.model.result
 
     @property
     def errors(self) -> list[dict[str, Any]]:
+        """The finished parse's errors as pydantic error dicts (``loc``, ``msg``, ``type``)."""
         return self.model.errors
 
     @property
     def attempts(self) -> list[dict[str, Any]]:
+        """The parse attempts seen or given, in order (``attempt``, ``ok``, ``raw``, ``errors``)."""
         return self.model.attempts
 
     @property
     def settled(self) -> bool:
+        """Whether the followed reply and its parse are over (the view no longer changes)."""
         return self.model.settled
 
     @property
     def status(self) -> str:
+        """``"waiting"``, ``"streaming"``, ``"valid"``, ``"invalid"`` or ``"not-json"``."""
         return self.model.status
 
     def rows(self) -> list[TreeRow]:
+        """The tree table's rows, depth first: what arrived and, live, what is still to come."""
         return self.model.rows()
 
     def current_errors(self) -> list[dict[str, Any]]:
+        """The errors shown now: the live parser's while a reply streams, else ``errors``."""
         return self.model.current_errors()
 
     # ----- input -------------------------------------------------------------------------
@@ -186,6 +223,7 @@ class ParseView(Front):
 
     # ----- output ------------------------------------------------------------------------
     def header_html(self) -> str:
+        """The view's heading as HTML: the title, the status and why a reply is not JSON."""
         return parse_header_html(self.title, self.status, self.model.detail())
 
     def _pieces(self) -> dict[str, str]:
@@ -247,15 +285,19 @@ class ParseView(Front):
         return ops
 
     def state_parts(self) -> list[list[str]]:
+        """The view's parts as the page holds them: ``[key, html]``, each tree row as
+        ``[key, html, "tree"]`` (a part inside the table)."""
         parts = [[key, value] for key, value in self._shown.items()]
         return parts + [[key, value, "tree"] for key, value in self._rows.items()]
 
     def static_html(self) -> str:
+        """The view as HTML for a saved notebook: heading, tree, errors and attempts."""
         return parse_view_html(
             self.header_html(), self.rows(), self.current_errors(), self.attempts
         )
 
     def static_text(self) -> str:
+        """The view as plain text: the title and status, a line per row, a line per error."""
         lines = [f"{self.title}: {self.status}"]
         for row in self.rows():
             value = "" if row.value is None else f" = {row.value}"

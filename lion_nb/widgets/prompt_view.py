@@ -169,9 +169,19 @@ class PromptPanel:
 
 
 class PromptView(Front):
-    """A prompt's tokens on their own: ``PromptView(tokens, messages, window=)`` with the
-    tokens of ``model.tokenize(messages)``, or ``note``: why there are none. ``prompt_view``
-    reads them."""
+    """The prompt as the model reads it, token by token: each token a chip tinted by the
+    message it spells, the chat template's own tokens neutral, special tokens outlined, under
+    the count against the model's window. ``prompt_view(model, ...)`` reads the tokens and
+    makes one; the chat view and the inspector show the same under a reply ("What the model
+    read").
+
+    Args:
+        tokens: The tokens of ``model.tokenize(messages)``.
+        messages: The messages they were read from (their roles tint the chips).
+        window: The model's context window in tokens, for the count.
+        note: Why there are no tokens (a model that cannot tokenize), shown instead.
+        title: The heading.
+    """
 
     def __init__(
         self,
@@ -192,6 +202,8 @@ class PromptView(Front):
         self._ready = True
 
     def state_parts(self) -> list[list[str]]:
+        """The one part: an empty host the page fills with the chips (it asks for them with
+        its ``prompt_tokens`` action, so the tokens are not part of the synced state)."""
         return [["prompt", HOST_HTML]]
 
     def _action_prompt_tokens(self, content: dict[str, Any]) -> None:
@@ -202,11 +214,15 @@ class PromptView(Front):
             self.channel.push(tokens_op(key, self.tokens, self.roles, self.window))
 
     def static_html(self) -> str:
+        """The tokens as chips in HTML for a saved notebook, or the note saying why there
+        are none."""
         if self.note is not None:
             return prompt_note_html(self.note, title=self.heading)
         return prompt_tokens_html(self.tokens, self.roles, window=self.window, title=self.heading)
 
     def static_text(self) -> str:
+        """The count against the window, then the prompt's text as the tokens spell it (or
+        the note)."""
         if self.note is not None:
             return f"{self.heading}: {self.note}"
         return f"{self.heading}: {count_text(len(self.tokens), self.window)}\n" + "".join(
@@ -218,9 +234,16 @@ class PromptView(Front):
 
 
 async def prompt_view(model: Any, messages_or_text: Any, *, title: str = TITLE) -> PromptView:
-    """The prompt ``model`` reads for ``messages_or_text`` (a text is one user turn; or a list
-    of ``{"role", "content"}`` dicts), token by token: ``await lion_nb.prompt_view(model,
-    "Hello")``. A model that cannot tokenize gives a view that says so."""
+    """A ``PromptView`` of the prompt ``model`` reads for ``messages_or_text``, token by token:
+    the chat template applied (``iModel.tokenize``). A text is one user turn; or give a list
+    of ``{"role", "content"}`` dicts. Only the embedded model and llama.cpp's llama-server can
+    tokenize; any other model gives a view that says so, in plain words, not an error.
+
+    Example:
+        ```python
+        await lion_nb.prompt_view(iModel(provider="local"), "What is the capital of France?")
+        ```
+    """
     messages = messages_of(messages_or_text)
     found = await read_prompt(model, messages)
     window = getattr(model, "context_window", None)

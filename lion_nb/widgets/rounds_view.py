@@ -140,8 +140,27 @@ class _Box:
 
 
 class ReActRoundsView(Front):
-    """The rounds of ReAct runs on ``branch``, live. ``history=False`` hides the rounds
-    inferred from messages recorded before the view was made."""
+    """The rounds of ReAct runs on ``branch``, live, as they happen.
+
+    Round N shows its analysis (streaming while the model writes it), the tool calls it asked
+    for side by side with their results as they arrive, and its status, duration and token
+    usage; a round that should have answered and did not is marked "no answer". The
+    branch's earlier messages are shown as inferred rounds.
+
+    Args:
+        branch: The branch whose ``ReAct`` / ``ReActStream`` runs to show.
+        history: ``False`` hides the rounds inferred from messages recorded before the view
+            was made.
+        title: The heading; default: "ReAct rounds" and the branch's name.
+        refresh_interval: Seconds between updates of a streaming reply at most.
+
+    Example:
+        ```python
+        view = ReActRoundsView(branch)
+        view
+        await branch.ReAct("What is 12 * 34?", tools=[multiply])
+        ```
+    """
 
     def __init__(
         self,
@@ -320,6 +339,8 @@ class ReActRoundsView(Front):
         return [drop_op(pkey), *(live.drop_calls() if live else [])]
 
     def state_parts(self) -> list[list[str]]:
+        """The parts as the page holds them: the header, a head per run, a box per round with
+        its pieces inside (``[key, html, round key]``), a reply streaming as it is now."""
         parts = [["header", self._header]]
         for obj in self._ordered():
             key = self._key(obj)
@@ -354,12 +375,16 @@ class ReActRoundsView(Front):
     # ----- reading -----------------------------------------------------------------------
     @property
     def rounds(self) -> list[Round]:
+        """Every round shown, of every run, in order (status, steps, usage, duration)."""
         return self.model.all_rounds()
 
     def static_html(self) -> str:
+        """The runs and their rounds as HTML for a saved notebook."""
         return rounds_html(self.model, header=self._header_html())
 
     def static_text(self) -> str:
+        """The runs as plain text: a line per run, then a line per round (its status, the
+        start of its analysis, the tools it called)."""
         lines = [self.title]
         for group in filter(shown, self.model.runs):
             lines.append(f"{group.operation}: {group.status}")

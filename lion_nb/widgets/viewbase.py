@@ -113,9 +113,12 @@ class StaticFallback:
         return css_style_tag()
 
     def static_html(self) -> str:
+        """The view's current content as HTML, saved beside the widget (``text/html``) for a
+        notebook opened without a kernel; each view implements it from its view model."""
         raise NotImplementedError
 
     def static_text(self) -> str:
+        """The view's current content as plain text (``text/plain``); each view implements it."""
         raise NotImplementedError
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:

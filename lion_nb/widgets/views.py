@@ -34,9 +34,22 @@ def view(branch: Branch | None = None, **kwargs: Any) -> BranchView: ...
 
 
 def view(branch: Any = None, **kwargs: Any) -> Any:
-    """A live view of ``branch``: a chat view (a new Branch when None; keyword arguments go
-    to ``BranchView``: ``verb``, ``height``, ``title``, ``verb_kwargs``), or, given a
-    ``lion_nb.Grid``, its ``GridView`` (keyword arguments go to it)."""
+    """The live view of a value: a branch's chat view, or a grid's view.
+
+    Args:
+        branch: A ``Branch`` (None: a new one) or a ``lion_nb.Grid``.
+        **kwargs: Go to the view: ``BranchView``'s (``verb``, ``height``, ``title``,
+            ``verb_kwargs``, ``history``, ``context_window``, ``tokens``) or ``GridView``'s.
+
+    Returns:
+        A ``BranchView``, or a ``GridView`` for a grid. The last line of a cell shows it.
+
+    Example:
+        ```python
+        lion_nb.view(branch)  # type below it, Enter sends, Esc stops
+        lion_nb.view(grid)  # then: await grid.run()
+        ```
+    """
     grids = sys.modules.get("lion_nb.flow.grid")
     if grids is not None and isinstance(branch, grids.Grid):
         # lazy: a chat needs no grid view
