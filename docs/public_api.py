@@ -32,6 +32,8 @@ PUBLIC_MODULES: dict[str, str] = {
     "lion_nb.sampling": "How a sampler turns a distribution into a token.",
     "lion_nb.cassettes": "Record model calls once, replay them anywhere.",
     "lion_nb.flow": "Graphs of operations, locally or on Ray.",
+    "lion_nb.flow.grid": "The exploration grid: prompts × models, every cell a conversation.",
+    "lion_nb.flow.errors": "What a flow or a grid raises: a failed dependency, a lost worker, a bad shape.",
     "lion_nb.flow.ray_start": "Starting or joining a Ray cluster for flows.",
     "lion_nb.export": "Exporting a conversation.",
     "lion_nb.magics": "The `%%lion` cell magic.",

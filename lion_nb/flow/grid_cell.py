@@ -135,12 +135,14 @@ class GridCell:
         self._started = self._first_delta = None
 
     def started(self) -> None:
+        """Note that the cell's run starts now (what its latency is measured from)."""
         self._started = time.perf_counter()
 
     # The first delta: the grid watches the cell's branch from the start of the run (on Ray a
     # watched stream is relayed from its first token) until that delta arrives, then lets go
     # (an unwatched Ray node keeps its deltas on the worker; nothing here runs per token).
     def watch_first_delta(self) -> None:
+        """Watch the cell's branch for its first streamed delta (time to first token)."""
         assert self.branch is not None
         self.unwatch()
 
@@ -152,6 +154,7 @@ class GridCell:
         self._unwatch = self.branch.subscribe((StreamDelta,), first)
 
     def unwatch(self) -> None:
+        """Stop watching for the first delta (nothing to do when not watching)."""
         stop, self._unwatch = self._unwatch, None
         if stop is not None:
             stop()
