@@ -75,3 +75,11 @@ async def test_every_example_on_the_page_runs(page: Path, page_module, tmp_path,
                 await result
         except Exception as exc:
             raise AssertionError(f"the example at {name} fails: {exc!r}\n{code}") from exc
+
+
+def test_the_providers_page_shows_the_matrix_the_conformance_suite_checks() -> None:
+    from tests.conformance.matrix import readme_table
+
+    assert readme_table() in (DOCS / "how-to" / "providers.md").read_text(), (
+        "docs/how-to/providers.md's conformance matrix differs from tests/conformance/matrix.py"
+    )
