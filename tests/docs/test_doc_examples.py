@@ -10,6 +10,7 @@ a browser, a kernel, Ray, the embedded model) is marked on the line before it wi
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import sys
 import types
@@ -83,3 +84,63 @@ def test_the_providers_page_shows_the_matrix_the_conformance_suite_checks() -> N
     assert readme_table() in (DOCS / "how-to" / "providers.md").read_text(), (
         "docs/how-to/providers.md's conformance matrix differs from tests/conformance/matrix.py"
     )
+
+
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+NOTEBOOKS = DOCS.parent / "notebooks"
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as Python-Markdown's toc (MkDocs) and GitHub make it."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def reference_modules() -> set[str]:
+    """The modules the API reference has a page for (``docs/public_api.py``)."""
+    spec = importlib.util.spec_from_file_location("docs_public_api", DOCS / "public_api.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return set(module.PUBLIC_MODULES)
+
+
+def link_problem(page: Path, target: str) -> str | None:
+    """Why a relative link of ``page`` leads nowhere, or None. Tutorials and API pages are
+    built with the site: they must name a notebook and a module of the API reference."""
+    if re.match(r"[a-z]+:", target):
+        return None  # an external address: the reader's browser goes there, the site does not
+    path, _, anchor = target.partition("#")
+    file = (page.parent / path).resolve() if path else page
+    built = file.relative_to(DOCS.resolve()).as_posix() if file.is_relative_to(DOCS) else ""
+    if built.startswith("tutorials/"):
+        return None if (NOTEBOOKS / f"{file.stem}.ipynb").exists() else "no such notebook"
+    if built.startswith("reference/"):
+        return None if file.stem in reference_modules() else "no API page for that module"
+    if not file.exists():
+        return "no such file"
+    if anchor and file.suffix == ".md":
+        headings = re.findall(r"^#+ (.+)$", file.read_text(), re.M)
+        if anchor not in {slug(h) for h in headings}:
+            return f"no heading #{anchor}"
+    return None
+
+
+@pytest.mark.parametrize(
+    "page", [*PAGES, DOCS / "performance.md"], ids=lambda p: p.relative_to(DOCS).as_posix()
+)
+def test_every_link_of_the_page_leads_somewhere(page: Path) -> None:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # links, not code
+    broken = {
+        target: why
+        for target in LINK.findall(text)
+        if (why := link_problem(page, target)) is not None
+    }
+    assert not broken, f"{page.relative_to(DOCS)}: {broken}"
+
+
+def test_the_readme_links_the_docs_pages_that_exist() -> None:
+    readme = DOCS.parent / "README.md"
+    linked = {t for t in LINK.findall(readme.read_text()) if t.startswith("docs/")}
+    assert {f"docs/{p.relative_to(DOCS).as_posix()}" for p in PAGES} <= linked
+    assert all((DOCS.parent / t.partition("#")[0]).exists() for t in linked)
