@@ -120,7 +120,9 @@ def link_problem(page: Path, target: str) -> str | None:
     if not file.exists():
         return "no such file"
     if anchor and file.suffix == ".md":
-        headings = re.findall(r"^#+ (.+)$", file.read_text(), re.M)
+        # a "# comment" in a code block is no heading
+        prose = re.sub(r"```.*?```", "", file.read_text(), flags=re.S)
+        headings = re.findall(r"^#+ (.+)$", prose, re.M)
         if anchor not in {slug(h) for h in headings}:
             return f"no heading #{anchor}"
     return None
