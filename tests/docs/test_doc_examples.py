@@ -41,6 +41,9 @@ def test_the_pages_exist_and_hold_examples() -> None:
     names = {p.relative_to(DOCS).as_posix() for p in PAGES}
     assert {"concepts/branch.md", "concepts/turns.md", "how-to/providers.md"} <= names
     assert sum(1 for page in PAGES for *_, why in python_blocks(page) if why is None) >= 20
+    for page in PAGES:  # a mark stands right before the block it excuses, never elsewhere
+        marked = sum(1 for *_, why in python_blocks(page) if why is not None)
+        assert len(NOT_RUN.findall(page.read_text())) == marked, page.name
 
 
 @pytest.fixture
