@@ -1,6 +1,6 @@
 """Run All per tutorial notebook: each notebook executed top to bottom in a fresh ipykernel
 (nbclient, as the test suite does), timed from the first cell sent to the last output; the
-figures the README's notebook table quotes.
+figures docs/performance.md's notebook table quotes.
 
     .venv/bin/python benchmarks/notebook_times.py [--runs N] [--only 08_flows.ipynb ...]
         [--out benchmarks/results/notebook_times.json]

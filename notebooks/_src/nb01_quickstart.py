@@ -135,7 +135,8 @@ CELLS = [
     report()
     """),
     md("""
-    In short (the README has the full table, including `run`, `operate` and `ReAct`):
+    In short (the docs page *The Branch and its verbs*, `docs/concepts/branch.md`, has the full
+    table, including `run`, `operate` and `ReAct`):
 
     | verb | records | lifecycle signals |
     | --- | --- | --- |
