@@ -254,8 +254,17 @@ def write_reference() -> list[str]:
 # --- the site ------------------------------------------------------------------------------
 
 
+# The reading order of the hand-written sections; a page not named here follows, by name.
+ORDER = {
+    "concepts": ["branch", "turns", "views", "cassettes", "flows", "tokens", "grid"],
+    "how-to": ["providers", "teaching", "ray", "write-a-provider", "write-an-operation"],
+}
+
+
 def _pages_in(folder: str) -> list[str]:
-    return sorted(str(p.relative_to(DOCS)) for p in (DOCS / folder).glob("*.md"))
+    stems = sorted(p.stem for p in (DOCS / folder).glob("*.md"))
+    first = [stem for stem in ORDER.get(folder, []) if stem in stems]
+    return [f"{folder}/{stem}.md" for stem in first + [s for s in stems if s not in first]]
 
 
 def write_config(tutorials: list[str], reference: list[str]) -> None:
