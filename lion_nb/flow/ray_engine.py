@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow import payload
 from lion_nb.flow.errors import WorkerLost
+from lion_nb.flow.ray_cassette import cassette_part
 from lion_nb.flow.ray_start import import_ray, start_ray
 from lion_nb.flow.relay import job_relay
 from lion_nb.flow.worker import FLUSH_S, run_node_task
@@ -257,6 +258,7 @@ class RayEngine:
         self._links: dict[str, _NodeLink] = {}
         self._task: Any = None
         self._channel = uuid.uuid4().hex
+        self._cassettes: dict[str, Any] = {}  # a cassette's lines -> their object in Ray's store
 
     async def start(self, flow: Graph) -> None:
         ray = self.ray
@@ -300,6 +302,7 @@ class RayEngine:
         parts: dict[str, Any] = {**payload.build_payload(node, branch)}
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
         parts["watched"] = link.watched
+        parts["cassette"] = cassette_part(self._put_once)  # the cassette in force: replayed there
         ref = self._task.remote(self._relay, self._channel, parts)
         try:
             try:
@@ -318,6 +321,13 @@ class RayEngine:
         finally:
             self._links.pop(str(node.id), None)
 
+    def _put_once(self, lines: str) -> Any:
+        """A cassette's lines in Ray's object store, once per run (every node replays them)."""
+        ref = self._cassettes.get(lines)
+        if ref is None:
+            ref = self._cassettes[lines] = self.ray.put(lines)
+        return ref
+
     async def _cancel(self, ref: Any) -> None:
         """Cancel the task (KeyboardInterrupt in the worker, so its stream closes and a CLI's
         process group ends) and wait a little for it to finish doing so."""
@@ -335,3 +345,4 @@ class RayEngine:
                 await self._relay.close.remote(self._channel)
         self._relay = self._pump = None
         self._flow = None
+        self._cassettes.clear()
