@@ -120,7 +120,8 @@ CELLS = [
 
     print("row 3, T 1.0 against T 0.2:", marked(word_diff(grid[2, 0].text, grid[2, 1].text)))
     print()
-    print("words differing from the baseline:")
+    print("words differing from the baseline, row by row:")
+    print(f"  {'row':7}", " ".join(f"{i + 1:>4}" for i in range(len(PROMPTS))))
     for j, label in enumerate(grid.labels[1:], start=1):
         shares = [changed_share(grid[i, 0].text, grid[i, j].text) for i in range(len(PROMPTS))]
         print(f"  {label:7}", " ".join(f"{s:4.0%}" for s in shares))
@@ -230,9 +231,10 @@ CELLS = [
     What is the capital of Japan?
     """),
     code("""
-    print(quick)
+    made = quick.cells()  # noqa: F821 (the grid %%lion --name made: a linter cannot see it)
+    print([f"{cell.name()}: {cell.status}" for cell in made])
     big = [grid[i, j].text for i in (1, 4) for j in (0, 1)]  # the same prompts and columns
-    print("same replies as the big grid:", [cell.text for cell in quick.cells()] == big)
+    print("same replies as the big grid:", [cell.text for cell in made] == big)
     """),
     md("""
     ## 8. The same grid on Ray

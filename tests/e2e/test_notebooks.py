@@ -129,7 +129,7 @@ EXPECTED = {
         "the cell still shows its own reply: True",
         "Row 3, T 1.0: run 2, 2 branches",
         "the earlier reply is kept: True",
-        "<Grid quick 2×2: 4 done>",
+        "['Row 1, cold: done', 'Row 1, warm: done', 'Row 2, cold: done', 'Row 2, warm: done']",
         "same replies as the big grid: True",
         "Ray ready in",
         "<Grid Five prompts on Ray 5×3: 15 done>",
