@@ -20,14 +20,14 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from lion_nb.cassettes import active, store
 from lion_nb.cassettes.cassette import Cassette
 
-__all__ = ["cassette_part", "worker_cassette", "worker_mode"]
+__all__ = ["cassette_lines", "cassette_part", "worker_cassette", "worker_mode"]
 
 _WORKER_MODE = {"replay": "replay", "auto": "auto", "record": "off"}
 
@@ -46,19 +46,14 @@ def cassette_lines(tape: Cassette) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cassette_part(put: Any = None) -> dict[str, Any] | None:
+def cassette_part(lines_of: Callable[[Cassette], Any] = cassette_lines) -> dict[str, Any] | None:
     """What a node sends of the cassette in force here (None: none, or one that plays
-    nothing). ``put(text)`` stores the lines (``ray.put``) and returns what travels instead."""
+    nothing). ``lines_of(cassette)``: its lines, or what travels instead (the engine's object
+    in Ray's store, made once per run: ``RayEngine``)."""
     tape = active.current()
     if not isinstance(tape, Cassette) or worker_mode(tape.mode) == "off":
         return None
-    text = cassette_lines(tape)
-    return {
-        "name": tape.shown,
-        "mode": tape.mode,
-        "speed": tape.speed,
-        "lines": put(text) if put is not None else text,
-    }
+    return {"name": tape.shown, "mode": tape.mode, "speed": tape.speed, "lines": lines_of(tape)}
 
 
 @contextlib.contextmanager
