@@ -33,6 +33,7 @@ NOTEBOOKS = {
     "08_flows.ipynb": "_src.nb08_flows",
     "09_providers.ipynb": "_src.nb09_providers",
     "10_tokens.ipynb": "_src.nb10_tokens",
+    "11_grid.ipynb": "_src.nb11_grid",
 }
 
 METADATA = {

@@ -100,6 +100,9 @@ class Cassette:
             default ``path`` in "record" mode, and in "auto" mode when ``path`` does not exist
             yet; else ``sibling(path)``, so "auto" never changes a shipped cassette.
             ``recording_to`` says which (None: this cassette records nothing).
+        name: What the cassette is called in what it says (a replayed reply's ``replayed``
+            metadata, a miss) when ``path`` is a copy of it: a Ray worker replays a copy of
+            the notebook's cassette (``lion_nb.flow.ray_cassette``). Default: ``path``.
 
     Raises:
         ValueError: An unknown mode or a negative speed.
@@ -120,11 +123,12 @@ class Cassette:
         speed: float | None = 1.0,
         *,
         record_to: str | os.PathLike[str] | None = None,
+        name: str | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
         self.path = Path(path)
-        self.shown = os.fspath(path)
+        self.shown = name or os.fspath(path)
         self.mode: Mode = mode
         self.speed = _speed(speed)
         self.replayed = 0  # calls served from the file in this session
@@ -134,6 +138,7 @@ class Cassette:
             f"lion_nb_cassette_tokens_{id(self)}", default=()
         )
         self._named = CassetteFile(path)
+        self._named.shown = self.shown
         self._target = self._record_file(record_to)  # where recordings go (None: nowhere)
         self._files: list[CassetteFile] = []  # what replays come from, in order
         if self._target is not None and mode == "record":
@@ -161,7 +166,8 @@ class Cassette:
         target = record_to
         if target is None:
             new = self.mode == "record" or not self.path.exists()
-            target = self.shown if new else sibling(self.shown)
+            own = os.fspath(self.path)  # the file itself (``name`` may call it otherwise)
+            target = own if new else sibling(own)
         if self._named.is_(target):
             return self._named
         return CassetteFile(target)

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from lion_nb.flow import payload
 from lion_nb.flow.errors import WorkerLost
+from lion_nb.flow.ray_cassette import cassette_lines, cassette_part
 from lion_nb.flow.ray_start import import_ray, start_ray
 from lion_nb.flow.relay import job_relay
 from lion_nb.flow.worker import FLUSH_S, run_node_task
@@ -63,6 +64,7 @@ from lion_nb.messages import MESSAGE, MESSAGE_LIST
 from lion_nb.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
+    from lion_nb.cassettes.cassette import Cassette
     from lion_nb.flow.engine import Graph
     from lion_nb.flow.node import Operation
     from lion_nb.session.branch import Branch
@@ -257,6 +259,7 @@ class RayEngine:
         self._links: dict[str, _NodeLink] = {}
         self._task: Any = None
         self._channel = uuid.uuid4().hex
+        self._cassettes: dict[tuple[int, int, int], tuple[Cassette, Any]] = {}  # in Ray's store
 
     async def start(self, flow: Graph) -> None:
         ray = self.ray
@@ -300,6 +303,7 @@ class RayEngine:
         parts: dict[str, Any] = {**payload.build_payload(node, branch)}
         link = self._links[str(node.id)] = _NodeLink(self._flow, node, branch)
         parts["watched"] = link.watched
+        parts["cassette"] = cassette_part(self._put_once)  # the cassette in force: replayed there
         ref = self._task.remote(self._relay, self._channel, parts)
         try:
             try:
@@ -318,6 +322,15 @@ class RayEngine:
         finally:
             self._links.pop(str(node.id), None)
 
+    def _put_once(self, tape: Cassette) -> Any:
+        """A cassette's lines in Ray's object store, once per run and state of the cassette
+        (every node replays them; a recording made meanwhile is sent with the next nodes)."""
+        key = (id(tape), len(tape), tape.recorded)
+        held = self._cassettes.get(key)
+        if held is None:  # the cassette is held too: its id stays its own for the run
+            held = self._cassettes[key] = (tape, self.ray.put(cassette_lines(tape)))
+        return held[1]
+
     async def _cancel(self, ref: Any) -> None:
         """Cancel the task (KeyboardInterrupt in the worker, so its stream closes and a CLI's
         process group ends) and wait a little for it to finish doing so."""
@@ -335,3 +348,4 @@ class RayEngine:
                 await self._relay.close.remote(self._channel)
         self._relay = self._pump = None
         self._flow = None
+        self._cassettes.clear()

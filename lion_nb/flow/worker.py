@@ -39,6 +39,7 @@ from typing import Any
 from lion_nb.flow.errors import NotTransferable, RemoteError
 from lion_nb.flow.node import Operation
 from lion_nb.flow.payload import decode, rebuild_model
+from lion_nb.flow.ray_cassette import worker_cassette
 from lion_nb.messages import MESSAGE, MESSAGE_LIST
 from lion_nb.port.tools import Tool
 from lion_nb.session.branch import Branch
@@ -212,8 +213,11 @@ def run_node_task(relay: Any, channel: str, parts: dict[str, Any]) -> dict[str, 
     """Ray's entry point: one attempt of one node. Returns the attempt's record.
 
     ``ray.cancel`` interrupts the loop with KeyboardInterrupt; ``asyncio.run`` then cancels the
-    attempt and runs its cleanup to the end (a CLI stream closes, its process group ends)."""
-    return asyncio.run(_attempt(relay, channel, parts))
+    attempt and runs its cleanup to the end (a CLI stream closes, its process group ends).
+    The notebook's cassette, when one was in force there, is in force here too (a copy:
+    ``lion_nb.flow.ray_cassette``)."""
+    with worker_cassette(parts.get("cassette")):
+        return asyncio.run(_attempt(relay, channel, parts))
 
 
 def _node_location() -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 import lion_nb
 from lion_nb import Branch, iModel
 from lion_nb.cassettes import CassetteWarning
+from lion_nb.cassettes.cassette import Cassette
 from lion_nb.errors import CassetteMiss, ExecutionError
 from tests.support.cassette_traces import SYSTEM, absent, scripted
 
@@ -130,6 +131,26 @@ async def test_record_to_names_the_file_recordings_go_to(tmp_path: Path) -> None
         assert await Branch(chat_model=scripted("B.")).communicate("b") == "B."
     assert tape.recording_to == str(mine) and path.read_bytes() == before
     assert len(mine.read_text().splitlines()) == 2
+
+
+async def test_a_copy_of_a_cassette_speaks_under_the_name_given(tmp_path: Path) -> None:
+    # a Ray worker replays a copy of the notebook's cassette (lion_nb.flow.ray_cassette)
+    path, copy = tmp_path / "c.jsonl", tmp_path / "copy" / "c.jsonl"
+    with lion_nb.cassette(path, mode="record"):
+        await Branch(chat_model=scripted("A.")).communicate("a")
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())
+    tape = Cassette(copy, mode="replay", speed=None, name="data/c.jsonl")
+    with tape:
+        branch = Branch(chat_model=absent())
+        assert await branch.communicate("a") == "A."
+        with pytest.raises(CassetteMiss, match=r"not on the cassette 'data/c\.jsonl': 'b'"):
+            await branch.communicate("b")
+    assert branch.messages[-1].metadata["replayed"]["cassette"] == "data/c.jsonl"
+    assert tape.replaying_from == "data/c.jsonl"
+    # "auto" records beside the file itself, never beside the name
+    auto = Cassette(copy, mode="auto", name=str(tmp_path / "elsewhere" / "c.jsonl"))
+    assert auto.recording_to == str(tmp_path / "copy" / "c.local.jsonl")
 
 
 def test_the_sibling_of_a_cassette() -> None:

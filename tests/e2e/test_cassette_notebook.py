@@ -5,6 +5,9 @@ print must be the same."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -107,4 +110,31 @@ def test_the_embedded_model_notebooks_replay_their_cassettes_without_the_model(
     )
     assert "The embedded model is not installed" not in printed  # the recorded model answered
     assert [answer for answer in recorded_answers if answer not in printed] == []
+    assert shipped.read_bytes() == before  # replaying never rewrites the file
+
+
+def test_the_grid_notebook_replays_on_ray_workers_without_the_model(tmp_path, monkeypatch):
+    # Notebook 11 starts a Ray cluster of its own here: its workers inherit the kernel's
+    # PYTHONPATH (llama_cpp blocked, this checkout's lion_nb), so a cell a worker ran on the
+    # model instead of the cassette would fail.
+    shipped = ROOT / "notebooks" / "data" / "11_grid.cassette.jsonl"
+    before = shipped.read_bytes()
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths stay short
+    try:
+        printed = "".join(
+            execute(
+                monkeypatch,
+                ROOT / "notebooks" / "11_grid.ipynb",
+                LION_NB_CASSETTE_MODE="replay",
+                TMPDIR=str(tmp_path),
+                RAY_TMPDIR=ray_tmp,
+                PYTHONPATH=os.pathsep.join([blocked_llama(tmp_path), str(ROOT)]),
+            )
+        )
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert "cells run in Ray worker processes: True" in printed
+    assert "same replies as in the kernel: True" in printed
+    assert "the replies came from: the cassette" in printed
     assert shipped.read_bytes() == before  # replaying never rewrites the file

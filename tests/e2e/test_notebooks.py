@@ -117,6 +117,26 @@ EXPECTED = {
         "5 samples; all share",
         "the tree: 6 replies · merged by tokens",
     ],
+    "11_grid.ipynb": [
+        "<Grid Five prompts 5×3: 15 done>",
+        "   pirate   27 tokens | \"The sea's a cruel mistress",
+        "row 3, T 1.0 against T 0.2: The [-ocean's][+sea sings with the wind,] a [-mirror]",
+        "  pirate   62%  87%  86%  94%   0%",
+        "column pirate  5 of 5 done · mean",
+        "the grid: 15 of 15 done · mean",
+        "15 records with: row, column, prompt, label, status, text, usage",
+        "continued: ['system', 'user', 'assistant', 'user', 'assistant']",
+        "the cell still shows its own reply: True",
+        "Row 3, T 1.0: run 2, 2 branches",
+        "the earlier reply is kept: True",
+        "['Row 1, cold: done', 'Row 1, warm: done', 'Row 2, cold: done', 'Row 2, warm: done']",
+        "same replies as the big grid: True",
+        "Ray ready in",
+        "<Grid Five prompts on Ray 5×3: 15 done>",
+        "cells run in Ray worker processes: True",
+        "same replies as in the kernel: True",
+        "the replies came from: the cassette",
+    ],
 }
 # Notebook 01 answers live where the embedded model is installed, from its cassette elsewhere
 # (its words then differ from the cassette's: the expectations above are about structure).
@@ -128,7 +148,7 @@ LIVE_OR_REPLAYED = {
 }
 # Notebooks whose Ray cells join the test run's one local cluster rather than start their own
 # (the start itself is what that cluster's fixture does, through the same start_ray).
-SHARES_RAY = {"08_flows.ipynb"}
+SHARES_RAY = {"08_flows.ipynb", "11_grid.ipynb"}
 # Output that means something went wrong even though every cell finished.
 BAD_STDERR = ("Traceback", "Task exception was never retrieved", "Exception ignored", "Error")
 
