@@ -70,6 +70,7 @@ def notebook_names() -> list[str]:
 
 def execute(name: str, scratch: Path) -> nbformat.NotebookNode:
     """Run one notebook top to bottom in a fresh kernel, as the test suite does."""
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
@@ -86,7 +87,8 @@ def execute(name: str, scratch: Path) -> nbformat.NotebookNode:
         NotebookClient(
             nb,
             timeout=300,
-            kernel_name="python3",
+            # IPC sockets in the scratch folder: nothing listens on a TCP port while it builds
+            km=KernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel")),
             resources={"metadata": {"path": str(NOTEBOOKS)}},
         ).execute()
     finally:
