@@ -6,7 +6,8 @@ the grid (the chat view is another model of the same module, drawn by it). In ea
 a grid of long replies: Stop stops the streaming cells (their text stands still, each says
 "stopped"), Run again replaces one cell with a fresh reply (the others stay stopped), the arrow
 keys move between cells named for a screen reader, and Enter opens a live chat view on the
-cell's branch, where a message sent is answered."""
+cell's branch, where a message sent is answered; and the grid (a chosen cell, its diff open)
+reads at WCAG AA in each front end's light and dark theme."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_front_ends_browser import open_in_notebook7, write_ipynb
+from tests.browser.test_front_ends_browser import nb7_theme, open_in_notebook7, write_ipynb
 from tests.support.front_ends import screenshot
+from tests.support.page_measure import contrast_failures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -219,3 +221,74 @@ def test_stop_run_again_and_open_in_marimo(front_page, marimo_root, marimo):
     _stop_rerun_and_open(front_page, view, "marimo_stop")
     ours = [e for e in front_page.watched.console_errors if "lion_nb" in e]
     assert ours == [], ours
+
+
+# ----- contrast: each front end's light and dark theme ------------------------------------------
+WANT = {"lion-grid-figs", "lion-grid-sum", "lion-grid-ins", "lion-grid-del", "lion-grid-col"}
+
+
+def _reads_at_aa(page: Any, view: Any, name: str) -> None:
+    """The settled grid, a cell chosen and its diff open: every text at WCAG AA."""
+    view.locator("td.lion-grid-done").nth(5).wait_for(timeout=90_000)
+    view.locator("td[data-key='c1-1']").click()
+    view.get_by_role("button", name="Diff of row 2, beta against the baseline").click()
+    view.locator(".lion-grid-detail[data-what='diff']").wait_for(timeout=30_000)
+    page.wait_for_timeout(300)
+    count, low = contrast_failures(page, view)
+    kinds = set(
+        view.locator("[class*='lion-grid-']").evaluate_all(
+            "(els) => els.flatMap((e) => [...e.classList])"
+        )
+    )
+    screenshot(page, f"grid_{name}")
+    assert WANT <= kinds, kinds
+    assert count > 20, count
+    assert not low, "\n".join(low)
+
+
+@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
+def test_the_grid_reads_at_aa_in_notebook7(front_page, notebook7, theme):
+    short = theme.split()[-1].lower()
+    write_ipynb(notebook7.root / f"grid_{short}.ipynb", [SETUP + "view", START])
+    nb7_theme(notebook7, theme)
+    try:
+        open_in_notebook7(front_page, notebook7, f"grid_{short}.ipynb")
+        light = front_page.evaluate("document.body.dataset.jpThemeLight")
+        assert light == str(short == "light").lower()
+        _reads_at_aa(front_page, front_page.locator(".lion-view.lion-grid").first, f"nb7_{short}")
+    finally:
+        nb7_theme(notebook7, "JupyterLab Light")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_grid_reads_at_aa_in_voila(front_page, voila_root, voila, theme):
+    write_ipynb(voila_root / f"grid_{theme}.ipynb", [SETUP + "view", START])
+    front_page.goto(voila.url(f"voila/render/grid_{theme}.ipynb?theme={theme}"))
+    view = front_page.locator(".lion-view.lion-grid").first
+    view.wait_for(timeout=120_000)
+    assert (
+        front_page.evaluate("document.body.dataset.jpThemeLight") == str(theme == "light").lower()
+    )
+    _reads_at_aa(front_page, view, f"voila_{theme}")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_grid_reads_at_aa_in_marimo(front_page, marimo_root, marimo, theme):
+    found = marimo_root.parent.glob("marimo-home*/xdg-config/marimo/marimo.toml")
+    (config,) = {p.resolve() for p in found}  # marimo-homeN and its marimo-homecurrent link
+    saved = config.read_text()
+    config.write_text(saved + f'\n[display]\ntheme = "{theme}"\n')  # read at each page load
+    try:
+        setup = "\n".join(f"    {line}" if line else "" for line in SETUP.strip().splitlines())
+        (marimo_root / f"grid_{theme}.py").write_text(MARIMO_NB.format(setup=setup))
+        front_page.goto(marimo.url(f"?file=grid_{theme}.py"))
+        view = front_page.locator(".lion-view.lion-grid").first
+        view.wait_for(timeout=120_000)
+        dark = front_page.evaluate(
+            "document.documentElement.classList.contains('dark')"
+            " || document.body.classList.contains('dark')"
+        )
+        assert dark == (theme == "dark")
+        _reads_at_aa(front_page, view, f"marimo_{theme}")
+    finally:
+        config.write_text(saved)
