@@ -1,6 +1,6 @@
 """The grid in the kernel: a 5 x 3 grid on the scripted model, and its overhead per cell.
 
-    .venv/bin/python benchmarks/bench_grid.py [--runs R] [--out benchmarks/results/bench_grid.json]
+    .venv/bin/python benchmarks/bench_grid.py [--runs R | --quick] [--out benchmarks/results/bench_grid.json]
 
 * wall time of a 5 x 3 grid (15 cells, each a reply of 20 words streamed at 10 ms a word,
   ~200 ms) at ``max_concurrent`` 8 and 1, medians of ``--runs`` alternating runs; the ideal is
@@ -9,7 +9,10 @@
   50 ms), one at a time: (wall / 15) - 50 ms, beside the same 15 as ``Session.map`` nodes (the
   flow engine's own per-node figure, B8's baseline): what the grid adds is the difference.
 
-Printed with the 1-minute load average it was measured at.
+Printed with the 1-minute load average it was measured at; ``rows`` are B19's kernel rows in
+``make bench`` (``benchmarks/run_all.py``): the overhead per cell against its goal (<= 5 ms),
+the flow engine's per-node figure measured in the same run as its baseline, and the wall times.
+The grid in the browser is ``benchmarks/bench_grid_browser.py``.
 """
 
 from __future__ import annotations
@@ -96,12 +99,45 @@ async def measure(runs: int) -> dict[str, Any]:
     }
 
 
+GOAL_OVERHEAD_MS = 5.0
+
+
+def rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """B19's kernel rows: what the grid adds per cell, and how well it runs cells at once."""
+    over, base = result["overhead_per_cell_ms"], result["map_overhead_per_node_ms"]
+    load = result["load_1min"]
+    return [
+        {
+            "name": "B19 grid overhead per cell (50 ms model)",
+            "unit": "ms/cell",
+            "lion_nb": over,
+            "baseline": base,  # the same cells as Session.map nodes: B8's per-node figure
+            "ratio": over / max(base, 1e-9),
+            "target": f"≤ {GOAL_OVERHEAD_MS:g} ms (baseline: Session.map per node; load {load})",
+            "met": over <= GOAL_OVERHEAD_MS,
+        },
+        {
+            "name": f"B19 grid {ROWS}x{COLUMNS} wall, max_concurrent 8",
+            "unit": "s",
+            "lion_nb": result["wall_max_concurrent_8_s"],
+            "baseline": result["wall_max_concurrent_1_s"],  # one cell after another
+            "ratio": result["wall_max_concurrent_8_s"] / result["wall_max_concurrent_1_s"],
+            "target": "report (baseline: max_concurrent 1)",
+            "met": None,
+        },
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="two runs instead of --runs")
     parser.add_argument("--out")
     args = parser.parse_args()
-    write_result(args.out, asyncio.run(measure(args.runs)))
+    result = asyncio.run(measure(2 if args.quick else args.runs))
+    result["rows"] = rows_of(result)
+    write_result(args.out, result)
+    sys.exit(0 if all(r["met"] is not False for r in result["rows"]) else 1)
 
 
 if __name__ == "__main__":

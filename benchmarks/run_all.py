@@ -339,6 +339,8 @@ def main() -> None:
     rows += external("bench_tokenize.py", args.quick)["rows"]  # B16 tokenize
     rows += external("bench_sampling_panel.py", args.quick)["rows"]  # B17 sampling panel
     rows += external("bench_prompt_view.py", args.quick)["rows"]  # B18 prompt view
+    rows += external("bench_grid.py", args.quick)["rows"]  # B19 the grid, in the kernel
+    rows += external("bench_grid_browser.py", args.quick)["rows"]  # B19 the grid view
     (RESULTS / "results.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     header = f"{'benchmark':<48} {'unit':<12} {'lion_nb':>10} {'baseline':>10} {'ratio':>7}  target"
     print(header)

@@ -140,8 +140,8 @@ function gridScrollTo(view, row) {
   gridWindow(view, true);
 }
 
-function gridKeydown(view, event) {
-  const cell = event.target.closest && event.target.closest("td.lion-grid-cell");
+function gridKeydown(view, event, target) {
+  const cell = target.closest && target.closest("td.lion-grid-cell");
   if (!cell) return;
   const move = GRID_KEYS[event.key];
   let handled = true;
@@ -217,7 +217,14 @@ function makeGrid(view) {
   head.append(node("div", "lion-title", view.model.get("title") || ""), ui.bar);
   const grid = { el: head, ui, chat, key: view.store.gridKey || gridKey(0, 0), pendingFocus: null, focused: false, windowTimer: 0, asked: "", chatDone: null };
   const { list, scroller } = view.shell;
-  list.addEventListener("keydown", (event) => gridKeydown(view, event));
+  // the keys are taken on the window, before the page's own: Notebook 7 handles keydown on the
+  // document in the capture phase and stops the arrow keys there, before they reach the grid.
+  // The target is the first of the event's path (marimo draws the view in a shadow root).
+  const onKey = (event) => {
+    const target = event.composedPath ? event.composedPath()[0] : event.target;
+    if (target instanceof Element && list.contains(target)) gridKeydown(view, event, target);
+  };
+  window.addEventListener("keydown", onKey, true);
   // a cell put anew (its status changed) while focused takes the focus with it: given back
   list.addEventListener("focusin", (event) => {
     grid.focused = Boolean(event.target.closest && event.target.closest("td.lion-grid-cell"));
@@ -261,6 +268,7 @@ function makeGrid(view) {
     dispose() {
       clearTimeout(grid.windowTimer);
       scroller.removeEventListener("scroll", onScroll);
+      window.removeEventListener("keydown", onKey, true);
       view.model.off("change:chat", onChat);
       if (grid.chatDone) grid.chatDone();
     },

@@ -41,6 +41,7 @@ from lion_nb.render.chrome import error_html, status_html
 from lion_nb.viewmodels.grid import CellView, GridSnapshot, GridViewModel, cell_key, parse_key
 from lion_nb.widgets.channel import Op
 from lion_nb.widgets.front import Front
+from lion_nb.widgets.marimo_cell import current_cell, in_cell
 from lion_nb.widgets.protocol import attrs_op, drop_op, put_op, slot_op, tail_op
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ class GridView(Front):
         self._recheck: asyncio.TimerHandle | None = None
         self._detail: tuple[str, str] | None = None  # (cell key, "text" | "diff")
         self.opened: str | None = None  # the key of the cell whose conversation is open
+        self._cell = current_cell()  # marimo: the cell the chat view "Open" makes belongs to
         self.model.on_change = self._on_change
         self.model.attach()
         self.channel.push(*self._ops(full=True))
@@ -394,7 +396,8 @@ class GridView(Front):
             from lion_nb.widgets.chat_view import BranchView
 
             self.opened = key
-            self.chat = BranchView(branch, title=f"Row {i + 1}, {self.grid.labels[j]}")
+            with in_cell(self._cell):  # a click in marimo: no cell runs
+                self.chat = BranchView(branch, title=f"Row {i + 1}, {self.grid.labels[j]}")
         if old is not None:
             old.close()
         return self.chat
