@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from lion_nb.cassettes import active, store
-from lion_nb.cassettes.cassette import Cassette
+from lion_nb.cassettes.cassette import Cassette, Mode
 
 __all__ = ["cassette_lines", "cassette_part", "worker_cassette", "worker_mode"]
 
-_WORKER_MODE = {"replay": "replay", "auto": "auto", "record": "off"}
+_WORKER_MODE: dict[str, Mode] = {"replay": "replay", "auto": "auto", "record": "off"}
 
 
-def worker_mode(mode: str) -> str:
+def worker_mode(mode: str) -> Mode:
     """The mode a worker's copy runs in: the notebook's, but never recording ("record" calls
     the models: "off")."""
     return _WORKER_MODE.get(mode, "off")
@@ -72,7 +72,7 @@ def worker_cassette(part: dict[str, Any] | None) -> Iterator[Cassette | None]:
         copy.write_text(lines, encoding="utf-8", errors="surrogateescape")
         tape = Cassette(
             copy,
-            mode=worker_mode(part["mode"]),  # type: ignore[arg-type]
+            mode=worker_mode(part["mode"]),
             speed=part["speed"],
             record_to=Path(folder) / "unkept.cassette.jsonl",  # "auto": goes with the folder
             name=part["name"],
