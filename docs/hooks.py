@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 MARKER = re.compile(r'<div class="nb-output" data-output="(\d+)"></div>')
+# Each view's transcript carries the views' whole stylesheet (~50 KB), so that it reads alone;
+# on one page the first copy serves every view.
+STYLE = re.compile(r"<style\b[^>]*>.*?</style>", re.DOTALL)
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
@@ -29,4 +32,17 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     def output(match: re.Match[str]) -> str:
         return f'<div class="nb-output">{outputs[int(match.group(1))]}</div>'
 
-    return MARKER.sub(output, html)
+    return _first_copies_of_styles(MARKER.sub(output, html))
+
+
+def _first_copies_of_styles(html: str) -> str:
+    """The page with each distinct ``<style>`` block kept once (where it first appears)."""
+    seen: set[str] = set()
+
+    def once(match: re.Match[str]) -> str:
+        if match.group(0) in seen:
+            return ""
+        seen.add(match.group(0))
+        return match.group(0)
+
+    return STYLE.sub(once, html)

@@ -5,6 +5,7 @@ what would show a reader a broken page: a widget with no static rendering, a fai
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -109,3 +110,20 @@ def test_the_reference_documents_each_object_once(build):
     assert "::: lion_nb.models.imodel.iModel" not in again
     assert "Documented in [`lion_nb`](lion_nb.md#lion_nb.models.imodel.iModel)" in again
     assert "::: lion_nb.models.registry.register_provider" in again
+
+
+def test_a_page_keeps_one_copy_of_each_views_stylesheet(hooks, tmp_path):
+    outputs = tmp_path / "tutorials" / "_outputs"
+    outputs.mkdir(parents=True)
+    css, other = "<style data-lion-css>.a{}</style>", "<style>.b{}</style>"
+    (outputs / "12_lesson.json").write_text(
+        json.dumps([css + "<p>one</p>", css + other + "<p>two</p>", other + "<p>three</p>"])
+    )
+    page = SimpleNamespace(file=SimpleNamespace(src_path="tutorials/12_lesson.md"))
+    markers = "".join(f'<div class="nb-output" data-output="{i}"></div>' for i in range(3))
+    html = hooks.on_page_content(markers, page, {"docs_dir": str(tmp_path)}, None)
+    assert html.count(css) == 1 and html.count(other) == 1
+    assert html.index(css) < html.index("<p>one</p>") and html.index(other) < html.index(
+        "<p>two</p>"
+    )
+    assert [p in html for p in ("<p>one</p>", "<p>two</p>", "<p>three</p>")] == [True] * 3
