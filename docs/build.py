@@ -83,15 +83,15 @@ def execute(name: str, scratch: Path) -> nbformat.NotebookNode:
     }
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)  # the kernel inherits the build's environment
+    # IPC sockets in the scratch folder: nothing listens on a TCP port while it builds
+    kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel"))
     try:
         NotebookClient(
-            nb,
-            timeout=300,
-            # IPC sockets in the scratch folder: nothing listens on a TCP port while it builds
-            km=KernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel")),
-            resources={"metadata": {"path": str(NOTEBOOKS)}},
+            nb, timeout=300, km=kernel, resources={"metadata": {"path": str(NOTEBOOKS)}}
         ).execute()
     finally:
+        if kernel.has_kernel:  # a kernel manager given to nbclient is the caller's to stop
+            kernel.shutdown_kernel(now=True)
         shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
         for key, value in saved.items():
             if value is None:
