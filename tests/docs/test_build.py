@@ -127,3 +127,21 @@ def test_a_page_keeps_one_copy_of_each_views_stylesheet(hooks, tmp_path):
         "<p>two</p>"
     )
     assert [p in html for p in ("<p>one</p>", "<p>two</p>", "<p>three</p>")] == [True] * 3
+
+
+@pytest.mark.slow
+def test_a_notebook_runs_on_its_own_kernel_which_is_stopped_after(build, tmp_path):
+    """The build runs eleven notebooks: none may leave its kernel running (nbclient leaves one
+    it was given a KernelManager for to the caller)."""
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    nb = build.execute("06_extending_operations.ipynb", tmp_path)
+    outputs = [o for cell in nb.cells for o in cell.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o["output_type"] == "error"]
+    left = [
+        p.cmdline()
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in before and p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert not left, left
