@@ -32,6 +32,7 @@ from lion_nb.session.conversation import Conversation
 from lion_nb.turns import open_truncated
 from lion_nb.widgets.chat_host import Action, ChatHost, in_background, index_of
 from lion_nb.widgets.compare_view import CompareView
+from lion_nb.widgets.marimo_cell import current_cell, in_cell
 from lion_nb.widgets.shown_branch import WARM, greedy, same_reply_note, shown_words
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class ConversationControls:
         self._conversation: Conversation | None = None
         self.compare_view: CompareView | None = None  # the comparison shown under the view
         self._compare_at: int | None = None  # the message index the comparison is at
+        self._cell = current_cell()  # marimo: the cell the comparison a click makes belongs to
 
     def actions(self) -> dict[str, Action]:
         """This panel's page actions (the view's ``ActionTable``)."""
@@ -181,7 +183,8 @@ class ConversationControls:
             next(i for i, b in enumerate(alts) if b is x) for x in (other, self.branch)
         )
         names = (f"Alternative {n_other + 1}", f"Alternative {n_shown + 1}")
-        view = CompareView(other, self.branch, titles=names)
+        with in_cell(self._cell):  # Compare clicked in marimo: no cell runs
+            view = CompareView(other, self.branch, titles=names)
         view.on_redraw(self._on_compare_html)
         self.compare_view = view
         self._compare_at = index
