@@ -70,8 +70,8 @@ def notebook_names() -> list[str]:
 
 def execute(name: str, scratch: Path) -> nbformat.NotebookNode:
     """Run one notebook top to bottom in a fresh kernel, as the test suite does."""
-    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
+    from traitlets.config import Config
 
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     env = {
@@ -83,15 +83,18 @@ def execute(name: str, scratch: Path) -> nbformat.NotebookNode:
     }
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)  # the kernel inherits the build's environment
-    # IPC sockets in the scratch folder: nothing listens on a TCP port while it builds
-    kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel"))
+    # IPC sockets in the scratch folder: nothing listens on a TCP port while it builds (nbclient
+    # makes the kernel manager with this configuration, and stops the kernel and its channels)
+    ipc = Config({"KernelManager": {"transport": "ipc", "ip": str(scratch / "kernel")}})
     try:
         NotebookClient(
-            nb, timeout=300, km=kernel, resources={"metadata": {"path": str(NOTEBOOKS)}}
+            nb,
+            timeout=300,
+            kernel_name="python3",
+            config=ipc,
+            resources={"metadata": {"path": str(NOTEBOOKS)}},
         ).execute()
     finally:
-        if kernel.has_kernel:  # a kernel manager given to nbclient is the caller's to stop
-            kernel.shutdown_kernel(now=True)
         shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
         for key, value in saved.items():
             if value is None:
