@@ -1,6 +1,6 @@
 # Two commands on a fresh machine:
 #   make lab    JupyterLab on the quickstart notebook, offline, on the embedded model
-#   make test   lint + type check + the whole test suite (what CI runs)
+#   make test   lint + type check + the docs site + the whole test suite (what CI runs)
 # Both install what they need into ./.venv first (and chromium for the browser tests).
 # While working: make test-fast (lint + type check + every test that needs no browser, kernel,
 # embedded model, real server or Ray; the core install only).
