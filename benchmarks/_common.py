@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -48,3 +49,29 @@ def browser_test_figures(test: str, figures: Path, root: Path, tries: int = 2) -
         if figures.exists():
             return json.loads(figures.read_text())  # type: ignore[no-any-return]
     raise RuntimeError(f"the browser test wrote no figures:\n{done.stdout[-3000:]}")
+
+
+def rounds_main(
+    one_round: Callable[[], dict[str, Any]],
+    rows_of: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    benchmark: str,
+) -> None:
+    """The command line of a benchmark measured in rounds (the browser ones): ``--quick`` for
+    one round instead of three, ``--out FILE``; prints each row against its goal (and the load
+    the rounds ran at, when they noted it), writes the rows, exits 1 when a goal is missed."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out")
+    parser.add_argument("--quick", action="store_true", help="one round instead of three")
+    args = parser.parse_args()
+    rounds = [one_round() for _ in range(1 if args.quick else 3)]
+    rows = rows_of(rounds)
+    width = max(len(r["name"]) for r in rows) + 2
+    for r in rows:
+        mark = "" if r["met"] is None else ("met" if r["met"] else "MISSED")
+        print(
+            f"{r['name']:<{width}} {r['lion_nb']:>10,.2f} {r['unit']:<10} {r['target']:<22} {mark}"
+        )
+    if all("load_1min" in r for r in rounds):
+        print("load (1 min):", [r["load_1min"] for r in rounds])
+    write_result(args.out, {"benchmark": benchmark, "rows": rows, "rounds": len(rounds)})
+    sys.exit(0 if all(r["met"] is not False for r in rows) else 1)

@@ -19,7 +19,6 @@ grid's kernel figures are ``benchmarks/bench_grid.py``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -30,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _common import browser_test_figures, write_result  # noqa: E402
+from _common import browser_test_figures, rounds_main  # noqa: E402
 
 FIGURES = ROOT / "test-artifacts" / "grid_view_figures_browser.json"
 TEST = "tests/browser/test_grid_view_figures_browser.py"
@@ -99,18 +98,7 @@ def rows_of(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out")
-    parser.add_argument("--quick", action="store_true", help="one round instead of three")
-    args = parser.parse_args()
-    rounds = [one_round() for _ in range(1 if args.quick else 3)]
-    rows = rows_of(rounds)
-    for r in rows:
-        mark = "met" if r["met"] else "MISSED"
-        print(f"{r['name']:<58} {r['lion_nb']:>10,.1f} {r['unit']:<10} {r['target']:<22} {mark}")
-    print("load (1 min):", [r["load_1min"] for r in rounds])
-    write_result(args.out, {"benchmark": "B19", "rows": rows, "rounds": rounds})
-    sys.exit(0 if all(r["met"] is not False for r in rows) else 1)
+    rounds_main(one_round, rows_of, "B19")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ each. Exit status 1 when a goal is missed (the results are written either way).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _common import browser_test_figures, write_result  # noqa: E402
+from _common import browser_test_figures, rounds_main  # noqa: E402
 
 FIGURES = ROOT / "test-artifacts" / "prompt_view_browser.json"
 TEST = "tests/browser/test_prompt_view_browser.py::test_the_prompt_view_figures"
@@ -66,17 +65,7 @@ def rows_of(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out")
-    parser.add_argument("--quick", action="store_true", help="one round instead of three")
-    args = parser.parse_args()
-    rounds = [one_round() for _ in range(1 if args.quick else 3)]
-    rows = rows_of(rounds)
-    for r in rows:
-        mark = "" if r["met"] is None else ("met" if r["met"] else "MISSED")
-        print(f"{r['name']:<62} {r['lion_nb']:>9.2f} {r['unit']:<4} {r['target']:<8} {mark}")
-    write_result(args.out, {"rows": rows, "rounds": len(rounds)})
-    sys.exit(0 if all(r["met"] is not False for r in rows) else 1)
+    rounds_main(one_round, rows_of, "B18")
 
 
 if __name__ == "__main__":

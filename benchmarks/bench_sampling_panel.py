@@ -20,7 +20,6 @@ median of each. Exit status 1 when the goal is missed (the results are written e
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _common import browser_test_figures, write_result  # noqa: E402
+from _common import browser_test_figures, rounds_main  # noqa: E402
 
 FIGURES = ROOT / "test-artifacts" / "sampling_panel_browser.json"
 TEST = "tests/browser/test_sampling_panel_browser.py::test_the_sampling_panel_figures"
@@ -72,17 +71,7 @@ def rows_of(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out")
-    parser.add_argument("--quick", action="store_true", help="one round instead of three")
-    args = parser.parse_args()
-    rounds = [one_round() for _ in range(1 if args.quick else 3)]
-    rows = rows_of(rounds)
-    for r in rows:
-        mark = "" if r["met"] is None else ("met" if r["met"] else "MISSED")
-        print(f"{r['name']:<58} {r['lion_nb']:>9.2f} {r['unit']:<10} {r['target']:<8} {mark}")
-    write_result(args.out, {"benchmark": "B17", "rows": rows, "rounds": len(rounds)})
-    sys.exit(0 if all(r["met"] is not False for r in rows) else 1)
+    rounds_main(one_round, rows_of, "B17")
 
 
 if __name__ == "__main__":

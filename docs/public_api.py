@@ -88,7 +88,7 @@ def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
             elif not inspect.isfunction(function):
                 continue
             if _ours(function):
-                yield f"{klass.__qualname__}.{name}", member
+                yield f"{klass.__module__}.{klass.__qualname__}.{name}", member
 
 
 def public_objects() -> Iterator[tuple[str, Any]]:
@@ -107,11 +107,10 @@ def public_objects() -> Iterator[tuple[str, Any]]:
             seen.add(key)
             yield f"{obj.__module__}.{obj.__qualname__}", obj
             if inspect.isclass(obj):
-                for qualname, member in _class_members(obj):
-                    member_key = (qualname, id(member))
-                    if member_key not in seen:
-                        seen.add(member_key)
-                        yield f"{obj.__module__}.{qualname}", member
+                for path, member in _class_members(obj):
+                    if (path, id(member)) not in seen:  # a shared base's members: once
+                        seen.add((path, id(member)))
+                        yield path, member
 
 
 def _class_docstring(cls: type) -> str:

@@ -25,6 +25,7 @@ from tests.support.lab_notebooks import (
     shutdown_kernels,
     write_notebook,
 )
+from tests.support.page_measure import long_tasks_since, scroll_until, watch_long_tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -252,15 +253,6 @@ display(view)
 print("LARGE-" + "SHOWN")
 """
 
-LONG_TASKS = """
-() => {
-  window.__long = [];
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
-  }).observe({ type: "longtask", buffered: true });
-}
-"""
-
 
 def test_a_large_grid_keeps_only_the_rows_in_view_and_scrolls_without_long_tasks(page, jupyter_lab):
     run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, "grid_large.ipynb", [LARGE]))
@@ -269,18 +261,14 @@ def test_a_large_grid_keeps_only_the_rows_in_view_and_scrolls_without_long_tasks
     root.locator("td.lion-grid-cell").first.wait_for(timeout=30_000)
     on_page = root.locator("tr.lion-grid-row").count()
     assert 3 <= on_page <= 45, on_page  # the rows in view and a margin, not 100
-    page.evaluate(LONG_TASKS)
+    watch_long_tasks(page)
     started = page.evaluate("performance.now()")
     scroller = root.locator(":scope > .lion-scroll")
-    for _ in range(40):
-        scroller.evaluate("(el) => { el.scrollTop += 600; }")
-        page.wait_for_timeout(100)
-        if root.locator("tr.lion-grid-row[data-row='99']").count():
-            break
-    root.locator("tr.lion-grid-row[data-row='99']").wait_for(timeout=30_000)
+    last_row = root.locator("tr.lion-grid-row[data-row='99']")
+    scroll_until(scroller, last_row, step=600, tries=40)
     assert root.locator("tr.lion-grid-row[data-row='0']").count() == 0  # dropped
     assert root.locator("tr.lion-grid-row").count() <= 45
-    long_tasks = [d for t, d in page.evaluate("window.__long") if t >= started]
+    long_tasks = long_tasks_since(page, started)
     figures = {
         "grid": "100x10 finished, scripted",
         "rows_on_page": on_page,

@@ -33,7 +33,13 @@ from tests.support.lab_notebooks import (
     shutdown_kernels,
     write_notebook,
 )
-from tests.support.page_measure import Bytes, cadence
+from tests.support.page_measure import (
+    Bytes,
+    cadence,
+    long_tasks_since,
+    scroll_until,
+    watch_long_tasks,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -226,14 +232,6 @@ OPEN_SAMPLER = """
 }
 """
 
-LONG_TASKS = """
-() => {
-  window.__long = [];
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
-  }).observe({ type: "longtask", buffered: true });
-}
-"""
 
 # a task of 120 ms, to show the observer records long tasks in this chromium
 BUSY = """
@@ -274,19 +272,15 @@ def test_the_large_grid_figures(page, jupyter_lab):
     )
     opens = [_open_large(page, jupyter_lab) for _ in range(OPENS)]
     root = page.locator(".grid-figures-box .lion-front.lion-grid").first
-    page.evaluate(LONG_TASKS)
+    watch_long_tasks(page)
     page.evaluate(BUSY)  # the observer sees a long task: this one
     page.wait_for_function("() => window.__long.some(([, d]) => d >= 100)", timeout=10_000)
     started = page.evaluate("performance.now()")
     scroller = root.locator(":scope > .lion-scroll")
-    for _ in range(60):
-        scroller.evaluate("(el) => { el.scrollTop += 400; }")
-        page.wait_for_timeout(100)
-        if root.locator("tr.lion-grid-row[data-row='99']").count():
-            break
-    root.locator("tr.lion-grid-row[data-row='99']").wait_for(timeout=30_000)
+    last_row = root.locator("tr.lion-grid-row[data-row='99']")
+    scroll_until(scroller, last_row, step=400, tries=60)
     page.wait_for_timeout(500)  # the last rows put and drawn
-    long_tasks = [d for t, d in page.evaluate("window.__long") if t >= started]
+    long_tasks = long_tasks_since(page, started)
     figures = {
         "grid": "100x10 finished, scripted",
         "open_ms": statistics.median(ms for ms, _ in opens),

@@ -328,3 +328,36 @@ def contrast_failures(page: Any, root: Any) -> tuple[int, list[str]]:
         for m in measured
         if m["ratio"] < AA
     ]
+
+
+# ----- scrolling: long tasks (anything that keeps the page from drawing for > 50 ms) -----------
+
+LONG_TASKS = """
+() => {
+  window.__long = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
+  }).observe({ type: "longtask", buffered: true });
+}
+"""
+
+
+def watch_long_tasks(page: Any) -> None:
+    """Record the page's long tasks from now on (``long_tasks_since``)."""
+    page.evaluate(LONG_TASKS)
+
+
+def long_tasks_since(page: Any, started: float) -> list[float]:
+    """The durations (ms) of the long tasks that began at or after ``started`` (page time)."""
+    return [d for t, d in page.evaluate("window.__long") if t >= started]
+
+
+def scroll_until(scroller: Any, target: Any, *, step: int, tries: int) -> None:
+    """Scroll ``scroller`` down ``step`` pixels at a time, 0.1 s apart, until ``target`` is on
+    the page (at most ``tries`` steps; then wait for it)."""
+    for _ in range(tries):
+        scroller.evaluate(f"(el) => {{ el.scrollTop += {step}; }}")
+        scroller.page.wait_for_timeout(100)
+        if target.count():
+            break
+    target.wait_for(timeout=30_000)
