@@ -1351,9 +1351,10 @@ function restore(view) {
   if (store.scrollTop !== null && !store.atBottom) shell.scroller.scrollTop = store.scrollTop;
   else {
     settle(view, true);
-    // a view drawn anew may not be laid out yet: follow the bottom again once it is
+    // a chat drawn anew may not be laid out yet: follow the bottom again once it is (only a
+    // chat follows its bottom: a grid opens at its first row)
     requestAnimationFrame(() => {
-      if (view.scroll.atBottom) shell.scroller.scrollTop = shell.scroller.scrollHeight;
+      if (view.chat && view.scroll.atBottom) shell.scroller.scrollTop = shell.scroller.scrollHeight;
     });
   }
   const prompt = view.promptBox && view.promptBox.prompt;

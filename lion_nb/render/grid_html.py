@@ -228,11 +228,13 @@ def sums_html(columns: Sequence[Summary], total: Summary) -> str:
     )
 
 
-def gap_html(rows: int) -> str:
-    """Rows not on the page (a large grid shows the rows in view): their height, kept."""
+def gap_html(rows: int, columns: int) -> str:
+    """Rows not on the page (a large grid shows the rows in view): their height, kept. It
+    spans exactly the table's columns (the prompt, ``columns``, the row summary): a wider
+    span would add empty columns to the fixed table layout, which would take the width."""
     return (
         f'<tr class="lion-grid-gap" aria-hidden="true" data-rows="{rows}">'
-        f'<td colspan="999" style="height:calc({rows} * var(--lion-grid-row))"></td></tr>'
+        f'<td colspan="{columns + 2}" style="height:calc({rows} * var(--lion-grid-row))"></td></tr>'
     )
 
 

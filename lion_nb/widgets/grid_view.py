@@ -213,7 +213,7 @@ class GridView(Front):
             "cols": (gh.columns_html(snapshot.labels, snapshot.baseline), "frame"),
         }
         if first > 0:
-            pieces["gt"] = (gh.gap_html(first), "frame")
+            pieces["gt"] = (gh.gap_html(first, columns), "frame")
         for i in range(first, end):
             row = f"r{i}"
             pieces[row] = (
@@ -225,7 +225,7 @@ class GridView(Front):
                 pieces[cell.key] = ("", row)  # cells: put by _cell_ops
             pieces[f"s{i}"] = (gh.sum_cell_html(snapshot.rows[i]), row)
         if end < rows:
-            pieces["gb"] = (gh.gap_html(rows - end), "frame")
+            pieces["gb"] = (gh.gap_html(rows - end, columns), "frame")
         pieces["sums"] = (gh.sums_html(snapshot.columns, snapshot.total), "frame")
         return pieces
 

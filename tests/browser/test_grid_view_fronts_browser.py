@@ -22,6 +22,8 @@ from tests.support.page_measure import contrast_failures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
+# replies of 120 words at 0.03 s a word: each cell streams ~3.6 s, long enough for a page that
+# draws late on a busy machine to see cells running (40 words, ~1.2 s, once ended first)
 SETUP = """
 import asyncio
 import lion_nb
@@ -30,7 +32,7 @@ from lion_nb import Grid, iModel
 def model(tag):
     def answer(request):
         return {"text": f"{tag} on {request.messages[-1]['content']}: "
-                 + " ".join(f"word{k}" for k in range(40)), "delay": 0.03}
+                 + " ".join(f"word{k}" for k in range(120)), "delay": 0.03}
     return iModel(provider="scripted", default_reply=answer)
 
 grid = Grid(["Prompt one", "Prompt two"],

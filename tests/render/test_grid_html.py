@@ -171,3 +171,12 @@ def test_model_text_prompts_labels_and_errors_are_never_markup(case: dict[str, s
         assert html_problems(html, allow=GRID_ATTRS) == [], html
     # the payload is the cell's text, as text
     assert "Start" in unescape(re.sub(r"<[^>]+>", "", pieces[0]))
+
+
+def test_the_gap_for_rows_off_the_page_spans_exactly_the_tables_columns() -> None:
+    # a wider span added empty columns to the fixed table layout, which took the width: the
+    # model columns of a scrolled large grid collapsed to nothing
+    html = gh.gap_html(40, columns=10)
+    assert 'colspan="12"' in html  # the prompt, the ten columns, the row summary
+    assert "calc(40 * var(--lion-grid-row))" in html
+    assert len(re.findall(r"<th\b", gh.columns_html([f"m{j}" for j in range(10)], 0))) == 12
