@@ -242,9 +242,11 @@ function makeGrid(view) {
   view.model.on("change:chat", onChat);
   Object.assign(grid, {
     chrome(cstate) {
-      ui.stop.disabled = view.gone || !cstate.can_stop;
+      // a button that disables itself (Stop, Run again) hands the focus to the chosen cell
+      const chosen = gridCell(view, grid.key);
+      setDisabled(ui.stop, view.gone || !cstate.can_stop, chosen);
       ui.stop.textContent = cstate.busy && !cstate.can_stop ? "Stopping…" : "Stop";
-      for (const name of ["cell", "row", "col"]) ui.acts[name].disabled = view.gone || Boolean(cstate.busy);
+      for (const name of ["cell", "row", "col"]) setDisabled(ui.acts[name], view.gone || cstate.busy, chosen);
     },
     settle() {
       // cells put anew: one of them (the chosen) is in the tab order, the others by arrows

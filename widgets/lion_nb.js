@@ -43,6 +43,15 @@ function named(el, name) {
   return el;
 }
 
+function setDisabled(el, off, refuge) {
+  // Chrome drops the focus of a control that is disabled to the page's body, which reads as the
+  // reader leaving the view (a "leave": the saved output is refreshed and the notebook draws the
+  // view anew, under the reader's next click): the focus goes to ``refuge``, in the view, first
+  const disable = Boolean(off);
+  if (disable && !el.disabled && refuge && el.getRootNode().activeElement === el) refuge.focus({ preventScroll: true });
+  el.disabled = disable;
+}
+
 async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
@@ -199,8 +208,8 @@ function makePromptBox(view) {
     el: controls,
     prompt,
     chrome(cstate) {
-      send.disabled = cstate.busy;
-      stopButton.disabled = !cstate.can_stop;
+      setDisabled(send, cstate.busy, prompt);
+      setDisabled(stopButton, !cstate.can_stop, prompt);
     },
   };
 }

@@ -86,6 +86,11 @@ def test_stop_button_ends_a_run(page, jupyter_lab):
     assert live_text(page) == text, "the reply kept growing after Stop"
     assert "token1999" not in text and "stopped" in text
     assert page.locator(".lion-view button:has-text('Send')").is_enabled()
+    # Stop disabled itself: the focus went to the prompt box, not out of the view (a leave)
+    focused = page.evaluate(
+        "() => document.activeElement.matches('.lion-view textarea.lion-prompt')"
+    )
+    assert focused, page.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
     screenshot(page, "chat_view_stopped")
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.support.front_ends import screenshot
+from tests.support.lab_notebooks import shutdown_kernels
 from tests.support.live_views import (
     VIEWS,
     check_streamed,
@@ -153,8 +154,26 @@ FRONT = {"notebook7": "Notebook 7", "voila": "Voila", "marimo": "marimo"}
 
 
 # ----- Notebook 7 -------------------------------------------------------------------------------
+def start_kernel_for(server: Any, name: str) -> None:
+    """Start the kernel of notebook ``name`` before its page opens, the earlier tests' kernels
+    stopped first. A page that must start its own kernel asks for the kernel specs first and,
+    when they come late (a busy machine), offers the kernel picker instead (CI saw it, and a
+    notebook that never ran); a page opened on a running session just connects to it."""
+    shutdown_kernels(server)
+    body = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
+    request = urllib.request.Request(
+        server.url("api/sessions"),
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    urllib.request.urlopen(request, timeout=120).close()
+
+
 def open_in_notebook7(page: Any, notebook7: Any, name: str) -> Any:
-    """Open ``name`` in Notebook 7 and run it; returns its first view."""
+    """Open ``name`` in Notebook 7 on a kernel started for it and run it; returns its first
+    view."""
+    start_kernel_for(notebook7, name)
     page.goto(notebook7.url(f"notebooks/{name}"))
     page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(

@@ -144,6 +144,26 @@ def test_cells_stream_as_they_run_and_settle_with_their_figures(page, jupyter_la
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
+FOCUSED_KEY = (
+    "(el) => el.getRootNode().activeElement?.closest?.('td.lion-grid-cell')?.dataset.key ?? ''"
+)
+
+
+def _focus_stays_on(page: Any, root: Any, key: str) -> None:
+    """A button that disabled itself (Stop, Run again) gave the focus to the chosen cell: the
+    reader did not leave the view, so its saved output is not refreshed under the next click
+    (a refresh makes JupyterLab draw the view anew, the focus lost: CI saw arrow keys go to
+    Notebook 7 instead of the grid)."""
+    handle = root.element_handle()
+    assert handle.evaluate(FOCUSED_KEY) == key, page.evaluate(
+        "() => document.activeElement.outerHTML.slice(0, 300)"
+    )
+    handle.evaluate("(el) => { el.__drawnBefore = true; }")
+    page.wait_for_timeout(1500)  # a "leave" would have been answered by now
+    assert handle.evaluate("(el) => el.isConnected && el.__drawnBefore === true")
+    assert handle.evaluate(FOCUSED_KEY) == key
+
+
 def test_stop_stops_and_run_again_replaces_a_cell(page, jupyter_lab):
     root = _show(page, jupyter_lab, "grid_stop.ipynb", rows=2, delay=0.1, words=300)
     kernel_execute(jupyter_lab, "_run = asyncio.ensure_future(grid.run())")
@@ -156,12 +176,15 @@ def test_stop_stops_and_run_again_replaces_a_cell(page, jupyter_lab):
         "() => document.querySelectorAll('.lion-front.lion-grid td.lion-grid-stopped').length === 6",
         timeout=60_000,
     )
-    statuses = kernel_execute(jupyter_lab, "print(sorted({c.status for c in grid.cells()}))")
-    assert statuses.strip() == "['stopped']"
     page.wait_for_function(
         "() => document.querySelector('.lion-front.lion-grid .lion-grid-stop').disabled",
         timeout=30_000,
     )
+    # Stop disabled itself: the chosen cell has the focus (checked before a cell runs here:
+    # a cell's end refreshes the saved output, which draws the view anew)
+    _focus_stays_on(page, root, "c0-0")
+    statuses = kernel_execute(jupyter_lab, "print(sorted({c.status for c in grid.cells()}))")
+    assert statuses.strip() == "['stopped']"
     stopped = root.get_by_role("gridcell", name="Row 1, gamma: stopped")
     assert stopped.count() == 1 and "word" in stopped.locator(".lion-grid-text").inner_text()
 
@@ -178,6 +201,10 @@ def test_stop_stops_and_run_again_replaces_a_cell(page, jupyter_lab):
     assert "A fresh reply." in fresh.locator(".lion-grid-text").inner_text()
     assert "run 2" in fresh.locator(".lion-grid-figs").inner_text()
     assert root.get_by_role("gridcell", name="Row 1, alpha: stopped").count() == 1
+    _focus_stays_on(page, root, "c0-2")
+    root.locator("td[data-key='c1-0']").click()  # and the keys still move in this grid
+    page.keyboard.press("ArrowRight")
+    assert root.element_handle().evaluate(FOCUSED_KEY) == "c1-1"
     attempt = kernel_execute(jupyter_lab, "print(grid[0, 2].attempt, grid[0, 2].text)")
     assert attempt.strip() == "1 A fresh reply."
     screenshot(page, "grid_rerun")
