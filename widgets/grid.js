@@ -157,6 +157,24 @@ function gridKeydown(view, event, target) {
   }
 }
 
+function gridTakeFocus(view, frames) {
+  // the notebook draws a view anew when its saved output is refreshed (a cell's end): the new
+  // one takes the focus the old one had in a cell, once it is on the page and the old one is off
+  // it (a second display of the same grid, still on the page, keeps its focus: after ~2 s of
+  // frames this one gives up)
+  requestAnimationFrame(() => {
+    const { store, shell, grid } = view;
+    const cell = gridCell(view, grid.key);
+    const old = store.gridFocusList;
+    if (!cell || !cell.isConnected || (old && old !== shell.list && old.isConnected)) {
+      if (frames > 0) gridTakeFocus(view, frames - 1);
+      return;
+    }
+    const active = document.activeElement;
+    if (store.gridFocused && (!active || active === document.body)) gridChoose(view, grid.key, true);
+  });
+}
+
 // ----- rows in view: a large grid has only those on the page ----------------------------------
 function gridMetrics(view) {
   const row = view.shell.list.querySelector("tr.lion-grid-row");
@@ -226,12 +244,24 @@ function makeGrid(view) {
   };
   window.addEventListener("keydown", onKey, true);
   // a cell put anew (its status changed) while focused takes the focus with it: given back
+  const { store } = view;
   list.addEventListener("focusin", (event) => {
     grid.focused = Boolean(event.target.closest && event.target.closest("td.lion-grid-cell"));
+    store.gridFocused = grid.focused;
+    store.gridFocusList = list;
   });
   list.addEventListener("focusout", (event) => {
-    if (event.relatedTarget) grid.focused = false;
+    if (event.relatedTarget) {
+      grid.focused = store.gridFocused = false;
+      return;
+    }
+    // to nowhere: a cell put anew (the focus is given back), the reader left for the page (the
+    // list is still on it) or the notebook took this view off the page (the list is not)
+    setTimeout(() => {
+      if (list.isConnected && !list.contains(list.getRootNode().activeElement)) grid.focused = store.gridFocused = false;
+    }, 0);
   });
+  if (store.gridFocused) gridTakeFocus(view, 120);
   list.addEventListener("click", (event) => {
     const cell = event.target.closest && event.target.closest("td.lion-grid-cell");
     if (cell) gridChoose(view, cell.getAttribute("data-key"), true);

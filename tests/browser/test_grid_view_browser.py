@@ -211,6 +211,39 @@ def test_stop_stops_and_run_again_replaces_a_cell(page, jupyter_lab):
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
+def test_a_grid_drawn_anew_keeps_the_focused_cell(page, jupyter_lab):
+    """A cell that ends refreshes the saved output of a view whose run ended, and JupyterLab
+    answers with a new view of the widget in place of the old: a reader who was in one of the
+    grid's cells (clicked while it ran) is still there, and the arrow keys still move."""
+    root = _show(page, jupyter_lab, "grid_redrawn.ipynb", rows=2, delay=0.05, words=40)
+    kernel_execute(jupyter_lab, "_run = asyncio.ensure_future(grid.run())")
+    root.locator("td.lion-grid-running").first.wait_for(timeout=30_000)
+    root.locator("td[data-key='c1-1']").click()
+    _all_done(page, 6)
+    old = root.element_handle()
+    old.evaluate("(el) => { el.__drawnBefore = true; }")
+    assert old.evaluate(FOCUSED_KEY) == "c1-1"
+    kernel_execute(jupyter_lab, "pass")  # a cell's end: the saved output is refreshed
+    page.wait_for_function("(el) => !el.isConnected", arg=old, timeout=30_000)
+    new = page.locator(".lion-front.lion-grid").first
+    new.locator("td[data-key='c1-1']").wait_for(timeout=30_000)
+    assert new.evaluate("(el) => el.__drawnBefore") is None  # the view drawn anew
+    page.wait_for_function("() => document.activeElement?.dataset?.key === 'c1-1'", timeout=10_000)
+    page.keyboard.press("ArrowLeft")
+    assert new.element_handle().evaluate(FOCUSED_KEY) == "c1-0"
+    # a reader who left (the focus to nowhere) is not pulled back by the next drawing anew
+    page.evaluate("() => document.activeElement.blur()")
+    page.wait_for_timeout(200)
+    left = new.element_handle()
+    kernel_execute(jupyter_lab, "await grid.run(cells=[(0, 0)])")  # its end: a refresh
+    page.wait_for_function("(el) => !el.isConnected", arg=left, timeout=30_000)
+    page.locator(".lion-front.lion-grid td[data-key='c1-1']").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    assert page.evaluate("() => document.activeElement === document.body"), page.evaluate(
+        "() => document.activeElement.outerHTML.slice(0, 200)"
+    )
+
+
 def test_keys_move_between_cells_and_enter_opens_a_live_chat_view(page, jupyter_lab):
     root = _show(page, jupyter_lab, "grid_keys.ipynb", rows=3, delay=0.0, words=8)
     kernel_execute(jupyter_lab, "await grid.run()")
