@@ -573,28 +573,20 @@ function makePager(view) {
   const collapse = named(button("lion-act lion-tl-collapse", "Collapse all", "Collapse every expanded message",
     () => model.send({ action: "collapse" })), "Collapse all messages");
   bar.append(first, prev, label, next, last, goTo.box, goTo.go, roles.el, collapse);
-  let focused = null; // the pager's control the reader used last
-  bar.addEventListener("focusin", (event) => {
-    focused = event.target;
-  });
-  const keepFocus = () => {
-    // a page button that brought the reader to the first or last page is disabled now: the
-    // focus goes to the one that pages back, not out of the view
-    const gone = document.activeElement === focused || document.activeElement === document.body;
-    if (!focused || !focused.disabled || !gone) return;
-    const other = focused === first || focused === prev ? next : prev;
-    if (!other.disabled) other.focus({ preventScroll: true });
-  };
   return {
     el: bar,
     chrome(cstate) {
       const state = cstate.pager || {};
       if (label.textContent !== (state.text || "")) label.textContent = state.text || "";
-      first.disabled = prev.disabled = Boolean(state.first);
-      next.disabled = last.disabled = Boolean(state.last);
+      // a page button that brought the reader to the first or last page hands its focus to the
+      // one that pages back: those are enabled first, then the others disabled
+      const atFirst = Boolean(state.first);
+      const atLast = Boolean(state.last);
+      const pages = [[first, atFirst, next], [prev, atFirst, next], [next, atLast, prev], [last, atLast, prev]];
+      for (const [el, off, back] of pages) if (!off) setDisabled(el, off, back);
+      for (const [el, off, back] of pages) if (off) setDisabled(el, off, back);
       goTo.input.max = String(state.max || 0);
       roles.set(state.filters, state.filter);
-      keepFocus();
     },
   };
 }
