@@ -158,7 +158,11 @@ function samplerOp(view, op) {
   samplerStore(view).set(op.key, op);
   for (const part of view.parts.values()) {
     const open = part.tokens && part.tokens.sampling;
-    if (open && part.tokens.key === op.key && !open.moved) startAt(open, op);
+    if (!open || part.tokens.key !== op.key) continue;
+    // a reader who moved a slider before the answer came keeps their settings; the note
+    // names the model's own instead of saying it is still asking for them
+    if (open.moved) noteSettings(open, op, false);
+    else startAt(open, op);
   }
 }
 
@@ -299,24 +303,32 @@ function samplingRow(text, isChosen) {
 
 function startAt(s, op) {
   // the model's own settings (the kernel's `sampler` op), else llama.cpp's defaults
-  const given = new Set(op ? op.given || [] : []);
   for (const [name] of SLIDERS) {
     const value = op && op[name] != null ? op[name] : SAMPLING_DEFAULTS[name];
     s.values[name] = value;
     if (value > Number(s.inputs[name].max)) s.inputs[name].max = String(value); // a top-k above 40
     s.inputs[name].value = String(value);
   }
-  const note = s.el.querySelector(".lion-sampling-note");
-  const own = [...given].map((n) => `${n.replace("_", "-")} ${s.values[n]}`);
-  const start = !op ? "llama.cpp's defaults (asking the model for its own…)"
-    : own.length === SLIDERS.length ? "the model's own settings"
-      : own.length ? `the model's own ${own.join(", ")}; llama.cpp's defaults for the rest`
-        : "llama.cpp's defaults (the model does not say its own)";
+  noteSettings(s, op, true);
+  redrawSampling(s);
+}
+
+function noteSettings(s, op, applied) {
+  // what the sliders started at: the model's own settings where it said them
+  const given = op ? op.given || [] : [];
+  const own = given.map((n) => `${n.replace("_", "-")} ${op[n]}`);
+  const defaults = "llama.cpp's defaults";
+  let start;
+  if (!op) start = `${defaults} (asking the model for its own…)`;
+  else if (!own.length) start = `${defaults} (the model does not say its own)`;
+  else if (!applied) start = `${defaults}; the model's own are ${own.join(", ")} (not applied: you had moved a slider)`;
+  else if (own.length === SLIDERS.length) start = "the model's own settings";
+  else start = `the model's own ${own.join(", ")}; ${defaults} for the rest`;
   const missing = s.top.some(([text]) => text === s.chosen) ? ""
     : ` “${shownToken(s.chosen)}”, the token the model chose, is not among them: it was sampled from beyond them.`;
-  note.textContent = `Over the ${s.top.length} stored alternatives only: the model's other tokens were not stored.${missing} ` +
+  s.el.querySelector(".lion-sampling-note").textContent =
+    `Over the ${s.top.length} stored alternatives only: the model's other tokens were not stored.${missing} ` +
     `Starting at ${start}.`;
-  redrawSampling(s);
 }
 
 function settingWords(name, value) {

@@ -63,8 +63,8 @@ def _no_kernels_left(jupyter_lab):
     set_theme(jupyter_lab, "JupyterLab Light")  # the other tests expect the default
 
 
-def _open_tokens(page: Any, lab: Any, name: str) -> Any:
-    run_notebook_in_lab(page, lab, write_notebook(lab, name, [SETUP, RUN]))
+def _open_tokens(page: Any, lab: Any, name: str, setup: str = SETUP) -> Any:
+    run_notebook_in_lab(page, lab, write_notebook(lab, name, [setup, RUN]))
     page.get_by_text(READY).first.wait_for(timeout=120_000)
     root = page.locator(".lion-front").first
     root.locator(".lion-assistant").last.locator(".lion-tokens-btn").click()
@@ -72,8 +72,13 @@ def _open_tokens(page: Any, lab: Any, name: str) -> Any:
     return root
 
 
-def _open_panel_by_keyboard(page: Any, root: Any, token: int) -> Any:
-    """Focus token ``token``, Down into its pop-up, down to "How sampling chose this", Enter."""
+ASKING = "asking the model for its own"
+
+
+def _open_panel_by_keyboard(page: Any, root: Any, token: int, settled: bool = True) -> Any:
+    """Focus token ``token``, Down into its pop-up, down to "How sampling chose this", Enter;
+    ``settled``: then wait until the kernel's answer (the model's own settings) is in the panel
+    — the page asks for it when the pop-up opens, and a busy kernel answers after the click."""
     root.locator(".lion-tokens-text .lion-tok").nth(0).focus()
     for _ in range(token):
         page.keyboard.press("ArrowRight")
@@ -87,6 +92,13 @@ def _open_panel_by_keyboard(page: Any, root: Any, token: int) -> Any:
     page.keyboard.press("Enter")
     panel = root.locator(".lion-sampling")
     panel.wait_for(timeout=10_000)
+    if settled:
+        note = panel.locator(".lion-sampling-note")
+        page.wait_for_function(
+            "([el, asking]) => !el.textContent.includes(asking)",
+            arg=[note.element_handle(), ASKING],
+            timeout=30_000,
+        )
     return panel
 
 
@@ -173,6 +185,48 @@ def test_the_sliders_redraw_the_bars_in_both_orders(page, jupyter_lab):
     page.keyboard.press("Escape")
     panel.wait_for(state="detached", timeout=5_000)
     assert page.evaluate("document.activeElement.getAttribute('data-token-index')") == "5"
+    assert page.watched.console_errors == [], page.watched.console_errors
+
+
+def test_a_slow_answer_keeps_the_readers_moves(page, jupyter_lab):
+    # the kernel answers the page's "sampler" question only once the test says so: the panel
+    # opens at llama.cpp's defaults and says it is asking; a reader who moves a slider meanwhile
+    # keeps their setting, and the note then names the model's own instead of asking forever
+    release = jupyter_lab.root / "release-sampler"
+    release.unlink(missing_ok=True)
+    slow = (
+        f"""
+import pathlib, time
+from lion_nb.widgets.sampling_panel import SamplingPanel
+answer = SamplingPanel._action_sampler
+def held_back(self, content):
+    deadline = time.monotonic() + 60
+    while not pathlib.Path({str(release)!r}).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answer(self, content)
+SamplingPanel._action_sampler = held_back  # before the view: it looks its actions up once
+"""
+        + SETUP  # the view last: the cell shows it
+    )
+    root = _open_tokens(page, jupyter_lab, "sampling_slow.ipynb", setup=slow)
+    panel = _open_panel_by_keyboard(page, root, 5, settled=False)
+    note = panel.locator(".lion-sampling-note")
+    assert "Starting at llama.cpp's defaults (asking the model for its own…)." in note.inner_text()
+    temperature = panel.locator("input[data-setting=temperature]")
+    assert temperature.input_value() == "0.8"
+    page.keyboard.press("ArrowRight")  # the focus is on the temperature slider
+    assert temperature.input_value() == "0.85"
+    release.write_text("go")
+    page.wait_for_function(
+        "([el, asking]) => !el.textContent.includes(asking)",
+        arg=[note.element_handle(), ASKING],
+        timeout=60_000,
+    )
+    assert temperature.input_value() == "0.85"  # the reader's move stands
+    assert (
+        "Starting at llama.cpp's defaults; the model's own are temperature 1 "
+        "(not applied: you had moved a slider)." in note.inner_text()
+    )
     assert page.watched.console_errors == [], page.watched.console_errors
 
 
