@@ -197,9 +197,11 @@ def _search(page: Any, query: str) -> list[str]:
     page.locator("label.md-search__icon, .md-search__input").first.click()
     # typed key by key: the search box answers keystrokes, as a person types
     page.locator(".md-search__input").press_sequentially(query, delay=30)
+    # each keystroke asks the search worker again: wait for the answer to the whole query, then
+    # read the list in one look (a later answer may redraw it between two reads)
     results = page.locator(".md-search-result__item")
-    results.first.wait_for(state="attached", timeout=30_000)
-    return [results.nth(i).inner_text() for i in range(min(results.count(), 10))]
+    results.filter(has_text=query).first.wait_for(state="attached", timeout=30_000)
+    return results.evaluate_all("els => els.slice(0, 10).map((e) => e.innerText)")
 
 
 def test_search_finds_fit_context_served(served: str, site_page: Any):

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.front_ends import screenshot
 from tests.support.lab_notebooks import (
@@ -150,7 +151,9 @@ def test_stop_in_jupyterlab_reads_stopped_and_cancelled_and_the_strip_shows_the_
     assert "CancelledError" not in body and "failed" not in body and "pending" not in body
     head = view.locator(".lion-flow-head").inner_text()
     assert "1 completed" in head and "2 stopped" in head and "2 cancelled" in head
-    assert stop.is_disabled() and stop.inner_text().strip() == "Stop"
+    # "Stopping…" while the run winds down, then "Stop" again, disabled: a message after the rows
+    expect(stop).to_have_text("Stop", timeout=30_000)
+    assert stop.is_disabled()
 
     # the picture: one lane per node, a bar for each that ran (the outline and two sections)
     lanes = view.locator(".lion-flow-strip .lion-flow-lane")

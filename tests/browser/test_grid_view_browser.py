@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.test_theme_contrast_browser import AA, MEASURE, set_theme
 from tests.support.front_ends import ARTIFACTS, screenshot
@@ -96,6 +97,16 @@ def _all_done(page: Any, count: int) -> None:
     )
 
 
+def _run_in_a_cell(page: Any, lab: Any, root: Any, count: int) -> None:
+    """Run the whole grid in a cell and wait for the view the notebook draws anew at that
+    cell's end (the saved output is refreshed once the run ended): the test then clicks and
+    types into the view that stays, not into one about to go."""
+    drawn = root.element_handle()
+    kernel_execute(lab, "await grid.run()")
+    page.wait_for_function("(el) => !el.isConnected", arg=drawn, timeout=30_000)
+    _all_done(page, count)
+
+
 def test_cells_stream_as_they_run_and_settle_with_their_figures(page, jupyter_lab):
     root = _show(page, jupyter_lab, "grid_stream.ipynb")
     assert root.locator("td.lion-grid-cell").count() == 12
@@ -134,7 +145,7 @@ def test_cells_stream_as_they_run_and_settle_with_their_figures(page, jupyter_la
     assert figures["updates_per_s"] >= MIN_UPDATES_PER_S, figures
     # every cell says done with its figures, and is named for a screen reader
     cell = root.get_by_role("gridcell", name=re.compile(r"^Row 2, beta: done, \d"))
-    assert cell.count() == 1
+    expect(cell).to_have_count(1, timeout=30_000)  # the view may be drawn anew meanwhile
     assert re.search(
         r"done · \d+ tokens · first token", cell.locator(".lion-grid-figs").inner_text()
     )
@@ -186,7 +197,8 @@ def test_stop_stops_and_run_again_replaces_a_cell(page, jupyter_lab):
     statuses = kernel_execute(jupyter_lab, "print(sorted({c.status for c in grid.cells()}))")
     assert statuses.strip() == "['stopped']"
     stopped = root.get_by_role("gridcell", name="Row 1, gamma: stopped")
-    assert stopped.count() == 1 and "word" in stopped.locator(".lion-grid-text").inner_text()
+    expect(stopped).to_have_count(1, timeout=30_000)  # the view may be drawn anew meanwhile
+    assert "word" in stopped.locator(".lion-grid-text").inner_text()
 
     # run one cell again (short replies now): it is replaced, the others stay stopped
     kernel_execute(
@@ -246,8 +258,7 @@ def test_a_grid_drawn_anew_keeps_the_focused_cell(page, jupyter_lab):
 
 def test_keys_move_between_cells_and_enter_opens_a_live_chat_view(page, jupyter_lab):
     root = _show(page, jupyter_lab, "grid_keys.ipynb", rows=3, delay=0.0, words=8)
-    kernel_execute(jupyter_lab, "await grid.run()")
-    _all_done(page, 9)
+    _run_in_a_cell(page, jupyter_lab, root, 9)
     table = root.get_by_role("grid", name="Test grid · 3 prompts × 3 columns")
     assert table.count() == 1
     # prompts down, columns across: each row its prompt, then alpha, beta, gamma, its summary
@@ -358,8 +369,7 @@ def test_the_grid_reads_at_aa_contrast(page, jupyter_lab, theme):
     set_theme(jupyter_lab, theme)
     name = "grid_" + theme.split()[-1].lower()
     root = _show(page, jupyter_lab, f"{name}.ipynb", rows=2, delay=0.0, words=8)
-    kernel_execute(jupyter_lab, "await grid.run()")
-    _all_done(page, 6)
+    _run_in_a_cell(page, jupyter_lab, root, 6)
     root.locator("td.lion-grid-cell").nth(1).click()  # a chosen cell too
     root.get_by_role("button", name=re.compile("^Diff of")).click()
     root.locator(".lion-grid-detail").wait_for(timeout=30_000)

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.test_front_ends_browser import nb7_theme, open_in_notebook7, write_ipynb
 from tests.support.front_ends import screenshot
@@ -48,7 +49,8 @@ def _streams_and_settles(page: Any, view: Any, name: str, *, live: bool = True) 
     view.locator("td.lion-grid-cell").first.wait_for(timeout=90_000)
     if live:
         view.locator("td.lion-grid-running").first.wait_for(timeout=60_000)
-        assert view.locator(".lion-grid-stop").is_enabled()
+        # Stop comes alive in the kernel's next message after the first cell runs
+        expect(view.locator(".lion-grid-stop")).to_be_enabled(timeout=30_000)
     screenshot(page, f"grid_{name}_streaming")
     view.locator("td.lion-grid-done").nth(5).wait_for(timeout=90_000)
     cell = view.get_by_role("gridcell", name=re.compile(r"^Row 2, gamma: done, \d"))

@@ -7,9 +7,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.front_ends import screenshot
-from tests.support.lab_notebooks import run_notebook_in_lab, shutdown_kernels, write_notebook
+from tests.support.lab_notebooks import (
+    held_until,
+    run_notebook_in_lab,
+    shutdown_kernels,
+    write_notebook,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -156,14 +162,14 @@ rounds
 
 
 def test_rounds_view_fills_in_during_a_live_react_run(page, jupyter_lab):
-    nb = write_notebook(
-        jupyter_lab,
-        "react.ipynb",
-        [REACT, 'await branch.ReAct("Sum and product of 2,3 and 4,5", max_extensions=2)'],
-    )
+    release = jupyter_lab.root / "release-react"
+    release.unlink(missing_ok=True)
+    run = 'await branch.ReAct("Sum and product of 2,3 and 4,5", max_extensions=2)'
+    nb = write_notebook(jupyter_lab, "react.ipynb", [REACT, held_until(release) + run])
     run_notebook_in_lab(page, jupyter_lab, nb)
     view = page.locator(".lion-rounds")
     view.wait_for(timeout=60_000)
+    release.write_text("go")  # round 1 streams for ~1.5 s: a page drawn later never sees it
     states: list[tuple[str, ...]] = []
     streaming_seen = False
     deadline = time.monotonic() + 60
@@ -187,7 +193,7 @@ def test_rounds_view_fills_in_during_a_live_react_run(page, jupyter_lab):
     assert streaming_seen, "the analysis never streamed in"
     first = view.locator(".lion-round[data-round='1']")
     actions = first.locator(".lion-parallel > .lion-action")
-    assert actions.count() == 2
+    expect(actions).to_have_count(2, timeout=30_000)  # drawn anew at the cell's end, maybe now
     boxes = [actions.nth(i).bounding_box() for i in range(2)]
     for _ in range(50):  # a redraw still settling on a busy machine: measure the final layout
         if all(boxes):
@@ -230,14 +236,14 @@ order_view
 
 
 def test_parse_view_fills_in_while_the_reply_streams(page, jupyter_lab):
-    nb = write_notebook(
-        jupyter_lab,
-        "parse.ipynb",
-        [PARSE, 'await branch.communicate("Order please", response_format=Order)'],
-    )
+    release = jupyter_lab.root / "release-parse"
+    release.unlink(missing_ok=True)
+    run = 'await branch.communicate("Order please", response_format=Order)'
+    nb = write_notebook(jupyter_lab, "parse.ipynb", [PARSE, held_until(release) + run])
     run_notebook_in_lab(page, jupyter_lab, nb)
     view = page.locator(".lion-parse")
     view.locator(".lion-parse-tree").wait_for(timeout=60_000)
+    release.write_text("go")  # the reply streams for ~1.7 s: a page drawn later never sees it
     seen_pending = seen_partial = False
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -251,7 +257,8 @@ def test_parse_view_fills_in_while_the_reply_streams(page, jupyter_lab):
     assert seen_pending, "fields never showed as pending while earlier ones were complete"
     assert seen_partial, "a string never showed while it streamed"
     rows = view.locator("tr.lion-parse-row")
-    assert rows.count() == 1 + 1 + 6 * 3 + 1  # customer, items, 6 x (item, name, price), note
+    # customer, items, 6 x (item, name, price), note; drawn anew at the cell's end, maybe now
+    expect(rows).to_have_count(1 + 1 + 6 * 3 + 1, timeout=30_000)
     assert "PARSE-NOTE-MARK" in view.inner_text()
     assert "Attempt 0" in view.inner_text()
     screenshot(page, "parse_view")
@@ -365,8 +372,6 @@ inspector
 """
 
 RUN = """
-import asyncio
-await asyncio.sleep(3)  # the test marks the rows first
 for i in range(8):
     await branch.communicate(f"LIVE-QUESTION-{i}")
 print("LIVE-RUN-" + "DONE")
@@ -383,7 +388,9 @@ KEPT = """() => {
 
 
 def test_the_inspector_follows_a_run_and_works_by_keyboard(page, jupyter_lab):
-    nb = write_notebook(jupyter_lab, "inspector_live.ipynb", [LIVE, RUN])
+    release = jupyter_lab.root / "release-inspector"
+    release.unlink(missing_ok=True)
+    nb = write_notebook(jupyter_lab, "inspector_live.ipynb", [LIVE, held_until(release) + RUN])
     run_notebook_in_lab(page, jupyter_lab, nb)
     view = page.locator(".lion-inspector")
     view.locator(".lion-tl-row").first.wait_for(timeout=60_000)
@@ -393,6 +400,7 @@ def test_the_inspector_follows_a_run_and_works_by_keyboard(page, jupyter_lab):
         "() => { const v = document.querySelector('.lion-inspector'); v.__mark = 1;"
         " v.querySelector('.lion-tl-item[data-index=\"120\"]').__mark = 1; }"
     )
+    release.write_text("go")  # the run starts once the marks are on
     seen: list[int] = []
     kept = True  # the view, and row #120 while it is shown, are the elements marked
     deadline = time.monotonic() + 90
@@ -406,6 +414,13 @@ def test_the_inspector_follows_a_run_and_works_by_keyboard(page, jupyter_lab):
         if done:
             break
         time.sleep(0.05)
+    # the run's end refreshes the saved output at the cell's end, and Lab draws the view anew:
+    # the keyboard below works in the new one (the old one's focus would go with it)
+    page.wait_for_function(
+        "() => { const v = document.querySelector('.lion-inspector');"
+        " return v && v.__mark === undefined && v.querySelectorAll('.lion-tl-row').length === 20; }",
+        timeout=30_000,
+    )
     wait_rows(page, 117, 20)  # 16 messages added: it followed them to the end
     seen += [136] if seen[-1] != 136 else []
     assert len(seen) >= 4, f"the rows followed the run in too few steps: {seen}"

@@ -223,6 +223,20 @@ def test_every_view_reads_at_aa_contrast(page, jupyter_lab, theme):
     light = theme.endswith("Light")
     assert page.evaluate("document.body.dataset.jpThemeLight") == str(light).lower()
     page.locator(".lion-flow-view .lion-flow-completed").first.wait_for(timeout=60_000)
+    # every cell's end may refresh its view's saved output, which Lab draws anew: measure once
+    # the kernel is idle and each view's cell shows a view with text again
+    page.get_by_text("ipykernel) | Idle").wait_for(timeout=60_000)
+    page.wait_for_function(
+        """(cells) => {
+          const all = [...document.querySelectorAll(".jp-Notebook .jp-Cell")];
+          return cells.every((k) => {
+            const view = all[k] && all[k].querySelector(".lion-view");
+            return view && view.innerText.trim().length > 0;
+          });
+        }""",
+        arg=list(VIEWS.values()),
+        timeout=30_000,
+    )
     page.wait_for_timeout(1000)  # the views' last throttled renders
     failures: list[str] = []
     for scheme in ("light", "dark"):  # the OS scheme must not change anything in Lab

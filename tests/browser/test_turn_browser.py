@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.front_ends import screenshot
 from tests.support.lab_notebooks import (
@@ -168,7 +169,10 @@ def test_regenerate_names_the_branch_shown_and_compare_follows(page, jupyter_lab
     root.locator(".lion-assistant .lion-act:has-text('Regenerate')").click()
     root.locator(".lion-assistant:has-text('SECOND')").wait_for(timeout=30_000)
     root.locator(".lion-title:has-text('demo · Alternative 2 of 2')").wait_for(timeout=10_000)
-    status = root.locator(".lion-view-statusline").inner_text()
+    # the title comes at once, the status line in a message after it
+    line = root.locator(".lion-view-statusline")
+    expect(line).to_contain_text("view.branch now points to it", timeout=30_000)
+    status = line.inner_text()
     tip = root.locator(".lion-view-statusline .lion-view-status").get_attribute("title") or ""
     fork_id = kernel_execute(jupyter_lab, "print(str(view.branch.id)[:8])").strip()
     assert "view.branch now points to it" in status and fork_id not in status, status

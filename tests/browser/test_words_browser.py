@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.test_theme_contrast_browser import set_theme
 from tests.support.front_ends import screenshot
@@ -107,6 +108,10 @@ def test_regenerate_at_temperature_0_title_status_compare_and_the_edit_box(page,
     idle(page, root)
     # the title keeps the view's name and counts as the switcher does
     root.locator(".lion-title:text-is('demo · Alternative 2 of 2')").wait_for(timeout=10_000)
+    # the title comes at once, the status line in a message after it
+    expect(root.locator(".lion-view-statusline")).to_contain_text(
+        "the same reply as alternative 1", timeout=30_000
+    )
     words, tip = status(root)
     assert "Alternative 2 of 2 · view.branch now points to it" in words, words
     assert "the same reply as alternative 1: at temperature 0" in words, words

@@ -8,6 +8,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from tests.support.front_ends import JupyterLab
@@ -76,6 +77,18 @@ def kernel_reply(client: Any, msg_id: str, timeout: float = 60) -> dict[str, Any
         reply = client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
         if reply["parent_header"].get("msg_id") == msg_id:
             return reply["content"]  # type: ignore[no-any-return]
+
+
+def held_until(release: Path) -> str:
+    """The code a notebook cell starts with to wait until the test writes ``release``: with
+    Run All the next cell starts as soon as the kernel has shown a view, and a busy page may
+    draw the view after a short run has streamed past — the test releases the run once the
+    view is on the page (and, while the cell waits, can mark what it wants to see kept)."""
+    return (
+        "import asyncio as _asyncio, pathlib as _pathlib\n"
+        f"while not _pathlib.Path({str(release)!r}).exists():\n"
+        "    await _asyncio.sleep(0.05)\n"
+    )
 
 
 def kernel_execute(lab: JupyterLab, code: str, timeout: float = 60) -> str:
