@@ -1281,16 +1281,20 @@ function watchKernel(view, el) {
 }
 
 // ----- the view ------------------------------------------------------------------------------
-function makeView(model) {
-  const kind = model.get("kind");
+function storeOf(model) {
   const uid = model.get("uid") || "";
   if (!STORE.has(uid)) STORE.set(uid, { draft: "", scrollTop: null, atBottom: true, applied: 0 });
+  return STORE.get(uid);
+}
+
+function makeView(model) {
+  const kind = model.get("kind");
   const protocol = model.get("protocol") || {};
   for (const name of protocol.ops || []) {
     if (!OPS[name]) console.warn(`lion_nb: the kernel sends op ${name}, which this page does not handle`);
   }
   const view = {
-    model, kind, chat: kind === "chat", flow: kind === "flow-view", store: STORE.get(uid),
+    model, kind, chat: kind === "chat", flow: kind === "flow-view", store: storeOf(model),
     chromeNames: protocol.chrome || [],
     parts: new Map(), // key -> {el, html, fp}
     wantClip: new Map(), // key -> the copy button that asked
@@ -1345,8 +1349,9 @@ function assemble(view, el) {
 function restore(view) {
   const { store, shell } = view;
   if (store.applied > view.applied) {
-    // another view of this widget on the page has seen newer updates than the synced state
-    // holds (the kernel keeps its state without re-sending it): ask for it
+    // the page has had newer updates than the synced state holds (the kernel keeps its state
+    // without re-sending it) — another view of this widget applied them, or they came while
+    // none was on the page (initialize): ask for it
     resync(view);
   }
   if (store.scrollTop !== null && !store.atBottom) shell.scroller.scrollTop = store.scrollTop;
@@ -1406,4 +1411,17 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+function initialize({ model }) {
+  // updates that come while no view of this widget is on the page (made in one cell and shown
+  // in a later one, or sent before the page drew it) reach no view: their newest seq is kept,
+  // so the view drawn later knows what it missed and asks for the state (restore)
+  const heard = (msg) => {
+    if (!msg || typeof msg.seq !== "number") return;
+    const store = storeOf(model);
+    store.applied = Math.max(store.applied, msg.seq);
+  };
+  model.on("msg:custom", heard);
+  return () => model.off("msg:custom", heard);
+}
+
+export default { initialize, render };

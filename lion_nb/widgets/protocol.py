@@ -23,7 +23,9 @@ part, ``[key, html, parent]`` per nested part after its parent, and ``seq``, plu
 ``CHROME`` traits), which it renders and continues from. The complete state is also what a view
 that attaches later renders (a reload, a second view, a late front end): custom messages are
 not replayed. The kernel syncs it (without sending) when the view comes to rest, and sends it
-when a page asks or the saved output is refreshed.
+when a page asks or the saved output is refreshed. A page keeps the newest ``seq`` it has heard
+per widget even while no view of it is drawn (a view made in one cell and shown in a later one):
+a view drawn with an older synced state asks for the complete state at once (``resync``).
 
 **Envelope budget.** Each message costs ~``ENVELOPE_BYTES`` of envelope on the wire (Jupyter's
 header, parent header and signature), more than most ops it carries: updates are coalesced

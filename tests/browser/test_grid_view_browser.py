@@ -98,11 +98,13 @@ def _all_done(page: Any, count: int) -> None:
 
 
 def _run_in_a_cell(page: Any, lab: Any, root: Any, count: int) -> None:
-    """Run the whole grid in a cell and wait for the view the notebook draws anew at that
-    cell's end (the saved output is refreshed once the run ended): the test then clicks and
-    types into the view that stays, not into one about to go."""
+    """Run the whole grid in a cell and wait for the view the notebook draws anew once the run
+    ended (its saved output is refreshed at the end of that cell, or of the next when the run's
+    last update went out after it: a second cell makes sure): the test then clicks and types
+    into the view that stays, not into one about to go."""
     drawn = root.element_handle()
     kernel_execute(lab, "await grid.run()")
+    kernel_execute(lab, "pass")
     page.wait_for_function("(el) => !el.isConnected", arg=drawn, timeout=30_000)
     _all_done(page, count)
 

@@ -231,7 +231,7 @@ def test_every_view_reads_at_aa_contrast(page, jupyter_lab, theme):
           const all = [...document.querySelectorAll(".jp-Notebook .jp-Cell")];
           return cells.every((k) => {
             const view = all[k] && all[k].querySelector(".lion-view");
-            return view && view.innerText.trim().length > 0;
+            return view && view.textContent.trim().length > 0;
           });
         }""",
         arg=list(VIEWS.values()),

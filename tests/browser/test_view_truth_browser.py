@@ -244,3 +244,47 @@ def test_a_paste_too_long_for_the_model_comes_back_to_the_prompt_box(
     prompt.press("Enter")
     view.locator(".lion-assistant:not(.lion-live)").last.wait_for(timeout=120_000)
     assert prompt.input_value() == ""
+
+
+# ----- a view made in one cell and shown in a later one shows what happened in between ---------
+MADE_EARLY = """
+import lion_nb
+from lion_nb import Branch, iModel
+from lion_nb.messages import AssistantResponse, Instruction
+from lion_nb.widgets.inspector import ProgressionInspector
+branch = Branch(name="early", chat_model=iModel(provider="scripted", replies=["EARLY-REPLY"]))
+view = lion_nb.view(branch)
+await view.asend("EARLY-QUESTION")
+history = Branch(name="history")
+for i in range(5):
+    history.add_message(Instruction(instruction=f"question {i}"))
+    history.add_message(AssistantResponse(response=f"answer {i}"))
+inspector = ProgressionInspector(history)
+"""
+
+
+def test_a_view_shown_cells_after_it_was_made_shows_what_happened_meanwhile(
+    page, jupyter_lab, _no_kernels_left
+):
+    # the page has each view's model from the cell that made it; the updates that came before a
+    # view was drawn reached no view (the chat view said "No messages yet" and the inspector
+    # showed no expanded row): the view drawn later asks for what it missed
+    cells = [MADE_EARLY, "inspector.toggle(3)", "view", "inspector", "print('MADE-' + 'EARLY')"]
+    run_notebook_in_lab(page, jupyter_lab, write_notebook(jupyter_lab, "made_early.ipynb", cells))
+    page.get_by_text("MADE-EARLY").first.wait_for(timeout=60_000)
+    chat = page.locator(".lion-front.lion-chat").first
+    chat.locator(".lion-assistant", has_text="EARLY-REPLY").wait_for(timeout=30_000)
+    assert chat.locator(".lion-user", has_text="EARLY-QUESTION").count() == 1
+    assert "No messages yet" not in chat.inner_text()
+    detail = page.locator(".lion-inspector .lion-tl-detail[data-index='3']")
+    detail.wait_for(timeout=30_000)
+    assert "answer 1" in detail.inner_text()
+    # and it is live: a message sent from it is answered in it
+    kernel_execute(
+        jupyter_lab, "branch.chat_model.provider.default_reply = lambda r: {'text': 'LATER'}"
+    )
+    prompt = chat.locator("textarea.lion-prompt")
+    prompt.fill("and now?")
+    prompt.press("Enter")
+    chat.locator(".lion-assistant", has_text="LATER").wait_for(timeout=30_000)
+    assert page.watched.console_errors == [], page.watched.console_errors
