@@ -1,7 +1,8 @@
 """Views that tell the truth in Notebook 7, Voilà and marimo, in a real chromium (the helpers
 and the JupyterLab tests are in ``test_view_truth_browser.py``; playwright's sync API runs one
 browser per module): a view whose kernel restarted or stopped says so and disables its
-controls; ``show_tokens()`` opens the token view in Voilà."""
+controls; ``show_tokens()`` opens the token view in Voilà; a view shown cells after it was made
+shows what happened meanwhile (Notebook 7)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests.browser.test_front_ends_browser import open_in_notebook7, write_ipynb
 from tests.browser.test_view_truth_browser import (
+    MADE_EARLY,
     assert_gone,
     check_open_then_click,
     restart_from_the_menu,
@@ -32,6 +34,18 @@ def test_a_restart_in_notebook7_leaves_the_view_saying_its_kernel_is_gone(front_
     start_streaming(front_page, view)
     restart_from_the_menu(front_page)
     assert_gone(front_page, view, "notebook7")
+
+
+def test_a_view_shown_cells_after_it_was_made_in_notebook7(front_page, notebook7):
+    # as in JupyterLab: the updates that came before the view was drawn are asked for
+    cells = [MADE_EARLY, "inspector.toggle(3)", "view", "inspector"]
+    write_ipynb(notebook7.root / "made_early.ipynb", cells)
+    chat = open_in_notebook7(front_page, notebook7, "made_early.ipynb")
+    chat.locator(".lion-assistant", has_text="EARLY-REPLY").wait_for(timeout=30_000)
+    assert "No messages yet" not in chat.inner_text()
+    detail = front_page.locator(".lion-inspector .lion-tl-detail[data-index='3']")
+    detail.wait_for(timeout=30_000)
+    assert "answer 1" in detail.inner_text()
 
 
 # ----- Voilà: no restart in its page; the kernel dies (killed) and the server restarts it ------
