@@ -185,10 +185,20 @@ def open_in_notebook7(page: Any, notebook7: Any, name: str) -> Any:
     for _attempt in range(6):
         dialog = page.locator(".jp-Dialog")
         if dialog.count() and dialog.first.is_visible():
-            # e.g. the kernel picker while the kernel is slow to start: take its default
+            # the kernel picker: a Run All the page took before it had attached the session's
+            # kernel asks for one. Its default starts a new kernel in place of the one the
+            # cell was sent to, so the cell's [*] would stay on a dead run: after it, the page
+            # is opened again on the session's new kernel and Run All starts afresh
             dialogs.append(dialog.first.inner_text())
             screenshot(page, "front_notebook7_dialog")
             dialog.first.locator(".jp-mod-accept").first.click()
+            dialog.first.wait_for(state="detached", timeout=30_000)
+            page.wait_for_timeout(2000)  # the new kernel replaces the old in the session
+            page.reload()
+            page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
+            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(
+                timeout=90_000
+            )
         try:
             page.get_by_role("menuitem", name="Run", exact=True).click(timeout=10_000)
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10_000)
@@ -197,10 +207,12 @@ def open_in_notebook7(page: Any, notebook7: Any, name: str) -> Any:
                 "document.querySelector('.jp-Cell .jp-InputPrompt')?.textContent || '')",
                 timeout=15_000,
             )
-            break
         except Exception:  # playwright's TimeoutError: a dialog, or the kernel was not ready
             page.keyboard.press("Escape")  # a menu left open
             continue
+        page.wait_for_timeout(1000)
+        if not (dialog.count() and dialog.first.is_visible()):
+            break  # else the picker came after the Run All: taken at the top of the loop
     view = page.locator(".jp-OutputArea-output .lion-view").first
     try:
         view.wait_for(timeout=90_000)
