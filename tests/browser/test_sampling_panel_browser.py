@@ -93,13 +93,17 @@ def _open_panel_by_keyboard(page: Any, root: Any, token: int, settled: bool = Tr
     panel = root.locator(".lion-sampling")
     panel.wait_for(timeout=10_000)
     if settled:
-        note = panel.locator(".lion-sampling-note")
-        page.wait_for_function(
-            "([el, asking]) => !el.textContent.includes(asking)",
-            arg=[note.element_handle(), ASKING],
-            timeout=30_000,
-        )
+        _wait_for_the_answer(page, panel)
     return panel
+
+
+def _wait_for_the_answer(page: Any, panel: Any, timeout: float = 30_000) -> None:
+    """Until the panel's note no longer says it is asking the kernel for the model's own."""
+    page.wait_for_function(
+        "([el, asking]) => !el.textContent.includes(asking)",
+        arg=[panel.locator(".lion-sampling-note").element_handle(), ASKING],
+        timeout=timeout,
+    )
 
 
 def _column(panel: Any, k: int) -> list[tuple[str, str, bool]]:
@@ -217,11 +221,7 @@ SamplingPanel._action_sampler = held_back  # before the view: it looks its actio
     page.keyboard.press("ArrowRight")  # the focus is on the temperature slider
     assert temperature.input_value() == "0.85"
     release.write_text("go")
-    page.wait_for_function(
-        "([el, asking]) => !el.textContent.includes(asking)",
-        arg=[note.element_handle(), ASKING],
-        timeout=60_000,
-    )
+    _wait_for_the_answer(page, panel, timeout=60_000)
     assert temperature.input_value() == "0.85"  # the reader's move stands
     assert (
         "Starting at llama.cpp's defaults; the model's own are temperature 1 "
