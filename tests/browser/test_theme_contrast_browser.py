@@ -258,7 +258,11 @@ def test_every_view_reads_at_aa_contrast(page, jupyter_lab, theme):
                 if m["ratio"] < AA
             ]
         for view, cell in VIEWS.items():
-            page.locator(".jp-Notebook .jp-Cell").nth(cell).scroll_into_view_if_needed()
+            shown = page.locator(".jp-Notebook .jp-Cell").nth(cell)
+            shown.scroll_into_view_if_needed()
+            # the notebook paints a cell scrolled to a frame or two later: a picture of it
+            shown.locator(".lion-view").first.wait_for(state="visible", timeout=10_000)
+            page.wait_for_timeout(200)
             screenshot(page, f"{name}_os_{scheme}_{view}")
     page.emulate_media(color_scheme="light")
     assert not failures, "\n".join(dict.fromkeys(failures))
